@@ -1,0 +1,2 @@
+// placeholder until the comm module lands
+namespace loom {}

@@ -1,0 +1,83 @@
+// loom::Error and the one set of check macros used everywhere.
+//
+// Library code never exits or aborts: it throws loom::Error carrying what went wrong and where
+// (file:line, and the MPI rank once known). Apps catch it at main, print one line and abort all
+// ranks. Return codes of CUDA, cuBLAS, cuDNN, NCCL and MPI are checked by the LOOM_*_CHECK macros
+// below; they expand at the call site, so this header needs none of those libraries.
+#pragma once
+
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+namespace loom {
+
+class Error : public std::runtime_error {
+ public:
+  explicit Error(const std::string& message) : std::runtime_error(message) {}
+};
+
+// The rank prefixed to error messages and log lines; -1 until MPI (or the app) sets it.
+void set_error_rank(int rank);
+int error_rank();
+
+namespace detail {
+[[noreturn]] void throw_error(const char* file, int line, const std::string& message);
+
+template <typename... Args>
+std::string concat(const Args&... args) {
+  std::ostringstream out;
+  (out << ... << args);
+  return out.str();
+}
+}  // namespace detail
+
+}  // namespace loom
+
+// LOOM_CHECK(cond, "message", parts...) throws loom::Error when cond is false.
+#define LOOM_CHECK(cond, ...)                                                              \
+  do {                                                                                     \
+    if (!(cond)) ::loom::detail::throw_error(__FILE__, __LINE__, ::loom::detail::concat(__VA_ARGS__)); \
+  } while (0)
+
+#define LOOM_THROW(...) ::loom::detail::throw_error(__FILE__, __LINE__, ::loom::detail::concat(__VA_ARGS__))
+
+#define LOOM_CUDA_CHECK(expr)                                                                   \
+  do {                                                                                          \
+    auto loom_status_ = (expr);                                                                 \
+    if (loom_status_ != cudaSuccess)                                                            \
+      LOOM_THROW("CUDA error ", cudaGetErrorName(loom_status_), " (", cudaGetErrorString(loom_status_), \
+                 ") in ", #expr);                                                               \
+  } while (0)
+
+#define LOOM_CUBLAS_CHECK(expr)                                                         \
+  do {                                                                                  \
+    auto loom_status_ = (expr);                                                         \
+    if (loom_status_ != CUBLAS_STATUS_SUCCESS)                                          \
+      LOOM_THROW("cuBLAS error ", cublasGetStatusString(loom_status_), " in ", #expr);  \
+  } while (0)
+
+#define LOOM_CUDNN_CHECK(expr)                                                        \
+  do {                                                                                \
+    auto loom_status_ = (expr);                                                       \
+    if (loom_status_ != CUDNN_STATUS_SUCCESS)                                         \
+      LOOM_THROW("cuDNN error ", cudnnGetErrorString(loom_status_), " in ", #expr);   \
+  } while (0)
+
+#define LOOM_NCCL_CHECK(expr)                                                         \
+  do {                                                                                \
+    auto loom_status_ = (expr);                                                       \
+    if (loom_status_ != ncclSuccess)                                                  \
+      LOOM_THROW("NCCL error ", ncclGetErrorString(loom_status_), " in ", #expr);     \
+  } while (0)
+
+#define LOOM_MPI_CHECK(expr)                                                          \
+  do {                                                                                \
+    int loom_status_ = (expr);                                                        \
+    if (loom_status_ != MPI_SUCCESS) {                                                \
+      char loom_mpi_msg_[MPI_MAX_ERROR_STRING];                                       \
+      int loom_mpi_len_ = 0;                                                          \
+      MPI_Error_string(loom_status_, loom_mpi_msg_, &loom_mpi_len_);                  \
+      LOOM_THROW("MPI error ", std::string(loom_mpi_msg_, loom_mpi_len_), " in ", #expr); \
+    }                                                                                 \
+  } while (0)

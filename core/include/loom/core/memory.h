@@ -1,0 +1,74 @@
+// Measured memory: every tensor allocation goes through a per-device allocator that keeps live and
+// peak bytes, in total and per category. Schedules are compared on these numbers, so they are exact:
+// they count the bytes tensors asked for (not allocator rounding or cached blocks, which the CUDA
+// caching allocator reports separately as reserved bytes).
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include <loom/core/device.h>
+
+namespace loom {
+
+enum class MemoryCategory : std::uint8_t {
+  parameters,
+  gradients,
+  optimizer_state,
+  activations,
+  communication,
+  workspace,
+  other,
+};
+inline constexpr std::size_t kMemoryCategoryCount = 7;
+std::string_view memory_category_name(MemoryCategory category);
+
+struct MemoryStats {
+  std::int64_t live_bytes = 0;
+  std::int64_t peak_bytes = 0;
+  std::array<std::int64_t, kMemoryCategoryCount> live_by_category{};
+  std::array<std::int64_t, kMemoryCategoryCount> peak_by_category{};
+  std::int64_t reserved_bytes = 0;   // bytes held from the system (CUDA cache included)
+  std::int64_t allocations = 0;      // tensor allocations served
+  std::int64_t system_allocations = 0;  // calls into malloc/cudaMalloc (cache misses on CUDA)
+
+  std::int64_t live(MemoryCategory c) const { return live_by_category[static_cast<std::size_t>(c)]; }
+  std::int64_t peak(MemoryCategory c) const { return peak_by_category[static_cast<std::size_t>(c)]; }
+};
+
+MemoryStats memory_stats(Device device = Device::cpu());
+// Peak values (total and per category) drop to the current live values.
+void reset_peak_memory(Device device = Device::cpu());
+// Give cached device blocks back to the system (CUDA); no-op on CPU.
+void empty_cache(Device device = Device::cpu());
+
+// The category new allocations on this thread are charged to (default: other).
+MemoryCategory current_memory_category();
+
+// Sets the category for allocations made in its scope, restoring the previous one after.
+class MemoryCategoryScope {
+ public:
+  explicit MemoryCategoryScope(MemoryCategory category);
+  ~MemoryCategoryScope();
+  MemoryCategoryScope(const MemoryCategoryScope&) = delete;
+  MemoryCategoryScope& operator=(const MemoryCategoryScope&) = delete;
+
+ private:
+  MemoryCategory previous_;
+};
+
+// One allocation owned by a Storage; the allocator returns it to its pool on destruction.
+struct Allocation {
+  void* data = nullptr;
+  std::size_t bytes = 0;
+  Device device;
+  MemoryCategory category = MemoryCategory::other;
+};
+
+// Allocates `bytes` on `device`, charged to the current category. Zero bytes is valid.
+Allocation allocate(Device device, std::size_t bytes);
+void deallocate(const Allocation& allocation);
+
+}  // namespace loom

@@ -1,0 +1,65 @@
+// Tensor ops: the one seam where work is dispatched by device (CPU: Eigen over OpenBLAS;
+// CUDA: cuBLAS and small kernels). Callers never branch on the device themselves.
+//
+// Conventions: `out` arguments are written (=) unless the op says it accumulates; all tensors of
+// one call share a device and a floating dtype (f32 or f64) unless stated; shape, dtype and device
+// mismatches throw loom::Error naming the op and the shapes.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include <loom/core/tensor.h>
+
+namespace loom::ops {
+
+// ---- matrix multiply -------------------------------------------------------------------------
+// c = alpha * op(a) * op(b) + beta * c, with op(x) = x or x^T; a, b, c are 2-D.
+void gemm(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b, Tensor& c,
+          double alpha = 1.0, double beta = 0.0);
+// Returns op(a) * op(b) as a new tensor.
+Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a = false, bool transpose_b = false);
+// Strided batch: a [batch, ., .], b [batch, ., .], c [batch, ., .]; c[i] = alpha op(a[i]) op(b[i]) + beta c[i].
+void gemm_strided_batched(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b, Tensor& c,
+                          double alpha = 1.0, double beta = 0.0);
+// Pointer batch: independent 2-D problems of equal shape, c[i] = alpha op(a[i]) op(b[i]) + beta c[i].
+void gemm_batched(const std::vector<Tensor>& a, bool transpose_a, const std::vector<Tensor>& b,
+                  bool transpose_b, std::vector<Tensor>& c, double alpha = 1.0, double beta = 0.0);
+
+// ---- element-wise ----------------------------------------------------------------------------
+void fill(Tensor& out, double value);
+void copy(const Tensor& source, Tensor& out);     // same shape and dtype, any devices
+void cast(const Tensor& source, Tensor& out);     // same shape, any dtypes, same device
+void add(const Tensor& a, const Tensor& b, Tensor& out);   // out = a + b
+void sub(const Tensor& a, const Tensor& b, Tensor& out);   // out = a - b
+void mul(const Tensor& a, const Tensor& b, Tensor& out);   // out = a * b
+void axpy(double alpha, const Tensor& x, Tensor& y);       // y += alpha * x
+void scale(Tensor& x, double alpha);                       // x *= alpha
+void add_scaled(const Tensor& a, double alpha, const Tensor& b, double beta, Tensor& out);  // alpha a + beta b
+double dot(const Tensor& a, const Tensor& b);              // sum of a*b, accumulated in double
+double sum_of_squares(const Tensor& x);                    // accumulated in double
+
+// ---- bias ------------------------------------------------------------------------------------
+// x [..., n] += bias [n] (broadcast over the leading dims), in place.
+void bias_add(Tensor& x, const Tensor& bias);
+// grad_bias [n] += sum over the leading dims of grad [..., n] (accumulates).
+void bias_grad(const Tensor& grad, Tensor& grad_bias);
+
+// ---- reductions along one dim (the dim is removed from the result's shape) --------------------
+Tensor sum(const Tensor& x, int dim);
+Tensor mean(const Tensor& x, int dim);
+// Max values and, if `indices` is non-null, their i64 positions along dim.
+Tensor max(const Tensor& x, int dim, Tensor* indices = nullptr);
+
+// ---- softmax over the last dim ---------------------------------------------------------------
+void softmax(const Tensor& x, Tensor& out);
+void log_softmax(const Tensor& x, Tensor& out);
+// grad_x = y * (grad_y - sum(grad_y * y)) for y = softmax(x).
+void softmax_backward(const Tensor& y, const Tensor& grad_y, Tensor& grad_x);
+
+// ---- comparison helpers for tests and checkpoints ----------------------------------------------
+// max |a - b| / max(|b|, floor) over elements, computed in double on the host.
+double max_relative_error(const Tensor& a, const Tensor& b, double floor = 1e-6);
+double max_abs_error(const Tensor& a, const Tensor& b);
+
+}  // namespace loom::ops

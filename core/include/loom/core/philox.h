@@ -1,0 +1,77 @@
+// Philox 4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3", SC'11):
+// a counter-based generator. The value for element i depends only on (seed, stream key, i), so
+// any rank generates any parameter's values independently and identically, and CPU and CUDA
+// produce the same numbers from these same functions.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include <loom/core/hostdevice.h>
+
+namespace loom::philox {
+
+struct Block {
+  std::uint32_t v[4];
+};
+
+LOOM_HD void mulhilo(std::uint32_t a, std::uint32_t b, std::uint32_t& hi, std::uint32_t& lo) {
+  const std::uint64_t product = static_cast<std::uint64_t>(a) * b;
+  hi = static_cast<std::uint32_t>(product >> 32);
+  lo = static_cast<std::uint32_t>(product);
+}
+
+// 4 random 32-bit words for counter (c0..c3) under key (k0, k1).
+LOOM_HD Block philox4x32_10(std::uint32_t c0, std::uint32_t c1, std::uint32_t c2, std::uint32_t c3,
+                            std::uint32_t k0, std::uint32_t k1) {
+  constexpr std::uint32_t kM0 = 0xD2511F53u, kM1 = 0xCD9E8D57u;
+  constexpr std::uint32_t kW0 = 0x9E3779B9u, kW1 = 0xBB67AE85u;
+  for (int round = 0; round < 10; ++round) {
+    std::uint32_t hi0, lo0, hi1, lo1;
+    mulhilo(kM0, c0, hi0, lo0);
+    mulhilo(kM1, c2, hi1, lo1);
+    const std::uint32_t n0 = hi1 ^ c1 ^ k0, n1 = lo1, n2 = hi0 ^ c3 ^ k1, n3 = lo0;
+    c0 = n0; c1 = n1; c2 = n2; c3 = n3;
+    k0 += kW0;
+    k1 += kW1;
+  }
+  return {{c0, c1, c2, c3}};
+}
+
+// Word `index` of the stream (seed, key): block index/4, lane index%4. The counter carries the
+// block index (64 bits) and the stream key (64 bits); the Philox key is the seed.
+LOOM_HD std::uint32_t word(std::uint64_t seed, std::uint64_t key, std::uint64_t index) {
+  const std::uint64_t block = index >> 2;
+  const Block b = philox4x32_10(static_cast<std::uint32_t>(block), static_cast<std::uint32_t>(block >> 32),
+                                static_cast<std::uint32_t>(key), static_cast<std::uint32_t>(key >> 32),
+                                static_cast<std::uint32_t>(seed), static_cast<std::uint32_t>(seed >> 32));
+  return b.v[index & 3];
+}
+
+// Uniform in (0, 1]: 24 random bits, never 0 (safe for log in Box-Muller).
+LOOM_HD float to_unit_float(std::uint32_t bits) {
+  return (static_cast<float>(bits >> 8) + 1.0f) * (1.0f / 16777216.0f);
+}
+
+// Element i of a uniform stream on [lo, hi).
+LOOM_HD float uniform(std::uint64_t seed, std::uint64_t key, std::uint64_t i, float lo, float hi) {
+  const float u = to_unit_float(word(seed, key, i)) - (1.0f / 16777216.0f);  // [0, 1)
+  return lo + (hi - lo) * u;
+}
+
+// Element i of a normal stream: Box-Muller from the two words 2i, 2i+1 of the stream (computed
+// in double so host and device round identically).
+LOOM_HD float normal(std::uint64_t seed, std::uint64_t key, std::uint64_t i, float mean, float stddev) {
+  const double u1 = to_unit_float(word(seed, key, 2 * i));
+  const double u2 = to_unit_float(word(seed, key, 2 * i + 1));
+  const double r = sqrt(-2.0 * log(u1));
+  const double z = r * cos(6.283185307179586 * u2);
+  return mean + stddev * static_cast<float>(z);
+}
+
+// Element i of a Bernoulli(p) stream: 1 with probability p.
+LOOM_HD bool bernoulli(std::uint64_t seed, std::uint64_t key, std::uint64_t i, float p) {
+  return (static_cast<double>(word(seed, key, i)) + 0.5) * (1.0 / 4294967296.0) < static_cast<double>(p);
+}
+
+}  // namespace loom::philox

@@ -1,0 +1,2 @@
+// placeholder until the layers module lands
+namespace loom {}

@@ -1,0 +1,2 @@
+// placeholder until the models module lands
+namespace loom {}

@@ -1,0 +1,2 @@
+// placeholder until the planner module lands
+namespace loom {}

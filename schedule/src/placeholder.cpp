@@ -1,0 +1,2 @@
+// placeholder until the schedule module lands
+namespace loom {}
