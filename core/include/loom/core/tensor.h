@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <algorithm>
 #include <memory>
 #include <ostream>
 #include <span>
@@ -101,6 +102,7 @@ class Tensor {
   bool same_storage(const Tensor& other) const { return storage_ == other.storage_; }
 
  private:
+  Tensor slice_for_print(int max_elements) const;
   Tensor(std::shared_ptr<Storage> storage, const Shape& shape, DType dtype, std::int64_t offset)
       : storage_(std::move(storage)), shape_(shape), dtype_(dtype), offset_(offset) {}
 

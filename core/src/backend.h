@@ -1,0 +1,59 @@
+// Private: the per-device backends behind the one dispatch seam (ops.cpp, memory.cpp, rng.cpp).
+// cpu:: is always compiled; cuda:: only when LOOM_WITH_CUDA. Arguments are validated by the seam.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include <loom/core/tensor.h>
+
+namespace loom {
+
+struct GemmShape {
+  bool transpose_a = false, transpose_b = false;
+  std::int64_t m = 0, n = 0, k = 0;  // op(a) is m×k, op(b) is k×n, c is m×n
+  std::int64_t batch = 1;
+  std::int64_t stride_a = 0, stride_b = 0, stride_c = 0;  // elements between batch items
+  double alpha = 1.0, beta = 0.0;
+};
+
+enum class RandomKind { uniform, normal, bernoulli };
+
+#define LOOM_BACKEND_FUNCTIONS                                                                       \
+  void gemm(const GemmShape& g, const Tensor& a, const Tensor& b, Tensor& c);                         \
+  void gemm_pointers(const GemmShape& g, DType dtype, const std::vector<const void*>& a,               \
+                     const std::vector<const void*>& b, const std::vector<void*>& c);                 \
+  void fill(Tensor& out, double value);                                                              \
+  void cast(const Tensor& source, Tensor& out);                                                      \
+  void binary(char op, const Tensor& a, const Tensor& b, Tensor& out);                               \
+  void add_scaled(const Tensor& a, double alpha, const Tensor& b, double beta, Tensor& out);         \
+  void scale(Tensor& x, double alpha);                                                               \
+  double dot(const Tensor& a, const Tensor& b);                                                      \
+  void bias_add(Tensor& x, const Tensor& bias);                                                      \
+  void bias_grad(const Tensor& grad, Tensor& grad_bias);                                             \
+  void reduce(char op, const Tensor& x, std::int64_t outer, std::int64_t length, std::int64_t inner, \
+              Tensor& out, Tensor* indices);                                                         \
+  void softmax(const Tensor& x, Tensor& out, bool log);                                              \
+  void softmax_backward(const Tensor& y, const Tensor& grad_y, Tensor& grad_x);                      \
+  void random(RandomKind kind, Tensor& out, std::uint64_t seed, std::uint64_t key, double p0,        \
+              double p1, std::uint64_t first_index);
+
+namespace cpu {
+LOOM_BACKEND_FUNCTIONS
+void* allocate(std::size_t bytes);
+void deallocate(void* data, std::size_t bytes);
+}  // namespace cpu
+
+#ifdef LOOM_WITH_CUDA
+namespace cuda {
+LOOM_BACKEND_FUNCTIONS
+// Caching allocator: returns (pointer, rounded block size); new_system_allocation set on a miss.
+void* allocate(int device, std::size_t bytes, std::size_t& block_bytes, bool& new_system_allocation);
+void deallocate(int device, void* data, std::size_t block_bytes);
+std::int64_t release_cache(int device);  // bytes returned to the driver
+// Copies between any combination of host and device memory (synchronous).
+void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, std::size_t bytes);
+}  // namespace cuda
+#endif
+
+}  // namespace loom

@@ -1,0 +1,127 @@
+// Per-device allocation accounting. Live/peak bytes count exactly what tensors asked for, per
+// category; `reserved_bytes` is what the allocator holds from the system (the CUDA cache included).
+#include <loom/core/memory.h>
+
+#include <cstdlib>
+#include <map>
+#include <mutex>
+
+#include <loom/core/error.h>
+
+#include "backend.h"
+
+namespace loom {
+
+namespace {
+
+struct DeviceLedger {
+  MemoryStats stats;
+};
+
+std::mutex g_mutex;
+std::map<std::pair<int, int>, DeviceLedger>& ledgers() {
+  static std::map<std::pair<int, int>, DeviceLedger> map;
+  return map;
+}
+DeviceLedger& ledger(Device device) {
+  return ledgers()[{static_cast<int>(device.kind), device.index}];
+}
+
+thread_local MemoryCategory t_category = MemoryCategory::other;
+
+[[noreturn]] void no_cuda(Device device) {
+  LOOM_THROW("tensor on ", device.str(), " but this build of loom has no CUDA backend (configure with -DLOOM_CUDA=ON)");
+}
+
+// CPU blocks are 64-byte aligned; their reserved size is the request rounded up to 64.
+std::size_t cpu_block_bytes(std::size_t bytes) { return (bytes + 63) / 64 * 64; }
+
+}  // namespace
+
+std::string_view memory_category_name(MemoryCategory category) {
+  switch (category) {
+    case MemoryCategory::parameters: return "parameters";
+    case MemoryCategory::gradients: return "gradients";
+    case MemoryCategory::optimizer_state: return "optimizer_state";
+    case MemoryCategory::activations: return "activations";
+    case MemoryCategory::communication: return "communication";
+    case MemoryCategory::workspace: return "workspace";
+    case MemoryCategory::other: return "other";
+  }
+  return "?";
+}
+
+MemoryCategory current_memory_category() { return t_category; }
+
+MemoryCategoryScope::MemoryCategoryScope(MemoryCategory category) : previous_(t_category) { t_category = category; }
+MemoryCategoryScope::~MemoryCategoryScope() { t_category = previous_; }
+
+MemoryStats memory_stats(Device device) {
+  std::lock_guard lock(g_mutex);
+  return ledger(device).stats;
+}
+
+void reset_peak_memory(Device device) {
+  std::lock_guard lock(g_mutex);
+  MemoryStats& s = ledger(device).stats;
+  s.peak_bytes = s.live_bytes;
+  s.peak_by_category = s.live_by_category;
+}
+
+void empty_cache(Device device) {
+  if (!device.is_cuda()) return;
+#ifdef LOOM_WITH_CUDA
+  const std::int64_t released = cuda::release_cache(device.index);
+  std::lock_guard lock(g_mutex);
+  ledger(device).stats.reserved_bytes -= released;
+#else
+  no_cuda(device);
+#endif
+}
+
+Allocation allocate(Device device, std::size_t bytes) {
+  Allocation allocation{nullptr, bytes, device, t_category};
+  std::size_t reserved = 0;
+  bool system_allocation = true;
+  if (device.is_cpu()) {
+    reserved = cpu_block_bytes(bytes);
+    allocation.data = cpu::allocate(reserved);
+  } else {
+#ifdef LOOM_WITH_CUDA
+    allocation.data = cuda::allocate(device.index, bytes, reserved, system_allocation);
+#else
+    no_cuda(device);
+#endif
+  }
+  std::lock_guard lock(g_mutex);
+  MemoryStats& s = ledger(device).stats;
+  const auto c = static_cast<std::size_t>(allocation.category);
+  s.live_bytes += static_cast<std::int64_t>(bytes);
+  s.live_by_category[c] += static_cast<std::int64_t>(bytes);
+  if (s.live_bytes > s.peak_bytes) s.peak_bytes = s.live_bytes;
+  if (s.live_by_category[c] > s.peak_by_category[c]) s.peak_by_category[c] = s.live_by_category[c];
+  s.allocations += 1;
+  if (system_allocation) {
+    s.system_allocations += 1;
+    s.reserved_bytes += static_cast<std::int64_t>(reserved);
+  }
+  return allocation;
+}
+
+void deallocate(const Allocation& allocation) {
+  if (allocation.device.is_cpu()) {
+    cpu::deallocate(allocation.data, cpu_block_bytes(allocation.bytes));
+  } else {
+#ifdef LOOM_WITH_CUDA
+    cuda::deallocate(allocation.device.index, allocation.data, allocation.bytes);
+#endif
+  }
+  std::lock_guard lock(g_mutex);
+  MemoryStats& s = ledger(allocation.device).stats;
+  const auto c = static_cast<std::size_t>(allocation.category);
+  s.live_bytes -= static_cast<std::int64_t>(allocation.bytes);
+  s.live_by_category[c] -= static_cast<std::int64_t>(allocation.bytes);
+  if (allocation.device.is_cpu()) s.reserved_bytes -= static_cast<std::int64_t>(cpu_block_bytes(allocation.bytes));
+}
+
+}  // namespace loom
