@@ -1,0 +1,19 @@
+// Subcommands of the `loom` executable. Each lives in its own file and registers itself on the
+// CLI11 app; `main` catches loom::Error, prints one line and aborts every rank.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace loom::apps {
+
+void add_train_command(CLI::App& app);
+void add_profile_command(CLI::App& app);
+void add_plan_command(CLI::App& app);
+void add_simulate_command(CLI::App& app);
+// `loom bench <name>`: gemm, layers, allreduce, p2p.
+void add_bench_gemm_command(CLI::App& bench);
+void add_bench_layers_command(CLI::App& bench);
+void add_bench_allreduce_command(CLI::App& bench);
+void add_bench_p2p_command(CLI::App& bench);
+
+}  // namespace loom::apps

@@ -1,0 +1,64 @@
+// loom: train, profile, plan, simulate, bench. Errors end every rank with one clear line.
+#include <cstdio>
+#include <exception>
+
+#include <mpi.h>
+
+#include <loom/core/error.h>
+#include <loom/core/log.h>
+
+#include "commands.h"
+
+namespace {
+
+// One line on stderr, then make sure no rank is left waiting: abort the MPI job if it is running.
+int fail(const char* message) {
+  int rank = loom::error_rank();
+  if (rank >= 0)
+    std::fprintf(stderr, "loom: error (rank %d): %s\n", rank, message);
+  else
+    std::fprintf(stderr, "loom: error: %s\n", message);
+  std::fflush(stderr);
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (initialized && !finalized) {
+    int size = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (size > 1) MPI_Abort(MPI_COMM_WORLD, 1);
+    MPI_Finalize();
+  }
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"loom: pipelined and data-parallel training (DAPPLE, PipeDream)", "loom"};
+  app.require_subcommand(1);
+  loom::apps::add_train_command(app);
+  loom::apps::add_profile_command(app);
+  loom::apps::add_plan_command(app);
+  loom::apps::add_simulate_command(app);
+  CLI::App* bench = app.add_subcommand("bench", "Benchmarks: gemm, layers, allreduce, p2p");
+  bench->require_subcommand(1);
+  loom::apps::add_bench_gemm_command(*bench);
+  loom::apps::add_bench_layers_command(*bench);
+  loom::apps::add_bench_allreduce_command(*bench);
+  loom::apps::add_bench_p2p_command(*bench);
+  loom::log::init();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    if (code != 0) return fail(e.what()) == 0 ? 0 : 2;
+    return 0;
+  } catch (const std::exception& e) {
+    return fail(e.what());
+  }
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (initialized && !finalized) MPI_Finalize();
+  return 0;
+}
