@@ -29,7 +29,7 @@ DeviceLedger& ledger(Device device) {
 
 thread_local MemoryCategory t_category = MemoryCategory::other;
 
-[[noreturn]] void no_cuda(Device device) {
+[[maybe_unused]] [[noreturn]] void no_cuda(Device device) {
   LOOM_THROW("tensor on ", device.str(), " but this build of loom has no CUDA backend (configure with -DLOOM_CUDA=ON)");
 }
 

@@ -19,7 +19,7 @@ struct Device {
   bool is_cuda() const { return kind == DeviceKind::cuda; }
   std::string str() const;
   static Device parse(std::string_view text);  // throws loom::Error on bad text
-  friend bool operator==(const Device&, const Device&) = default;
+  friend bool operator==(const Device& a, const Device& b) { return a.kind == b.kind && a.index == b.index; }
 };
 
 std::ostream& operator<<(std::ostream& out, const Device& device);
