@@ -1,0 +1,89 @@
+// Predicts the timeline of a schedule from per-stage costs. The planner scores plans with it and
+// `loom simulate` prints it, so "predicted" means one thing everywhere.
+//
+// Model (the executor's semantics, docs/schedules.md): each rank runs its program in order;
+// compute, AR and STEP block for their cost; a send starts a transfer and returns at once; a
+// receive waits until its message has arrived (receives are posted early, so arrival never depends
+// on when the receiver got there). A transfer of b bytes on a link starts when the link is free
+// (one message at a time per direction, in the sender's order) and arrives b/bandwidth + latency
+// later. Sends between chunks on the same rank are free. Pure data: no tensors, no MPI.
+#pragma once
+
+#include <limits>
+#include <vector>
+
+#include <loom/schedule/schedule.h>
+
+namespace loom::schedule {
+
+// Costs of one stage for one micro-batch (all of the stage's chunks together; a chunk costs 1/v).
+struct StageCost {
+  double forward_ms = 0;
+  double backward_ms = 0;           // a whole B
+  double backward_input_ms = -1;    // BI; < 0 means backward_ms / 2
+  double backward_weight_ms = -1;   // BW; < 0 means backward_ms / 2
+  double allreduce_ms = 0;          // one AR (the part not hidden behind backward)
+  double step_ms = 0;               // one STEP
+  double activation_bytes = 0;      // activations saved by F for one micro-batch, freed by B/BW
+  double boundary_bytes = 0;        // output activation sent to the next stage (its gradient comes back)
+};
+
+// A directed stage-to-stage link. The defaults make communication free.
+struct Link {
+  double bandwidth_bytes_per_s = std::numeric_limits<double>::infinity();
+  double latency_ms = 0;
+};
+
+struct CostModel {
+  std::vector<StageCost> stages;  // one per stage, or one for all stages
+  // links[s]: between stage s and the next (S−1 → 0 for interleaved), both directions. Empty: free;
+  // one entry: the same link everywhere.
+  std::vector<Link> links;
+
+  const StageCost& stage(int s) const;
+  Link link(int from_stage) const;
+};
+
+// Every stage with the same costs and free communication.
+CostModel uniform_costs(double forward_ms, double backward_ms);
+
+struct TimedAction {
+  int stage = 0;
+  int index = 0;        // position in the stage's program
+  Action action;
+  double start_ms = 0;  // for a receive: when the rank reached it
+  double end_ms = 0;    // for a receive: when the message was there; for a send: == start_ms
+};
+
+struct Transfer {
+  int from_stage = 0, to_stage = 0;
+  Action send;  // SA or SG on the sender
+  double start_ms = 0, arrival_ms = 0;
+};
+
+struct StageStats {
+  double end_ms = 0;             // when the stage's last action ends
+  double compute_ms = 0;         // F, B, BI, BW
+  double busy_ms = 0;            // compute + AR + STEP
+  double idle_ms = 0;            // step time − busy
+  int peak_inflight = 0;         // (micro-batch, chunk) pairs between F and their B/BW, at most
+  double peak_activation_units = 0;  // the same in micro-batch activations of the stage (chunk = 1/v)
+  double peak_activation_bytes = 0;  // units × activation_bytes
+  int peak_weight_versions = 1;  // weight versions alive at once (PipeDream stashing)
+};
+
+struct SimulationResult {
+  double step_ms = 0;          // makespan: first action to last, over all stages
+  double bubble_fraction = 0;  // 1 − Σ busy / (S · step_ms)
+  // Steady-state time per micro-batch: step_ms / M for synchronous schedules; for asynchronous
+  // ones the spacing of stage 0's backward ends in the middle of the window.
+  double ms_per_microbatch = 0;
+  std::vector<StageStats> stages;
+  std::vector<TimedAction> timeline;  // every action of every stage
+  std::vector<Transfer> transfers;
+};
+
+// Throws loom::Error if the schedule deadlocks or the cost model does not fit it.
+SimulationResult simulate(const Schedule& schedule, const CostModel& costs);
+
+}  // namespace loom::schedule

@@ -1,0 +1,38 @@
+// Checks that a schedule can run and computes what it costs in memory, without running it.
+//
+// Rules (docs/schedules.md, "Semantics"): every (micro-batch, chunk) has exactly one F and either
+// one B or one BI followed by one BW on its stage; B/BI after F; every boundary needs exactly one
+// matching send (after the producing compute) and receive (before the consuming compute); under
+// the executor's semantics — blocking compute, non-blocking sends, receives waited in program
+// order — no rank waits forever; synchronous schedules end with AR then STEP after all compute;
+// asynchronous ones use a weight version no newer than the stage's STEPs so far and run each
+// backward with its forward's version.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <loom/schedule/schedule.h>
+
+namespace loom::schedule {
+
+struct StageMemory {
+  int peak_inflight = 0;         // (micro-batch, chunk) pairs whose F is done and B/BW is not
+  int peak_weight_versions = 1;  // distinct versions needed at once (current + stashed)
+};
+
+struct ValidationReport {
+  std::vector<std::string> errors;  // empty when valid; each says what and where
+  std::vector<StageMemory> stages;
+  bool ok() const { return errors.empty(); }
+};
+
+ValidationReport validate(const Schedule& schedule);
+
+// validate() and throw loom::Error with the first errors when it fails.
+void check(const Schedule& schedule);
+
+// In-flight activations and weight versions of one program, in program order.
+StageMemory stage_memory(const std::vector<Action>& program);
+
+}  // namespace loom::schedule
