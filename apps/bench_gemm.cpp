@@ -1,0 +1,102 @@
+// `loom bench gemm`: loom's CPU gemm next to OpenBLAS's cblas_sgemm called directly, same
+// threads, same run, interleaved repetitions so machine noise hits both alike.
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <cblas.h>
+#include <nlohmann/json.hpp>
+
+#include <loom/core/ops.h>
+#include <loom/core/rng.h>
+#include <loom/core/threads.h>
+#include <loom/core/timer.h>
+
+#include "commands.h"
+
+namespace loom::apps {
+
+namespace {
+
+struct GemmCase {
+  long m, n, k;
+  bool ta, tb;
+};
+
+std::string trans_name(const GemmCase& c) { return std::string(c.ta ? "T" : "N") + (c.tb ? "T" : "N"); }
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+void run(bool json, int threads, int repeats) {
+  set_num_threads(threads > 0 ? threads : default_num_threads());
+  std::vector<GemmCase> cases;
+  for (long s : {256L, 512L, 1024L, 2048L}) cases.push_back({s, s, s, false, false});
+  for (bool ta : {false, true})
+    for (bool tb : {false, true})
+      if (!(ta && tb)) {
+        cases.push_back({4096, 1024, 1024, ta, tb});  // attention projections: tokens x hidden
+        cases.push_back({1024, 4096, 1024, ta, tb});  // MLP up-projection
+      }
+  nlohmann::json rows = nlohmann::json::array();
+  if (!json)
+    std::printf("%6s %6s %6s %5s %12s %12s %7s   (threads %d)\n", "m", "n", "k", "trans", "loom GF/s",
+                "blas GF/s", "ratio", num_threads());
+  for (const GemmCase& c : cases) {
+    Tensor a = Tensor::empty(c.ta ? Shape{c.k, c.m} : Shape{c.m, c.k});
+    Tensor b = Tensor::empty(c.tb ? Shape{c.n, c.k} : Shape{c.k, c.n});
+    Tensor out = Tensor::zeros({c.m, c.n});
+    rng::uniform(a, 1, 1, -1, 1);
+    rng::uniform(b, 1, 2, -1, 1);
+    const double flops = 2.0 * c.m * c.n * c.k;
+    const int reps = std::max(3, static_cast<int>(repeats * 2e9 / flops / 8));
+    auto time_loom = [&] {
+      Stopwatch w;
+      ops::gemm(a, c.ta, b, c.tb, out);
+      return w.elapsed_ms();
+    };
+    auto time_blas = [&] {
+      Stopwatch w;
+      cblas_sgemm(CblasRowMajor, c.ta ? CblasTrans : CblasNoTrans, c.tb ? CblasTrans : CblasNoTrans,
+                  static_cast<int>(c.m), static_cast<int>(c.n), static_cast<int>(c.k), 1.0f, a.data<float>(),
+                  static_cast<int>(c.ta ? c.m : c.k), b.data<float>(), static_cast<int>(c.tb ? c.k : c.n), 0.0f,
+                  out.data<float>(), static_cast<int>(c.n));
+      return w.elapsed_ms();
+    };
+    time_loom();  // warm-up
+    time_blas();
+    std::vector<double> loom_ms, blas_ms;
+    for (int r = 0; r < reps; ++r) {
+      loom_ms.push_back(time_loom());
+      blas_ms.push_back(time_blas());
+    }
+    const double loom_gflops = flops / median(loom_ms) / 1e6, blas_gflops = flops / median(blas_ms) / 1e6;
+    const double ratio = loom_gflops / blas_gflops;
+    if (json) {
+      rows.push_back({{"m", c.m}, {"n", c.n}, {"k", c.k}, {"trans", trans_name(c)}, {"loom_gflops", loom_gflops},
+                      {"blas_gflops", blas_gflops}, {"ratio", ratio}});
+    } else {
+      std::printf("%6ld %6ld %6ld %5s %12.1f %12.1f %7.3f\n", c.m, c.n, c.k, trans_name(c).c_str(), loom_gflops,
+                  blas_gflops, ratio);
+      std::fflush(stdout);
+    }
+  }
+  if (json) std::printf("%s\n", rows.dump(1).c_str());
+}
+
+}  // namespace
+
+void add_bench_gemm_command(CLI::App& bench) {
+  CLI::App* cmd = bench.add_subcommand("gemm", "loom's CPU gemm next to OpenBLAS cblas_sgemm (GFLOP/s)");
+  static bool json = false;
+  static int threads = 0, repeats = 8;
+  cmd->add_flag("--json", json, "print a JSON array of rows {m,n,k,trans,loom_gflops,blas_gflops,ratio}");
+  cmd->add_option("--threads", threads, "BLAS threads (default: LOOM_NUM_THREADS or cores / local ranks)");
+  cmd->add_option("--repeats", repeats, "timing effort (more = longer, steadier)")->check(CLI::PositiveNumber);
+  cmd->callback([] { run(json, threads, repeats); });
+}
+
+}  // namespace loom::apps

@@ -1,0 +1,311 @@
+// Small CUDA kernels behind the dispatch seam: element-wise, bias, reductions, softmax, random.
+// The per-element math (casts, Philox) is the same LOOM_HD code the CPU backend runs.
+#include <cfloat>
+
+#include <loom/core/cuda/context.h>
+#include <loom/core/error.h>
+#include <loom/core/half.h>
+#include <loom/core/philox.h>
+
+#include "backend.h"
+
+namespace loom::cuda {
+
+namespace {
+
+constexpr unsigned int kThreads = 256;
+
+#define LOOM_GRID_STRIDE(i, n) \
+  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < (n); \
+       i += static_cast<long long>(blockDim.x) * gridDim.x)
+
+__device__ double load(const void* p, DType dtype, long long i) {
+  switch (dtype) {
+    case DType::f32: return static_cast<const float*>(p)[i];
+    case DType::f64: return static_cast<const double*>(p)[i];
+    case DType::bf16: return half::bf16_to_float(static_cast<const std::uint16_t*>(p)[i]);
+    case DType::f16: return half::f16_to_float(static_cast<const std::uint16_t*>(p)[i]);
+    case DType::i32: return static_cast<const std::int32_t*>(p)[i];
+    case DType::i64: return static_cast<double>(static_cast<const std::int64_t*>(p)[i]);
+  }
+  return 0;
+}
+
+__device__ void store(void* p, DType dtype, long long i, double v) {
+  switch (dtype) {
+    case DType::f32: static_cast<float*>(p)[i] = static_cast<float>(v); break;
+    case DType::f64: static_cast<double*>(p)[i] = v; break;
+    case DType::bf16: static_cast<std::uint16_t*>(p)[i] = half::float_to_bf16(static_cast<float>(v)); break;
+    case DType::f16: static_cast<std::uint16_t*>(p)[i] = half::float_to_f16(static_cast<float>(v)); break;
+    case DType::i32: static_cast<std::int32_t*>(p)[i] = static_cast<std::int32_t>(v); break;
+    case DType::i64: static_cast<std::int64_t*>(p)[i] = static_cast<std::int64_t>(v); break;
+  }
+}
+
+__global__ void fill_kernel(void* out, DType dtype, long long n, double value) {
+  LOOM_GRID_STRIDE(i, n) store(out, dtype, i, value);
+}
+
+__global__ void cast_kernel(const void* in, DType in_type, void* out, DType out_type, long long n) {
+  LOOM_GRID_STRIDE(i, n) {
+    if (in_type == DType::i64 && out_type == DType::i64)
+      static_cast<std::int64_t*>(out)[i] = static_cast<const std::int64_t*>(in)[i];
+    else
+      store(out, out_type, i, load(in, in_type, i));
+  }
+}
+
+template <typename T>
+__global__ void binary_kernel(char op, const T* a, const T* b, T* out, long long n) {
+  LOOM_GRID_STRIDE(i, n) out[i] = op == '+' ? a[i] + b[i] : (op == '-' ? a[i] - b[i] : a[i] * b[i]);
+}
+
+template <typename T>
+__global__ void add_scaled_kernel(const T* a, T alpha, const T* b, T beta, T* out, long long n) {
+  LOOM_GRID_STRIDE(i, n) out[i] = alpha * a[i] + beta * b[i];
+}
+
+template <typename T>
+__global__ void scale_kernel(T* x, T alpha, long long n) {
+  LOOM_GRID_STRIDE(i, n) x[i] *= alpha;
+}
+
+// One block: deterministic tree reduction of a*b in double.
+template <typename T>
+__global__ void dot_kernel(const T* a, const T* b, long long n, double* result) {
+  __shared__ double partial[kThreads];
+  double total = 0;
+  for (long long i = threadIdx.x; i < n; i += blockDim.x) total += static_cast<double>(a[i]) * b[i];
+  partial[threadIdx.x] = total;
+  __syncthreads();
+  for (unsigned int stride = blockDim.x / 2; stride > 0; stride /= 2) {
+    if (threadIdx.x < stride) partial[threadIdx.x] += partial[threadIdx.x + stride];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) *result = partial[0];
+}
+
+template <typename T>
+__global__ void bias_add_kernel(T* x, const T* bias, long long n, long long width) {
+  LOOM_GRID_STRIDE(i, n) x[i] += bias[i % width];
+}
+
+// One thread per column: sums its column over all rows (deterministic).
+template <typename T>
+__global__ void bias_grad_kernel(const T* grad, T* grad_bias, long long rows, long long width) {
+  LOOM_GRID_STRIDE(j, width) {
+    double total = 0;
+    for (long long r = 0; r < rows; ++r) total += grad[r * width + j];
+    grad_bias[j] += static_cast<T>(total);
+  }
+}
+
+template <typename T>
+__global__ void reduce_kernel(char op, const T* x, long long outer, long long length, long long inner, T* out,
+                              std::int64_t* indices) {
+  LOOM_GRID_STRIDE(idx, outer * inner) {
+    const long long o = idx / inner, i = idx % inner;
+    const T* base = x + o * length * inner + i;
+    if (op == 'M') {
+      T best = base[0];
+      long long at = 0;
+      for (long long l = 1; l < length; ++l)
+        if (base[l * inner] > best || (isnan(base[l * inner]) && !isnan(best))) {
+          best = base[l * inner];
+          at = l;
+        }
+      out[idx] = best;
+      if (indices) indices[idx] = at;
+    } else {
+      double total = 0;
+      for (long long l = 0; l < length; ++l) total += base[l * inner];
+      out[idx] = static_cast<T>(op == 'm' ? total / static_cast<double>(length) : total);
+    }
+  }
+}
+
+// One block per row.
+template <typename T>
+__global__ void softmax_kernel(const T* x, T* y, long long n, bool log_output) {
+  __shared__ T scratch[kThreads];
+  const T* xr = x + blockIdx.x * n;
+  T* yr = y + blockIdx.x * n;
+  T top = -INFINITY;
+  for (long long j = threadIdx.x; j < n; j += blockDim.x) top = max(top, xr[j]);
+  scratch[threadIdx.x] = top;
+  __syncthreads();
+  for (unsigned int s = blockDim.x / 2; s > 0; s /= 2) {
+    if (threadIdx.x < s) scratch[threadIdx.x] = max(scratch[threadIdx.x], scratch[threadIdx.x + s]);
+    __syncthreads();
+  }
+  top = scratch[0];
+  __syncthreads();
+  T total = 0;
+  for (long long j = threadIdx.x; j < n; j += blockDim.x) total += exp(xr[j] - top);
+  scratch[threadIdx.x] = total;
+  __syncthreads();
+  for (unsigned int s = blockDim.x / 2; s > 0; s /= 2) {
+    if (threadIdx.x < s) scratch[threadIdx.x] += scratch[threadIdx.x + s];
+    __syncthreads();
+  }
+  total = scratch[0];
+  for (long long j = threadIdx.x; j < n; j += blockDim.x)
+    yr[j] = log_output ? xr[j] - top - log(total) : exp(xr[j] - top) / total;
+}
+
+template <typename T>
+__global__ void softmax_backward_kernel(const T* y, const T* dy, T* dx, long long n) {
+  __shared__ T scratch[kThreads];
+  const long long offset = blockIdx.x * n;
+  T total = 0;
+  for (long long j = threadIdx.x; j < n; j += blockDim.x) total += dy[offset + j] * y[offset + j];
+  scratch[threadIdx.x] = total;
+  __syncthreads();
+  for (unsigned int s = blockDim.x / 2; s > 0; s /= 2) {
+    if (threadIdx.x < s) scratch[threadIdx.x] += scratch[threadIdx.x + s];
+    __syncthreads();
+  }
+  total = scratch[0];
+  for (long long j = threadIdx.x; j < n; j += blockDim.x) dx[offset + j] = y[offset + j] * (dy[offset + j] - total);
+}
+
+template <typename T>
+__global__ void random_kernel(RandomKind kind, T* out, long long n, std::uint64_t seed, std::uint64_t key, float p0,
+                              float p1, std::uint64_t first) {
+  LOOM_GRID_STRIDE(i, n) {
+    const std::uint64_t index = first + static_cast<std::uint64_t>(i);
+    if (kind == RandomKind::uniform)
+      out[i] = static_cast<T>(philox::uniform(seed, key, index, p0, p1));
+    else if (kind == RandomKind::normal)
+      out[i] = static_cast<T>(philox::normal(seed, key, index, p0, p1));
+    else
+      out[i] = philox::bernoulli(seed, key, index, p0) ? T(1) : T(0);
+  }
+}
+
+void check_launch() { LOOM_CUDA_CHECK(cudaGetLastError()); }
+
+cudaStream_t stream_of(const Tensor& t) { return stream(t.device().index); }
+
+}  // namespace
+
+void fill(Tensor& out, double value) {
+  const long long n = out.numel();
+  if (n == 0) return;
+  fill_kernel<<<blocks_for(n), kThreads, 0, stream_of(out)>>>(out.raw_data(), out.dtype(), n, value);
+  check_launch();
+}
+
+void cast(const Tensor& source, Tensor& out) {
+  const long long n = source.numel();
+  if (n == 0) return;
+  cast_kernel<<<blocks_for(n), kThreads, 0, stream_of(out)>>>(source.raw_data(), source.dtype(), out.raw_data(),
+                                                               out.dtype(), n);
+  check_launch();
+}
+
+#define LOOM_FLOAT_CASES(dtype, CALL)    \
+  do {                                   \
+    if ((dtype) == DType::f32) {         \
+      using T = float;                   \
+      CALL;                              \
+    } else {                             \
+      using T = double;                  \
+      CALL;                              \
+    }                                    \
+  } while (0)
+
+void binary(char op, const Tensor& a, const Tensor& b, Tensor& out) {
+  const long long n = a.numel();
+  if (n == 0) return;
+  LOOM_FLOAT_CASES(a.dtype(), (binary_kernel<T><<<blocks_for(n), kThreads, 0, stream_of(a)>>>(
+                                  op, static_cast<const T*>(a.raw_data()), static_cast<const T*>(b.raw_data()),
+                                  static_cast<T*>(out.raw_data()), n)));
+  check_launch();
+}
+
+void add_scaled(const Tensor& a, double alpha, const Tensor& b, double beta, Tensor& out) {
+  const long long n = a.numel();
+  if (n == 0) return;
+  LOOM_FLOAT_CASES(a.dtype(), (add_scaled_kernel<T><<<blocks_for(n), kThreads, 0, stream_of(a)>>>(
+                                  static_cast<const T*>(a.raw_data()), static_cast<T>(alpha),
+                                  static_cast<const T*>(b.raw_data()), static_cast<T>(beta),
+                                  static_cast<T*>(out.raw_data()), n)));
+  check_launch();
+}
+
+void scale(Tensor& x, double alpha) {
+  const long long n = x.numel();
+  if (n == 0) return;
+  LOOM_FLOAT_CASES(x.dtype(), (scale_kernel<T><<<blocks_for(n), kThreads, 0, stream_of(x)>>>(
+                                  static_cast<T*>(x.raw_data()), static_cast<T>(alpha), n)));
+  check_launch();
+}
+
+double dot(const Tensor& a, const Tensor& b) {
+  MemoryCategoryScope scope(MemoryCategory::workspace);
+  Tensor result = Tensor::empty({1}, DType::f64, a.device());
+  LOOM_FLOAT_CASES(a.dtype(), (dot_kernel<T><<<1, kThreads, 0, stream_of(a)>>>(
+                                  static_cast<const T*>(a.raw_data()), static_cast<const T*>(b.raw_data()),
+                                  a.numel(), result.data<double>())));
+  check_launch();
+  return result.item();
+}
+
+void bias_add(Tensor& x, const Tensor& bias) {
+  const long long n = x.numel(), width = bias.numel();
+  if (n == 0) return;
+  LOOM_FLOAT_CASES(x.dtype(), (bias_add_kernel<T><<<blocks_for(n), kThreads, 0, stream_of(x)>>>(
+                                  static_cast<T*>(x.raw_data()), static_cast<const T*>(bias.raw_data()), n, width)));
+  check_launch();
+}
+
+void bias_grad(const Tensor& grad, Tensor& grad_bias) {
+  const long long width = grad_bias.numel();
+  if (width == 0) return;
+  const long long rows = grad.numel() / width;
+  LOOM_FLOAT_CASES(grad.dtype(), (bias_grad_kernel<T><<<blocks_for(width), kThreads, 0, stream_of(grad)>>>(
+                                     static_cast<const T*>(grad.raw_data()), static_cast<T*>(grad_bias.raw_data()),
+                                     rows, width)));
+  check_launch();
+}
+
+void reduce(char op, const Tensor& x, std::int64_t outer, std::int64_t length, std::int64_t inner, Tensor& out,
+            Tensor* indices) {
+  const long long n = outer * inner;
+  if (n == 0) return;
+  std::int64_t* idx = indices ? static_cast<std::int64_t*>(indices->raw_data()) : nullptr;
+  LOOM_FLOAT_CASES(x.dtype(), (reduce_kernel<T><<<blocks_for(n), kThreads, 0, stream_of(x)>>>(
+                                  op, static_cast<const T*>(x.raw_data()), outer, length, inner,
+                                  static_cast<T*>(out.raw_data()), idx)));
+  check_launch();
+}
+
+void softmax(const Tensor& x, Tensor& out, bool log) {
+  const long long n = x.size(-1), rows = n ? x.numel() / n : 0;
+  if (rows == 0) return;
+  LOOM_FLOAT_CASES(x.dtype(), (softmax_kernel<T><<<static_cast<unsigned int>(rows), kThreads, 0, stream_of(x)>>>(
+                                  static_cast<const T*>(x.raw_data()), static_cast<T*>(out.raw_data()), n, log)));
+  check_launch();
+}
+
+void softmax_backward(const Tensor& y, const Tensor& grad_y, Tensor& grad_x) {
+  const long long n = y.size(-1), rows = n ? y.numel() / n : 0;
+  if (rows == 0) return;
+  LOOM_FLOAT_CASES(y.dtype(), (softmax_backward_kernel<T><<<static_cast<unsigned int>(rows), kThreads, 0, stream_of(y)>>>(
+                                  static_cast<const T*>(y.raw_data()), static_cast<const T*>(grad_y.raw_data()),
+                                  static_cast<T*>(grad_x.raw_data()), n)));
+  check_launch();
+}
+
+void random(RandomKind kind, Tensor& out, std::uint64_t seed, std::uint64_t key, double p0, double p1,
+            std::uint64_t first_index) {
+  const long long n = out.numel();
+  if (n == 0) return;
+  LOOM_FLOAT_CASES(out.dtype(), (random_kernel<T><<<blocks_for(n), kThreads, 0, stream_of(out)>>>(
+                                    kind, static_cast<T*>(out.raw_data()), n, seed, key, static_cast<float>(p0),
+                                    static_cast<float>(p1), first_index)));
+  check_launch();
+}
+
+}  // namespace loom::cuda

@@ -1,0 +1,82 @@
+// The CUDA backend against the CPU backend on the same inputs (gpu label: skipped without a GPU).
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+
+#include <loom/core/memory.h>
+#include <loom/core/ops.h>
+#include <loom/core/rng.h>
+
+using namespace loom;
+
+namespace {
+// Skips the whole executable (ctest SKIP_RETURN_CODE 77) when there is no GPU to test on.
+struct SkipWithoutGpu {
+  SkipWithoutGpu() {
+    if (cuda_device_count() == 0) {
+      std::printf("skipped: no GPU (CUDA backend %s)\n", cuda_compiled() ? "compiled" : "not compiled");
+      std::fflush(stdout);
+      std::_Exit(77);
+    }
+  }
+} skip_without_gpu;
+
+Tensor random_cpu(const Shape& shape, std::uint64_t key) {
+  Tensor t = Tensor::empty(shape);
+  rng::uniform(t, 99, key, -1, 1);
+  return t;
+}
+}  // namespace
+
+TEST_CASE("CUDA gemm and element-wise ops equal the CPU ones", "[cuda][gpu]") {
+  const Device gpu = Device::cuda(0);
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      Tensor a = random_cpu(ta ? Shape{64, 48} : Shape{48, 64}, 1), b = random_cpu(tb ? Shape{40, 64} : Shape{64, 40}, 2);
+      Tensor c = random_cpu({48, 40}, 3);
+      Tensor cg = c.to(gpu);
+      ops::gemm(a, ta, b, tb, c, 1.5, 0.5);
+      ops::gemm(a.to(gpu), ta, b.to(gpu), tb, cg, 1.5, 0.5);
+      CHECK(ops::max_abs_error(cg.to(Device::cpu()), c) < 1e-4);
+    }
+  Tensor x = random_cpu({33, 17}, 4), y = random_cpu({33, 17}, 5);
+  Tensor out = Tensor::empty({33, 17}), outg = Tensor::empty({33, 17}, DType::f32, gpu);
+  ops::add(x, y, out);
+  ops::add(x.to(gpu), y.to(gpu), outg);
+  CHECK(ops::max_abs_error(outg.to(Device::cpu()), out) == 0);
+  ops::softmax(x, out);
+  ops::softmax(x.to(gpu), outg);
+  CHECK(ops::max_abs_error(outg.to(Device::cpu()), out) < 1e-6);
+  Tensor bias = random_cpu({17}, 6), gb = Tensor::zeros({17}), gbg = Tensor::zeros({17}, DType::f32, gpu);
+  ops::bias_grad(x, gb);
+  ops::bias_grad(x.to(gpu), gbg);
+  CHECK(ops::max_abs_error(gbg.to(Device::cpu()), gb) < 1e-5);
+  CHECK(ops::dot(x.to(gpu), y.to(gpu)) == Approx(ops::dot(x, y)).epsilon(1e-6));
+  Tensor s = ops::sum(x, 0), sg = ops::sum(x.to(gpu), 0);
+  CHECK(ops::max_abs_error(sg.to(Device::cpu()), s) < 1e-5);
+}
+
+TEST_CASE("CUDA random numbers equal the CPU ones bit for bit", "[cuda][gpu][rng]") {
+  Tensor cpu_values = Tensor::empty({1000}), gpu_values = Tensor::empty({1000}, DType::f32, Device::cuda(0));
+  rng::normal(cpu_values, 5, 6, 0.0, 1.0, 17);
+  rng::normal(gpu_values, 5, 6, 0.0, 1.0, 17);
+  CHECK(gpu_values.to_float_vector() == cpu_values.to_float_vector());
+  rng::uniform(cpu_values, 5, 6, -1.0, 1.0);
+  rng::uniform(gpu_values, 5, 6, -1.0, 1.0);
+  CHECK(gpu_values.to_float_vector() == cpu_values.to_float_vector());
+}
+
+TEST_CASE("the CUDA allocator caches blocks and counts exact bytes", "[cuda][gpu][memory]") {
+  const Device gpu = Device::cuda(0);
+  const MemoryStats before = memory_stats(gpu);
+  { Tensor t = Tensor::empty({1000}, DType::f32, gpu); }
+  const MemoryStats mid = memory_stats(gpu);
+  CHECK(mid.live_bytes == before.live_bytes);
+  { Tensor t = Tensor::empty({1000}, DType::f32, gpu); }  // served from the cache
+  const MemoryStats after = memory_stats(gpu);
+  CHECK(after.system_allocations == mid.system_allocations);
+  CHECK(after.allocations == mid.allocations + 1);
+  Tensor t = Tensor::empty({1000}, DType::f32, gpu);
+  CHECK(memory_stats(gpu).live_bytes - before.live_bytes == 4000);
+}

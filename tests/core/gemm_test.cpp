@@ -1,0 +1,87 @@
+// gemm in all four transpose combinations, with alpha/beta, batched and strided-batched,
+// against a naive double-precision product.
+#include <catch2/catch.hpp>
+
+#include <loom/core/ops.h>
+
+#include "reference.h"
+
+using namespace loom;
+
+TEST_CASE("gemm: all transposes, alpha and beta, f32 and f64", "[gemm]") {
+  const long m = 37, n = 23, k = 41;
+  for (DType dtype : {DType::f32, DType::f64})
+    for (bool ta : {false, true})
+      for (bool tb : {false, true}) {
+        Tensor a = test::random_tensor(ta ? Shape{k, m} : Shape{m, k}, dtype, 1);
+        Tensor b = test::random_tensor(tb ? Shape{n, k} : Shape{k, n}, dtype, 2);
+        Tensor c = test::random_tensor({m, n}, dtype, 3);
+        const auto expected = test::naive_gemm(a.to_double_vector(), ta, b.to_double_vector(), tb,
+                                               c.to_double_vector(), m, n, k, 0.5, -1.5);
+        ops::gemm(a, ta, b, tb, c, 0.5, -1.5);
+        const double tolerance = dtype == DType::f32 ? 2e-5 : 1e-12;
+        INFO("dtype " << dtype_name(dtype) << " ta " << ta << " tb " << tb);
+        CHECK(test::max_abs_diff(c.to_double_vector(), expected) < tolerance);
+      }
+}
+
+TEST_CASE("gemm: degenerate sizes", "[gemm]") {
+  Tensor a = Tensor::zeros({3, 0}), b = Tensor::zeros({0, 2});
+  Tensor c = Tensor::full({3, 2}, 4.0);
+  ops::gemm(a, false, b, false, c, 1.0, 0.5);  // k = 0: c = beta c
+  CHECK(c.to_double_vector() == std::vector<double>(6, 2.0));
+  ops::gemm(a, false, b, false, c, 1.0, 0.0);
+  CHECK(c.to_double_vector() == std::vector<double>(6, 0.0));
+  Tensor e = Tensor::zeros({0, 2});
+  ops::gemm(Tensor::zeros({0, 3}), false, Tensor::zeros({3, 2}), false, e);
+  CHECK(e.numel() == 0);
+}
+
+TEST_CASE("matmul allocates the product", "[gemm]") {
+  Tensor a = Tensor::from_vector<double>({1, 2, 3, 4, 5, 6}, {2, 3});
+  Tensor b = Tensor::from_vector<double>({1, 0, 0, 1, 1, 1}, {3, 2});
+  CHECK(ops::matmul(a, b).to_double_vector() == std::vector<double>{4, 5, 10, 11});
+  CHECK(ops::matmul(a, a, false, true).to_double_vector() == std::vector<double>{14, 32, 32, 77});
+}
+
+TEST_CASE("strided-batched and pointer-batched gemm", "[gemm]") {
+  const long batch = 5, m = 8, n = 6, k = 7;
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      Tensor a = test::random_tensor(ta ? Shape{batch, k, m} : Shape{batch, m, k}, DType::f64, 10);
+      Tensor b = test::random_tensor(tb ? Shape{batch, n, k} : Shape{batch, k, n}, DType::f64, 11);
+      Tensor c = test::random_tensor({batch, m, n}, DType::f64, 12);
+      Tensor c2 = c.clone();
+      std::vector<double> expected;
+      for (long i = 0; i < batch; ++i) {
+        auto part = test::naive_gemm(a.slice(i, i + 1).to_double_vector(), ta, b.slice(i, i + 1).to_double_vector(),
+                                     tb, c.slice(i, i + 1).to_double_vector(), m, n, k, 2.0, 1.0);
+        expected.insert(expected.end(), part.begin(), part.end());
+      }
+      ops::gemm_strided_batched(a, ta, b, tb, c, 2.0, 1.0);
+      CHECK(test::max_abs_diff(c.to_double_vector(), expected) < 1e-12);
+      std::vector<Tensor> as, bs, cs;
+      for (long i = 0; i < batch; ++i) {
+        as.push_back(a.slice(i, i + 1).reshape({a.size(1), a.size(2)}));
+        bs.push_back(b.slice(i, i + 1).reshape({b.size(1), b.size(2)}));
+        cs.push_back(c2.slice(i, i + 1).reshape({m, n}));
+      }
+      ops::gemm_batched(as, ta, bs, tb, cs, 2.0, 1.0);
+      CHECK(test::max_abs_diff(c2.to_double_vector(), expected) < 1e-12);
+    }
+}
+
+TEST_CASE("gemm: clear errors for bad shapes, dtypes and ranks", "[gemm][errors]") {
+  Tensor a = Tensor::zeros({2, 3}), b = Tensor::zeros({4, 5}), c = Tensor::zeros({2, 5});
+  CHECK_THROWS_WITH(ops::gemm(a, false, b, false, c), Catch::Contains("shapes do not compose") &&
+                                                          Catch::Contains("[2, 3]") && Catch::Contains("[4, 5]"));
+  Tensor d = Tensor::zeros({3, 5}, DType::f64);
+  CHECK_THROWS_WITH(ops::gemm(a, false, d, false, c), Catch::Contains("dtype mismatch (f32 and f64)"));
+  Tensor i = Tensor::zeros({2, 3}, DType::i32);
+  CHECK_THROWS_WITH(ops::gemm(i, false, i, true, i), Catch::Contains("expected an f32 or f64 tensor"));
+  Tensor v = Tensor::zeros({3});
+  CHECK_THROWS_WITH(ops::gemm(a, false, v, false, c), Catch::Contains("expected 2-D tensors"));
+  Tensor x = Tensor::zeros({2, 2, 2});
+  Tensor y = Tensor::zeros({3, 2, 2});
+  CHECK_THROWS_WITH(ops::gemm_strided_batched(x, false, y, false, x), Catch::Contains("batch sizes differ"));
+}

@@ -1,0 +1,61 @@
+// Allocator accounting is exact: live and peak bytes, per category, with scoped categories.
+#include <catch2/catch.hpp>
+
+#include <loom/core/memory.h>
+#include <loom/core/tensor.h>
+
+using namespace loom;
+
+TEST_CASE("live and peak bytes are exact, per category", "[memory]") {
+  const MemoryStats before = memory_stats();
+  reset_peak_memory();
+  {
+    MemoryCategoryScope scope(MemoryCategory::activations);
+    Tensor a = Tensor::empty({10, 3}, DType::f32);  // 120 bytes
+    Tensor b = Tensor::empty({7}, DType::f64);      // 56 bytes
+    {
+      MemoryCategoryScope inner(MemoryCategory::gradients);
+      Tensor g = Tensor::empty({5}, DType::bf16);  // 10 bytes
+      const MemoryStats s = memory_stats();
+      CHECK(s.live(MemoryCategory::activations) - before.live(MemoryCategory::activations) == 176);
+      CHECK(s.live(MemoryCategory::gradients) - before.live(MemoryCategory::gradients) == 10);
+      CHECK(s.live_bytes - before.live_bytes == 186);
+      CHECK(current_memory_category() == MemoryCategory::gradients);
+    }
+    CHECK(current_memory_category() == MemoryCategory::activations);
+    const MemoryStats s = memory_stats();
+    CHECK(s.live_bytes - before.live_bytes == 176);
+    CHECK(s.peak_bytes - before.live_bytes == 186);
+    CHECK(s.peak(MemoryCategory::gradients) - before.live(MemoryCategory::gradients) == 10);
+    Tensor view = a.slice(0, 5);  // views allocate nothing
+    CHECK(memory_stats().live_bytes - before.live_bytes == 176);
+  }
+  CHECK(current_memory_category() == MemoryCategory::other);
+  const MemoryStats after = memory_stats();
+  CHECK(after.live_bytes == before.live_bytes);
+  CHECK(after.live(MemoryCategory::activations) == before.live(MemoryCategory::activations));
+  CHECK(after.peak_bytes - before.live_bytes == 186);
+  reset_peak_memory();
+  CHECK(memory_stats().peak_bytes == memory_stats().live_bytes);
+  CHECK(memory_stats().peak(MemoryCategory::gradients) == memory_stats().live(MemoryCategory::gradients));
+}
+
+TEST_CASE("a storage outlives its views and is freed with the last one", "[memory]") {
+  const std::int64_t base = memory_stats().live_bytes;
+  Tensor view;
+  {
+    Tensor whole = Tensor::empty({100}, DType::f32);
+    view = whole.slice(10, 20);
+  }
+  CHECK(memory_stats().live_bytes - base == 400);
+  view = Tensor();
+  CHECK(memory_stats().live_bytes == base);
+}
+
+TEST_CASE("zero-byte tensors are counted as zero and allocations are counted", "[memory]") {
+  const MemoryStats before = memory_stats();
+  Tensor t = Tensor::empty({0, 4});
+  CHECK(memory_stats().live_bytes == before.live_bytes);
+  CHECK(memory_stats().allocations == before.allocations + 1);
+  CHECK(memory_category_name(MemoryCategory::optimizer_state) == "optimizer_state");
+}
