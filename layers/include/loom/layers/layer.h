@@ -9,9 +9,11 @@
 //                                         backward_input returns activation gradients and keeps
 //                                         what backward_weight needs in ctx; backward_weight then
 //                                         accumulates parameter gradients and frees ctx.
-// Inputs and outputs are lists of tensors (GNMT passes several across a stage boundary).
+// Inputs and outputs are lists of tensors (GNMT passes several across a stage boundary). An input
+// that needs no gradient (token ids, labels) gets an undefined Tensor in the returned list.
 // Parameters carry stable hierarchical names; their initial values depend only on
-// (seed, global block index, name) through the counter-based RNG.
+// (seed, global block index, full name) through the counter-based RNG. initialize() also gives
+// every layer its full name and block index, which error messages and dropout masks use.
 #pragma once
 
 #include <cstdint>
@@ -30,20 +32,31 @@ struct Init {
   enum class Kind : std::uint8_t { zeros, ones, constant, uniform, normal } kind = Kind::zeros;
   double a = 0.0;  // uniform: low;  normal: mean;  constant: value
   double b = 0.0;  // uniform: high; normal: stddev
+  std::int64_t zero_row = -1;  // >= 0: this row (dim 0) is zeroed after drawing (Embedding padding)
   static Init zeros() { return {Kind::zeros, 0, 0}; }
   static Init ones() { return {Kind::ones, 1, 0}; }
   static Init constant(double v) { return {Kind::constant, v, 0}; }
   static Init uniform(double lo, double hi) { return {Kind::uniform, lo, hi}; }
   static Init normal(double mean, double stddev) { return {Kind::normal, mean, stddev}; }
+  // PyTorch's default for Linear/Conv weights (kaiming_uniform_ with a = sqrt(5)) and biases:
+  // U(-1/sqrt(fan_in), 1/sqrt(fan_in)).
+  static Init fan_in_uniform(std::int64_t fan_in);
+  // xavier_uniform_: U(-b, b), b = gain * sqrt(6 / (fan_in + fan_out)).
+  static Init xavier_uniform(std::int64_t fan_in, std::int64_t fan_out, double gain = 1.0);
 };
 
 struct Parameter {
   std::string name;  // local name inside its layer ("weight"); full names are built by parameters()
   Tensor value;
-  Tensor grad;       // same shape; zeroed by zero_grad(); accumulated by backward
+  Tensor grad;       // same shape; zeroed by zero_grad(); accumulated by backward (undefined for buffers)
   Init init;
   bool trainable = true;  // false for buffers such as BatchNorm running statistics
 };
+
+// A parameter with its value charged to MemoryCategory::parameters and, when trainable, a zeroed
+// gradient charged to MemoryCategory::gradients. The value is zero until Layer::initialize.
+Parameter make_parameter(std::string name, const Shape& shape, Init init, bool trainable = true,
+                         DType dtype = DType::f32, Device device = Device::cpu());
 
 // A parameter seen from the outside: its full hierarchical name and the object itself.
 struct NamedParameter {
@@ -58,11 +71,18 @@ class Context {
   std::uint64_t seed = 0;          // run seed (dropout)
   std::uint64_t step = 0;          // optimizer step (dropout masks differ per step)
   std::int64_t first_sample = 0;   // global sample index of row 0 of this micro-batch (dropout)
+  // Loss scaling (DESIGN.md): when > 0, losses return sum / loss_denominator instead of their own
+  // mean, so that the losses (and gradients) of the micro-batches of a global batch add up to the
+  // global-batch mean. Set it to the global batch's count of (non-ignored) targets.
+  double loss_denominator = 0.0;
 
   void save(std::string_view key, Tensor tensor);
   const Tensor& get(std::string_view key) const;  // throws loom::Error naming the key if absent
   bool has(std::string_view key) const;
-  // Context of the i-th sub-layer; children share training/seed/step/first_sample.
+  void save_shape(std::string_view key, const Shape& shape);
+  const Shape& get_shape(std::string_view key) const;
+  // Context of the i-th sub-layer; it takes training/seed/step/first_sample/loss_denominator from
+  // this context on every call.
   Context& child(std::size_t index);
   // Frees every saved tensor (recursively); called by backward when it is done.
   void clear();
@@ -70,7 +90,10 @@ class Context {
   std::size_t saved_bytes() const;
 
  private:
+  void collect_storages(std::vector<const Storage*>& storages) const;
+
   std::vector<std::pair<std::string, Tensor>> saved_;
+  std::vector<std::pair<std::string, Shape>> shapes_;
   std::vector<std::unique_ptr<Context>> children_;
 };
 
@@ -93,20 +116,46 @@ class Layer {
 
   // All parameters with full names, depth first ("attn.qkv.weight"), prefixed by `prefix`.
   std::vector<NamedParameter> parameters(const std::string& prefix = "");
-  // Initialise every parameter from (seed, block_index, full name) per its Init.
-  void initialize(std::uint64_t seed, std::int64_t block_index, const std::string& prefix = "");
+  // Initialise every parameter from (seed, block_index, full name) per its Init, and record the
+  // full names and block index of this layer and its children. `prefix` is this layer's full name.
+  virtual void initialize(std::uint64_t seed, std::int64_t block_index, const std::string& prefix = "");
   void zero_grad();
   std::size_t parameter_bytes();
   // Moves parameters and gradients to a device / dtype (f64 for gradient checks).
   void to(Device device);
   void to(DType dtype);
 
+  // Set by initialize(): full hierarchical name ("blocks.3.attn") and global block index.
+  const std::string& name() const { return name_; }
+  std::int64_t block_index() const { return block_index_; }
+  // "Linear 'blocks.3.fc1'", for error messages.
+  std::string describe() const;
+
   // Shape inference and cost estimates for the planner and memory model.
   virtual std::vector<Shape> output_shapes(const std::vector<Shape>& input_shapes) const = 0;
   virtual double flops(const std::vector<Shape>& input_shapes) const = 0;  // forward FLOPs
   virtual std::size_t activation_bytes(const std::vector<Shape>& input_shapes) const = 0;  // saved by forward (f32)
+
+ protected:
+  // Records the full name and block index without touching parameters (containers that assign
+  // their children's indices themselves, like Chain).
+  void set_identity(std::int64_t block_index, std::string name) {
+    block_index_ = block_index;
+    name_ = std::move(name);
+  }
+  // Called by to(Device)/to(DType) after the parameters moved (layers caching device state).
+  virtual void on_moved() {}
+
+ private:
+  static void notify_moved(Layer& layer);
+
+  std::string name_;
+  std::int64_t block_index_ = 0;
 };
 
 using LayerPtr = std::unique_ptr<Layer>;
+
+// "a.b" from ("a", "b"); either part may be empty.
+std::string join_name(const std::string& prefix, const std::string& name);
 
 }  // namespace loom

@@ -1,0 +1,37 @@
+// safetensors files: an 8-byte little-endian header length, a JSON header
+// {"name": {"dtype": "F32", "shape": [..], "data_offsets": [begin, end]}, "__metadata__": {..}},
+// then the raw little-endian data. The format PyTorch / Hugging Face users know; loom uses it for
+// checkpoints and for exchanging tensors with the PyTorch reference scripts of the tests.
+// Every malformed file gives a loom::Error naming the file and what is wrong with it.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <loom/core/tensor.h>
+
+namespace loom::safetensors {
+
+using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
+using Metadata = std::map<std::string, std::string>;
+
+struct File {
+  std::string path;
+  NamedTensors tensors;  // CPU tensors, in the file's data order
+  Metadata metadata;
+
+  bool has(const std::string& name) const;
+  const Tensor& get(const std::string& name) const;  // throws naming the file and the tensor
+};
+
+// Writes tensors (from any device) and string metadata. Names must be unique.
+void save(const std::string& path, const NamedTensors& tensors, const Metadata& metadata = {});
+File load(const std::string& path);
+
+// 64-bit FNV-1a over bytes; checkpoints keep it in their metadata to detect corruption.
+std::uint64_t fnv1a64(const void* data, std::size_t bytes, std::uint64_t hash = 0xcbf29ce484222325ull);
+
+}  // namespace loom::safetensors

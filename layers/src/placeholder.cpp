@@ -1,2 +1,0 @@
-// placeholder until the layers module lands
-namespace loom {}
