@@ -1,2 +1,0 @@
-// placeholder until the schedule module lands
-namespace loom {}

@@ -1,0 +1,169 @@
+// Discrete-event simulation of a schedule under the executor's semantics (simulator.h). Each stage
+// keeps its own clock and runs as far as it can; a receive whose message has not been sent yet
+// parks the stage until another stage sends it. Every directed link carries one sender's messages
+// in that sender's program order, so a per-link "free at" time models contention exactly.
+#include <loom/schedule/simulator.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include <loom/schedule/validator.h>
+
+#include "fail.h"
+#include "messages.h"
+
+namespace loom::schedule {
+
+const StageCost& CostModel::stage(int s) const {
+  detail::require(!stages.empty(), "cost model: no stage costs given");
+  if (stages.size() == 1) return stages.front();
+  detail::require(s >= 0 && s < static_cast<int>(stages.size()), "cost model: no costs for stage ", s, " (have ",
+                  stages.size(), ")");
+  return stages[s];
+}
+
+Link CostModel::link(int from_stage) const {
+  if (links.empty()) return Link{};
+  if (links.size() == 1) return links.front();
+  detail::require(from_stage >= 0 && from_stage < static_cast<int>(links.size()), "cost model: no link after stage ",
+                  from_stage, " (have ", links.size(), ")");
+  return links[from_stage];
+}
+
+CostModel uniform_costs(double forward_ms, double backward_ms) {
+  CostModel costs;
+  StageCost stage;
+  stage.forward_ms = forward_ms;
+  stage.backward_ms = backward_ms;
+  costs.stages.push_back(stage);
+  return costs;
+}
+
+namespace {
+
+double duration_ms(const Action& action, const StageCost& cost, int chunks) {
+  const double half = cost.backward_ms / 2;
+  switch (action.op) {
+    case Op::Forward: return cost.forward_ms / chunks;
+    case Op::Backward: return cost.backward_ms / chunks;
+    case Op::BackwardInput: return (cost.backward_input_ms >= 0 ? cost.backward_input_ms : half) / chunks;
+    case Op::BackwardWeight: return (cost.backward_weight_ms >= 0 ? cost.backward_weight_ms : half) / chunks;
+    case Op::AllReduce: return cost.allreduce_ms;
+    case Op::Step: return cost.step_ms;
+    default: return 0;
+  }
+}
+
+// Steady-state spacing of stage 0's backward ends over the middle half of the window.
+double steady_ms_per_microbatch(const std::vector<TimedAction>& timeline, int microbatches) {
+  std::vector<double> ends;
+  for (const TimedAction& t : timeline)
+    if (t.stage == 0 && ends_backward(t.action.op)) ends.push_back(t.end_ms);
+  std::sort(ends.begin(), ends.end());
+  const int n = static_cast<int>(ends.size());
+  const int lo = n / 4, hi = n - 1 - n / 4;
+  if (hi <= lo || n < microbatches) return 0;
+  return (ends[hi] - ends[lo]) / (hi - lo);
+}
+
+}  // namespace
+
+SimulationResult simulate(const Schedule& schedule, const CostModel& costs) {
+  const int stages = schedule.stages;
+  detail::require(stages >= 1 && static_cast<int>(schedule.programs.size()) == stages,
+                  "simulate: the schedule has ", schedule.programs.size(), " programs for ", stages, " stages");
+  detail::require(costs.stages.size() == 1 || static_cast<int>(costs.stages.size()) == stages, "cost model has ",
+                  costs.stages.size(), " stage costs for a ", stages, "-stage schedule");
+  detail::require(costs.links.size() <= 1 || static_cast<int>(costs.links.size()) >= stages - 1, "cost model has ",
+                  costs.links.size(), " links for a ", stages, "-stage schedule (need 1, or one after each stage)");
+  for (int s = 0; s < stages; ++s) {
+    const StageCost& c = costs.stage(s);
+    detail::require(c.forward_ms >= 0 && c.backward_ms >= 0 && c.allreduce_ms >= 0 && c.step_ms >= 0 &&
+                        c.activation_bytes >= 0 && c.boundary_bytes >= 0,
+                    "cost model: negative cost for stage ", s);
+  }
+
+  SimulationResult result;
+  result.stages.resize(stages);
+  std::vector<double> clock(stages, 0.0);
+  std::vector<std::size_t> next(stages, 0);
+  std::map<detail::MessageKey, double> arrival;
+  std::map<std::pair<int, int>, double> link_free;  // (from stage, to stage) -> free at
+  std::size_t remaining = 0;
+  for (const auto& program : schedule.programs) remaining += program.size();
+
+  bool progress = true;
+  while (remaining > 0 && progress) {
+    progress = false;
+    for (int s = 0; s < stages; ++s) {
+      const auto& program = schedule.programs[s];
+      const StageCost& cost = costs.stage(s);
+      while (next[s] < program.size()) {
+        const Action& a = program[next[s]];
+        TimedAction timed{s, static_cast<int>(next[s]), a, clock[s], clock[s]};
+        if (is_receive(a.op)) {
+          auto found = arrival.find(detail::received_message(schedule, s, a));
+          if (found == arrival.end()) break;  // its sender has not got there yet
+          timed.end_ms = std::max(clock[s], found->second);
+        } else if (is_send(a.op)) {
+          const detail::MessageKey key = detail::sent_message(schedule, s, a);
+          const int to = schedule.stage_of(key.to_virtual_stage);
+          Transfer transfer{s, to, a, clock[s], clock[s]};
+          if (to != s) {
+            // The activation of stage t's output and its gradient share stage t's link and size.
+            const int boundary = a.op == Op::SendActivation ? s : to;
+            const Link link = costs.link(boundary);
+            const double bytes = costs.stage(boundary).boundary_bytes;
+            double& free_at = link_free[{s, to}];
+            transfer.start_ms = std::max(clock[s], free_at);
+            const double wire_ms = std::isinf(link.bandwidth_bytes_per_s) ? 0 : bytes / link.bandwidth_bytes_per_s * 1e3;
+            free_at = transfer.start_ms + wire_ms;
+            transfer.arrival_ms = free_at + link.latency_ms;
+          }
+          arrival[key] = transfer.arrival_ms;
+          result.transfers.push_back(transfer);
+        } else {
+          const double d = duration_ms(a, cost, schedule.chunks);
+          timed.end_ms = clock[s] + d;
+          result.stages[s].busy_ms += d;
+          if (is_compute(a.op)) result.stages[s].compute_ms += d;
+        }
+        clock[s] = timed.end_ms;
+        result.timeline.push_back(timed);
+        ++next[s];
+        --remaining;
+        progress = true;
+      }
+    }
+  }
+  if (remaining > 0) {
+    check(schedule);  // says why it is stuck
+    detail::fail("simulate: schedule '", schedule.name, "' cannot finish");
+  }
+
+  double start = 0, end = 0;
+  for (int s = 0; s < stages; ++s) end = std::max(end, clock[s]);
+  result.step_ms = end - start;
+  double busy = 0;
+  for (int s = 0; s < stages; ++s) {
+    StageStats& stats = result.stages[s];
+    stats.end_ms = clock[s];
+    stats.idle_ms = result.step_ms - stats.busy_ms;
+    busy += stats.busy_ms;
+    const StageMemory memory = stage_memory(schedule.programs[s]);
+    stats.peak_inflight = memory.peak_inflight;
+    stats.peak_weight_versions = memory.peak_weight_versions;
+    stats.peak_activation_units = static_cast<double>(memory.peak_inflight) / schedule.chunks;
+    stats.peak_activation_bytes = stats.peak_activation_units * costs.stage(s).activation_bytes;
+  }
+  result.bubble_fraction = result.step_ms > 0 ? 1.0 - busy / (stages * result.step_ms) : 0.0;
+  result.ms_per_microbatch = schedule.microbatches > 0 ? result.step_ms / schedule.microbatches : 0;
+  if (schedule.asynchronous()) {
+    const double steady = steady_ms_per_microbatch(result.timeline, schedule.microbatches);
+    if (steady > 0) result.ms_per_microbatch = steady;
+  }
+  return result;
+}
+
+}  // namespace loom::schedule
