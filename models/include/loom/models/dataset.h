@@ -1,0 +1,50 @@
+// Datasets for training apps: a dataset is indexed by global sample number, so any rank can read
+// exactly the rows it owns (its replica's share of each micro-batch) without reading the rest.
+//   fashion-mnist  real images (IDX files, Debian's dataset-fashion-mnist), 10 classes
+//   text:PATH      byte-level language modelling over any file (inputs and next-byte targets)
+//   synthetic      deterministic from the seed, shaped for the model
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <loom/core/tensor.h>
+
+namespace loom {
+
+enum class DatasetSplit { train, test };
+
+// What a model expects from its data (set by the model builder).
+struct DataShape {
+  Shape sample_shape;               // one input sample, e.g. [1, 28, 28] or [T]
+  DType input_dtype = DType::f32;   // f32 images/features or i64 tokens
+  Shape target_shape;               // one target: [] for a class label, [T] for tokens
+  std::int64_t classes = 10;        // classes or vocabulary size
+};
+
+class Dataset {
+ public:
+  virtual ~Dataset() = default;
+  virtual std::string name() const = 0;
+  virtual std::int64_t size() const = 0;
+  virtual DataShape shape() const = 0;
+  // Inputs [n, sample...] and i64 targets [n, target...] for the given global sample indices.
+  virtual void read(std::span<const std::int64_t> indices, Tensor& inputs, Tensor& targets) const = 0;
+};
+
+// Opens `spec` ("fashion-mnist", "text:PATH", "synthetic") for a model expecting `expected`.
+// Errors (unknown name, unreadable or malformed files, shapes the model cannot take) name the
+// file and the problem.
+std::unique_ptr<Dataset> open_dataset(const std::string& spec, DatasetSplit split, const DataShape& expected,
+                                      std::uint64_t seed);
+
+// Directory of the Fashion-MNIST IDX files (LOOM_FASHION_MNIST_DIR or Debian's location).
+std::string fashion_mnist_dir();
+
+// The samples of one epoch in a seeded random order (the same on every rank).
+std::vector<std::int64_t> epoch_order(std::int64_t size, std::uint64_t seed, std::int64_t epoch);
+
+}  // namespace loom

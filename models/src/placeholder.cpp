@@ -1,2 +1,0 @@
-// placeholder until the models module lands
-namespace loom {}
