@@ -1,0 +1,190 @@
+// BatchNorm2d forward/backward (see batch_norm.h): CPU loops with per-channel sums accumulated in
+// double, cuDNN in batch_norm_cuda.cpp.
+#include <loom/layers/batch_norm.h>
+
+#include <cmath>
+
+#include <loom/core/memory.h>
+
+#include "batch_norm_cuda.h"
+#include "layer_util.h"
+
+namespace loom {
+
+namespace {
+
+struct Planes {
+  std::int64_t batch, channels, plane;
+  explicit Planes(const Shape& s) : batch(s[0]), channels(s[1]), plane(s[2] * s[3]) {}
+  std::int64_t per_channel() const { return batch * plane; }
+};
+
+template <typename T>
+void forward_cpu(const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& running_mean, Tensor& running_var,
+                 const BatchNorm2dOptions& o, bool training, Tensor& y, Tensor& mean, Tensor& invstd) {
+  const Planes p(x.shape());
+  const T* in = x.data<T>();
+  T* out = y.data<T>();
+  T* rm = running_mean.data<T>();
+  T* rv = running_var.data<T>();
+  const double count = static_cast<double>(p.per_channel());
+  for (std::int64_t c = 0; c < p.channels; ++c) {
+    double m = 0, var = 0;
+    if (training) {
+      for (std::int64_t n = 0; n < p.batch; ++n) {
+        const T* src = in + (n * p.channels + c) * p.plane;
+        for (std::int64_t i = 0; i < p.plane; ++i) m += src[i];
+      }
+      m /= count;
+      for (std::int64_t n = 0; n < p.batch; ++n) {
+        const T* src = in + (n * p.channels + c) * p.plane;
+        for (std::int64_t i = 0; i < p.plane; ++i) var += (src[i] - m) * (src[i] - m);
+      }
+      var /= count;
+      rm[c] = static_cast<T>((1.0 - o.momentum) * rm[c] + o.momentum * m);
+      rv[c] = static_cast<T>((1.0 - o.momentum) * rv[c] + o.momentum * var * count / (count - 1.0));
+    } else {
+      m = rm[c];
+      var = rv[c];
+    }
+    const double is = 1.0 / std::sqrt(var + o.eps);
+    mean.data<T>()[c] = static_cast<T>(m);
+    invstd.data<T>()[c] = static_cast<T>(is);
+    const double w = weight.data<T>()[c], b = bias.data<T>()[c];
+    const T scale = static_cast<T>(is * w), shift = static_cast<T>(b - m * is * w);
+    for (std::int64_t n = 0; n < p.batch; ++n) {
+      const std::int64_t base = (n * p.channels + c) * p.plane;
+      for (std::int64_t i = 0; i < p.plane; ++i) out[base + i] = in[base + i] * scale + shift;
+    }
+  }
+}
+
+// batch_statistics: the mean and invstd came from this batch, so they depend on x too.
+template <typename T>
+void backward_cpu(const Tensor& x, const Tensor& grad_y, const Tensor& weight, const Tensor& mean,
+                  const Tensor& invstd, bool batch_statistics, Tensor& grad_x, Tensor& grad_weight, Tensor& grad_bias) {
+  const Planes p(x.shape());
+  const T* in = x.data<T>();
+  const T* dy = grad_y.data<T>();
+  T* dx = grad_x.data<T>();
+  const double count = static_cast<double>(p.per_channel());
+  for (std::int64_t c = 0; c < p.channels; ++c) {
+    const double m = mean.data<T>()[c], is = invstd.data<T>()[c], w = weight.data<T>()[c];
+    double sum_dy = 0, sum_dy_xhat = 0;
+    for (std::int64_t n = 0; n < p.batch; ++n) {
+      const std::int64_t base = (n * p.channels + c) * p.plane;
+      for (std::int64_t i = 0; i < p.plane; ++i) {
+        sum_dy += dy[base + i];
+        sum_dy_xhat += dy[base + i] * (in[base + i] - m);
+      }
+    }
+    sum_dy_xhat *= is;
+    const double mean_dy = batch_statistics ? sum_dy / count : 0.0;
+    const double mean_dy_xhat = batch_statistics ? sum_dy_xhat / count : 0.0;
+    for (std::int64_t n = 0; n < p.batch; ++n) {
+      const std::int64_t base = (n * p.channels + c) * p.plane;
+      for (std::int64_t i = 0; i < p.plane; ++i) {
+        const double xhat = (in[base + i] - m) * is;
+        dx[base + i] = static_cast<T>(w * is * (dy[base + i] - mean_dy - xhat * mean_dy_xhat));
+      }
+    }
+    grad_weight.data<T>()[c] += static_cast<T>(sum_dy_xhat);
+    grad_bias.data<T>()[c] += static_cast<T>(sum_dy);
+  }
+}
+
+}  // namespace
+
+BatchNorm2d::BatchNorm2d(const BatchNorm2dOptions& options) : options_(options) {
+  LOOM_CHECK(options_.channels > 0, "BatchNorm2d: channels must be positive, got ", options_.channels);
+  LOOM_CHECK(options_.eps > 0 && options_.momentum >= 0 && options_.momentum <= 1,
+             "BatchNorm2d: eps must be positive and momentum in [0, 1]");
+  const Shape shape{options_.channels};
+  weight_ = make_parameter("weight", shape, Init::ones());
+  bias_ = make_parameter("bias", shape, Init::zeros());
+  running_mean_ = make_parameter("running_mean", shape, Init::zeros(), false);
+  running_var_ = make_parameter("running_var", shape, Init::ones(), false);
+}
+
+std::vector<Parameter*> BatchNorm2d::local_parameters() { return {&weight_, &bias_, &running_mean_, &running_var_}; }
+
+TensorList BatchNorm2d::forward(const TensorList& inputs, Context& ctx) {
+  detail::check_inputs(*this, inputs, 1);
+  const Tensor& x = inputs[0];
+  LOOM_CHECK(x.rank() == 4 && x.size(1) == options_.channels, describe(), ": input shape ", x.shape().str(),
+             " does not match weight shape ", weight_.value.shape().str(), " (expected [N, ", options_.channels,
+             ", H, W])");
+  detail::check_like(*this, "input", x, weight_.value, "weight");
+  const bool training = ctx.training;
+  LOOM_CHECK(!training || x.size(0) * x.size(2) * x.size(3) > 1, describe(),
+             ": training needs more than one value per channel, got input shape ", x.shape().str());
+
+  MemoryCategoryScope scope(MemoryCategory::activations);
+  Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
+  Tensor mean = Tensor::empty({options_.channels}, x.dtype(), x.device());
+  Tensor invstd = Tensor::empty({options_.channels}, x.dtype(), x.device());
+  if (x.device().is_cuda()) {
+    if (training) {
+      cuda_kernels::batch_norm_forward_training(x, weight_.value, bias_.value, running_mean_.value,
+                                                running_var_.value, options_.momentum, options_.eps, y, mean, invstd);
+    } else {
+      cuda_kernels::batch_norm_forward_inference(x, weight_.value, bias_.value, running_mean_.value,
+                                                 running_var_.value, options_.eps, y);
+      mean.copy_from(running_mean_.value);
+      cuda_kernels::inverse_std(running_var_.value, options_.eps, invstd);
+    }
+  } else {
+    detail::dispatch_floating(x.dtype(), describe(), [&](auto zero) {
+      using T = decltype(zero);
+      forward_cpu<T>(x, weight_.value, bias_.value, running_mean_.value, running_var_.value, options_, training, y,
+                     mean, invstd);
+    });
+  }
+  ctx.save("input", x);
+  ctx.save(training ? "batch_mean" : "fixed_mean", mean);
+  ctx.save("invstd", invstd);
+  return {y};
+}
+
+TensorList BatchNorm2d::backward(const TensorList& grad_outputs, Context& ctx) {
+  detail::check_inputs(*this, grad_outputs, 1);
+  const Tensor& x = ctx.get("input");
+  const Tensor& grad_y = grad_outputs[0];
+  detail::check_same_shape(*this, "output gradient", grad_y, x.shape());
+  detail::check_like(*this, "output gradient", grad_y, weight_.value, "weight");
+  const bool batch_statistics = ctx.has("batch_mean");
+  const Tensor& mean = ctx.get(batch_statistics ? "batch_mean" : "fixed_mean");
+  const Tensor& invstd = ctx.get("invstd");
+  Tensor grad_x = Tensor::empty(x.shape(), x.dtype(), x.device());
+  if (x.device().is_cuda()) {
+    if (batch_statistics)
+      cuda_kernels::batch_norm_backward_training(x, grad_y, weight_.value, mean, invstd, options_.eps, grad_x,
+                                                 weight_.grad, bias_.grad);
+    else
+      cuda_kernels::batch_norm_backward_inference(x, grad_y, weight_.value, mean, invstd, grad_x, weight_.grad,
+                                                  bias_.grad);
+  } else {
+    detail::dispatch_floating(x.dtype(), describe(), [&](auto zero) {
+      using T = decltype(zero);
+      backward_cpu<T>(x, grad_y, weight_.value, mean, invstd, batch_statistics, grad_x, weight_.grad, bias_.grad);
+    });
+  }
+  ctx.clear();
+  return {grad_x};
+}
+
+std::vector<Shape> BatchNorm2d::output_shapes(const std::vector<Shape>& input_shapes) const {
+  LOOM_CHECK(input_shapes.size() == 1 && input_shapes[0].rank() == 4 && input_shapes[0][1] == options_.channels,
+             "BatchNorm2d: expected one input shape [N, ", options_.channels, ", H, W]");
+  return {input_shapes[0]};
+}
+
+double BatchNorm2d::flops(const std::vector<Shape>& input_shapes) const {
+  return 4.0 * static_cast<double>(output_shapes(input_shapes)[0].numel());
+}
+
+std::size_t BatchNorm2d::activation_bytes(const std::vector<Shape>& input_shapes) const {
+  return detail::f32_bytes(output_shapes(input_shapes)[0]) + 2 * 4 * static_cast<std::size_t>(options_.channels);
+}
+
+}  // namespace loom

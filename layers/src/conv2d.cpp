@@ -1,0 +1,301 @@
+// Conv2d forward/backward (see conv2d.h): CPU im2col + GEMM here, cuDNN in conv2d_cuda.cpp.
+#include <loom/layers/conv2d.h>
+
+#include <algorithm>
+
+#include <loom/core/memory.h>
+#include <loom/core/ops.h>
+
+#include "conv2d_cuda.h"
+#include "im2col.h"
+#include "layer_util.h"
+#include "strided_copy.h"
+
+namespace loom {
+
+namespace {
+
+// Column matrices aim at this many columns per GEMM (BLAS is efficient well before that) and
+// stay under this many bytes.
+constexpr std::int64_t kTargetColumns = 1024;
+constexpr std::int64_t kMaxColumnBytes = std::int64_t{32} << 20;
+
+std::int64_t images_per_chunk(std::int64_t batch, std::int64_t rows, std::int64_t out_plane, std::size_t element) {
+  const std::int64_t wanted = (kTargetColumns + out_plane - 1) / std::max<std::int64_t>(out_plane, 1);
+  const std::int64_t affordable =
+      kMaxColumnBytes / std::max<std::int64_t>(rows * out_plane * static_cast<std::int64_t>(element), 1);
+  return std::clamp<std::int64_t>(std::min(wanted, affordable), 1, std::max<std::int64_t>(batch, 1));
+}
+
+// A 1x1 convolution with unit stride and no padding: the input plane is its own column matrix.
+bool is_pointwise(const Conv2dOptions& o) {
+  return o.kernel == Size2(1) && o.stride == Size2(1) && o.padding == Size2(0);
+}
+
+// Rows [begin, end) of a 2-D matrix (a view).
+Tensor rows_of(const Tensor& matrix, std::int64_t begin, std::int64_t end) { return matrix.slice(begin, end); }
+
+// The first rows*cols elements of a flat buffer as a [rows, cols] matrix.
+Tensor as_matrix(const Tensor& flat, std::int64_t rows, std::int64_t cols) {
+  return flat.slice(0, rows * cols).reshape({rows, cols});
+}
+
+// Image n of an [N, C, H, W] tensor as a [C, H*W] matrix (a view).
+Tensor image_matrix(const Tensor& x, std::int64_t n) {
+  return x.slice(n, n + 1).reshape({x.size(1), x.size(2) * x.size(3)});
+}
+
+// dY of images [first, first + count) as one [O, count * P] matrix: a view for one image, a
+// gathered copy into `buffer` otherwise.
+Tensor gather_output_rows(const Tensor& grad_y, std::int64_t first, std::int64_t count, const Tensor& buffer) {
+  if (count == 1) return image_matrix(grad_y, first);
+  const std::int64_t channels = grad_y.size(1), plane = grad_y.size(2) * grad_y.size(3);
+  Tensor matrix = as_matrix(buffer, channels, count * plane);
+  for (std::int64_t i = 0; i < count; ++i)
+    detail::copy_rows(grad_y, (first + i) * channels * plane, plane, matrix, i * plane, count * plane, channels, plane);
+  return matrix;
+}
+
+template <typename T>
+void add_channel_bias(Tensor& y, const Tensor& bias) {
+  const std::int64_t batch = y.size(0), channels = y.size(1), plane = y.size(2) * y.size(3);
+  T* data = y.data<T>();
+  const T* b = bias.data<T>();
+  for (std::int64_t n = 0; n < batch; ++n)
+    for (std::int64_t c = 0; c < channels; ++c) {
+      T* p = data + (n * channels + c) * plane;
+      for (std::int64_t i = 0; i < plane; ++i) p[i] += b[c];
+    }
+}
+
+template <typename T>
+void accumulate_channel_sums(const Tensor& grad_y, Tensor& grad_bias) {
+  const std::int64_t batch = grad_y.size(0), channels = grad_y.size(1), plane = grad_y.size(2) * grad_y.size(3);
+  const T* g = grad_y.data<T>();
+  T* out = grad_bias.data<T>();
+  for (std::int64_t c = 0; c < channels; ++c) {
+    double sum = 0;
+    for (std::int64_t n = 0; n < batch; ++n) {
+      const T* p = g + (n * channels + c) * plane;
+      for (std::int64_t i = 0; i < plane; ++i) sum += p[i];
+    }
+    out[c] += static_cast<T>(sum);
+  }
+}
+
+}  // namespace
+
+Conv2d::Conv2d(const Conv2dOptions& options) : options_(options) {
+  const auto& o = options_;
+  LOOM_CHECK(o.in_channels > 0 && o.out_channels > 0, "Conv2d: channels must be positive, got in ", o.in_channels,
+             ", out ", o.out_channels);
+  LOOM_CHECK(o.groups > 0 && o.in_channels % o.groups == 0 && o.out_channels % o.groups == 0, "Conv2d: groups ",
+             o.groups, " must divide in_channels ", o.in_channels, " and out_channels ", o.out_channels);
+  LOOM_CHECK(o.kernel.h > 0 && o.kernel.w > 0 && o.stride.h > 0 && o.stride.w > 0 && o.dilation.h > 0 &&
+                 o.dilation.w > 0 && o.padding.h >= 0 && o.padding.w >= 0,
+             "Conv2d: kernel, stride and dilation must be positive and padding non-negative");
+  const std::int64_t fan_in = o.in_channels / o.groups * o.kernel.h * o.kernel.w;
+  weight_ = make_parameter("weight", {o.out_channels, o.in_channels / o.groups, o.kernel.h, o.kernel.w},
+                           Init::fan_in_uniform(fan_in));
+  if (o.bias) bias_ = make_parameter("bias", {o.out_channels}, Init::fan_in_uniform(fan_in));
+}
+
+std::vector<Parameter*> Conv2d::local_parameters() {
+  if (options_.bias) return {&weight_, &bias_};
+  return {&weight_};
+}
+
+WindowGeometry Conv2d::geometry(const Shape& input) const {
+  return {input[2], input[3], options_.kernel, options_.stride, options_.padding, options_.dilation};
+}
+
+void Conv2d::check_input(const Tensor& x) const {
+  LOOM_CHECK(x.rank() == 4 && x.size(1) == options_.in_channels, describe(), ": input shape ", x.shape().str(),
+             " does not match weight shape ", weight_.value.shape().str(), " (expected [N, ", options_.in_channels,
+             ", H, W])");
+  detail::check_like(*this, "input", x, weight_.value, "weight");
+}
+
+TensorList Conv2d::forward(const TensorList& inputs, Context& ctx) {
+  detail::check_inputs(*this, inputs, 1);
+  const Tensor& x = inputs[0];
+  check_input(x);
+  const WindowGeometry g = geometry(x.shape());
+  const auto& o = options_;
+  const std::int64_t batch = x.size(0), out_plane = g.out_plane();
+  Tensor y;
+  {
+    MemoryCategoryScope scope(MemoryCategory::activations);
+    y = Tensor::empty({batch, o.out_channels, g.out_height, g.out_width}, x.dtype(), x.device());
+    ctx.save("input", x);
+  }
+  if (x.device().is_cuda()) {
+    cuda_kernels::conv2d_forward(x, weight_.value, bias_.value, y, o);
+    return {y};
+  }
+
+  MemoryCategoryScope scope(MemoryCategory::workspace);
+  const std::int64_t rows = o.in_channels * g.window();  // all groups' column rows
+  const std::int64_t group_rows = rows / o.groups, group_out = o.out_channels / o.groups;
+  const std::int64_t chunk = images_per_chunk(batch, rows, out_plane, x.element_size());
+  const bool pointwise = is_pointwise(o);
+  const Tensor weights = weight_.value.reshape({o.out_channels, group_rows});
+  Tensor columns, outputs;
+  if (!(pointwise && chunk == 1)) columns = Tensor::empty({rows * chunk * out_plane}, x.dtype());
+  if (chunk > 1) outputs = Tensor::empty({o.out_channels * chunk * out_plane}, x.dtype());
+
+  detail::dispatch_floating(x.dtype(), describe(), [&](auto zero) {
+    using T = decltype(zero);
+    for (std::int64_t first = 0; first < batch; first += chunk) {
+      const std::int64_t count = std::min(chunk, batch - first), cols = count * out_plane;
+      Tensor col;
+      if (pointwise && count == 1) {
+        col = image_matrix(x, first);
+      } else {
+        col = as_matrix(columns, rows, cols);
+        for (std::int64_t i = 0; i < count; ++i)
+          detail::im2col(x.data<T>() + (first + i) * o.in_channels * g.plane(), o.in_channels, g,
+                         col.data<T>() + i * out_plane, cols);
+      }
+      Tensor out = count == 1 ? image_matrix(y, first) : as_matrix(outputs, o.out_channels, cols);
+      for (std::int64_t grp = 0; grp < o.groups; ++grp) {
+        Tensor out_rows = rows_of(out, grp * group_out, (grp + 1) * group_out);
+        ops::gemm(rows_of(weights, grp * group_out, (grp + 1) * group_out), false,
+                  rows_of(col, grp * group_rows, (grp + 1) * group_rows), false, out_rows);
+      }
+      if (count > 1)
+        for (std::int64_t i = 0; i < count; ++i)
+          detail::copy_rows(out, i * out_plane, cols, y, (first + i) * o.out_channels * out_plane, out_plane,
+                            o.out_channels, out_plane);
+    }
+    if (o.bias) add_channel_bias<T>(y, bias_.value);
+  });
+  return {y};
+}
+
+Tensor Conv2d::input_gradient(const Shape& input_shape, const Tensor& grad_y) const {
+  const auto& o = options_;
+  const WindowGeometry g = geometry(input_shape);
+  const std::int64_t batch = input_shape[0], out_plane = g.out_plane();
+  Tensor grad_x = Tensor::zeros(input_shape, grad_y.dtype(), grad_y.device());
+  if (grad_y.device().is_cuda()) {
+    cuda_kernels::conv2d_backward_data(grad_y, weight_.value, grad_x, o);
+    return grad_x;
+  }
+
+  MemoryCategoryScope scope(MemoryCategory::workspace);
+  const std::int64_t rows = o.in_channels * g.window();
+  const std::int64_t group_rows = rows / o.groups, group_out = o.out_channels / o.groups;
+  const std::int64_t chunk = images_per_chunk(batch, rows, out_plane, grad_y.element_size());
+  const bool pointwise = is_pointwise(o);
+  const Tensor weights = weight_.value.reshape({o.out_channels, group_rows});
+  Tensor columns, gathered;
+  if (!(pointwise && chunk == 1)) columns = Tensor::empty({rows * chunk * out_plane}, grad_y.dtype());
+  if (chunk > 1) gathered = Tensor::empty({o.out_channels * chunk * out_plane}, grad_y.dtype());
+
+  detail::dispatch_floating(grad_y.dtype(), describe(), [&](auto zero) {
+    using T = decltype(zero);
+    for (std::int64_t first = 0; first < batch; first += chunk) {
+      const std::int64_t count = std::min(chunk, batch - first), cols = count * out_plane;
+      const Tensor dy = gather_output_rows(grad_y, first, count, gathered);
+      const bool direct = pointwise && count == 1;
+      Tensor col = direct ? image_matrix(grad_x, first) : as_matrix(columns, rows, cols);
+      for (std::int64_t grp = 0; grp < o.groups; ++grp) {
+        Tensor col_rows = rows_of(col, grp * group_rows, (grp + 1) * group_rows);
+        ops::gemm(rows_of(weights, grp * group_out, (grp + 1) * group_out), true,
+                  rows_of(dy, grp * group_out, (grp + 1) * group_out), false, col_rows);
+      }
+      if (direct) continue;
+      for (std::int64_t i = 0; i < count; ++i)
+        detail::col2im(col.data<T>() + i * out_plane, cols, o.in_channels, g,
+                       grad_x.data<T>() + (first + i) * o.in_channels * g.plane());
+    }
+  });
+  return grad_x;
+}
+
+void Conv2d::accumulate_weight_gradient(const Tensor& x, const Tensor& grad_y) {
+  const auto& o = options_;
+  if (x.device().is_cuda()) {
+    cuda_kernels::conv2d_backward_filter(x, grad_y, weight_.grad, bias_.grad, o);
+    return;
+  }
+  const WindowGeometry g = geometry(x.shape());
+  const std::int64_t batch = x.size(0), out_plane = g.out_plane();
+  MemoryCategoryScope scope(MemoryCategory::workspace);
+  const std::int64_t rows = o.in_channels * g.window();
+  const std::int64_t group_rows = rows / o.groups, group_out = o.out_channels / o.groups;
+  const std::int64_t chunk = images_per_chunk(batch, rows, out_plane, x.element_size());
+  const bool pointwise = is_pointwise(o);
+  Tensor grad_weights = weight_.grad.reshape({o.out_channels, group_rows});
+  Tensor columns, gathered;
+  if (!(pointwise && chunk == 1)) columns = Tensor::empty({rows * chunk * out_plane}, x.dtype());
+  if (chunk > 1) gathered = Tensor::empty({o.out_channels * chunk * out_plane}, x.dtype());
+
+  detail::dispatch_floating(x.dtype(), describe(), [&](auto zero) {
+    using T = decltype(zero);
+    for (std::int64_t first = 0; first < batch; first += chunk) {
+      const std::int64_t count = std::min(chunk, batch - first), cols = count * out_plane;
+      const Tensor dy = gather_output_rows(grad_y, first, count, gathered);
+      Tensor col;
+      if (pointwise && count == 1) {
+        col = image_matrix(x, first);
+      } else {
+        col = as_matrix(columns, rows, cols);
+        for (std::int64_t i = 0; i < count; ++i)
+          detail::im2col(x.data<T>() + (first + i) * o.in_channels * g.plane(), o.in_channels, g,
+                         col.data<T>() + i * out_plane, cols);
+      }
+      for (std::int64_t grp = 0; grp < o.groups; ++grp) {
+        Tensor grad_rows = rows_of(grad_weights, grp * group_out, (grp + 1) * group_out);
+        ops::gemm(rows_of(dy, grp * group_out, (grp + 1) * group_out), false,
+                  rows_of(col, grp * group_rows, (grp + 1) * group_rows), true, grad_rows, 1.0, 1.0);
+      }
+    }
+    if (o.bias) accumulate_channel_sums<T>(grad_y, bias_.grad);
+  });
+}
+
+TensorList Conv2d::backward_input(const TensorList& grad_outputs, Context& ctx) {
+  detail::check_inputs(*this, grad_outputs, 1);
+  const Tensor& x = ctx.get("input");
+  const Tensor& grad_y = grad_outputs[0];
+  const WindowGeometry g = geometry(x.shape());
+  detail::check_same_shape(*this, "output gradient", grad_y,
+                           {x.size(0), options_.out_channels, g.out_height, g.out_width});
+  detail::check_like(*this, "output gradient", grad_y, weight_.value, "weight");
+  ctx.save("grad_output", grad_y);
+  return {input_gradient(x.shape(), grad_y)};
+}
+
+void Conv2d::backward_weight(Context& ctx) {
+  accumulate_weight_gradient(ctx.get("input"), ctx.get("grad_output"));
+  ctx.clear();
+}
+
+TensorList Conv2d::backward(const TensorList& grad_outputs, Context& ctx) {
+  TensorList grad_inputs = backward_input(grad_outputs, ctx);
+  backward_weight(ctx);
+  return grad_inputs;
+}
+
+std::vector<Shape> Conv2d::output_shapes(const std::vector<Shape>& input_shapes) const {
+  LOOM_CHECK(input_shapes.size() == 1 && input_shapes[0].rank() == 4 && input_shapes[0][1] == options_.in_channels,
+             "Conv2d: expected one input shape [N, ", options_.in_channels, ", H, W]");
+  const WindowGeometry g = geometry(input_shapes[0]);
+  return {Shape{input_shapes[0][0], options_.out_channels, g.out_height, g.out_width}};
+}
+
+double Conv2d::flops(const std::vector<Shape>& input_shapes) const {
+  const Shape out = output_shapes(input_shapes)[0];
+  const double macs_per_output =
+      static_cast<double>(options_.in_channels / options_.groups * options_.kernel.h * options_.kernel.w);
+  return 2.0 * static_cast<double>(out.numel()) * macs_per_output;
+}
+
+std::size_t Conv2d::activation_bytes(const std::vector<Shape>& input_shapes) const {
+  output_shapes(input_shapes);  // validates
+  return detail::f32_bytes(input_shapes[0]);
+}
+
+}  // namespace loom

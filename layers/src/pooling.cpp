@@ -1,0 +1,296 @@
+// MaxPool2d, AvgPool2d and GlobalAvgPool2d (see pooling.h): CPU loops here, cuDNN in
+// pooling_cuda.cpp. Window bounds follow PyTorch's CPU kernels exactly, padding included.
+#include <loom/layers/pooling.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include <loom/core/memory.h>
+#include <loom/core/ops.h>
+
+#include "layer_util.h"
+#include "pooling_cuda.h"
+
+namespace loom {
+
+namespace {
+
+void check_pool_options(const char* type, const Pool2dOptions& o) {
+  const Size2 stride = o.stride.value_or(o.kernel);
+  LOOM_CHECK(o.kernel.h > 0 && o.kernel.w > 0 && stride.h > 0 && stride.w > 0, type,
+             ": kernel and stride must be positive");
+  LOOM_CHECK(o.padding.h >= 0 && o.padding.w >= 0 && 2 * o.padding.h <= o.kernel.h && 2 * o.padding.w <= o.kernel.w,
+             type, ": padding must be non-negative and at most half the kernel (PyTorch's rule)");
+}
+
+void check_nchw(const Layer& layer, const Tensor& x) {
+  LOOM_CHECK(x.rank() == 4, layer.describe(), ": input shape ", x.shape().str(), " is not [N, C, H, W]");
+  LOOM_CHECK(is_floating(x.dtype()), layer.describe(), ": input dtype ", dtype_name(x.dtype()), " is not floating");
+}
+
+// Clamped window of output row/column `o`: [begin, end) inside the input, and the padded extent
+// (end of the window clipped to the padded input) that count_include_pad divides by.
+struct Window {
+  std::int64_t begin, end, padded_extent;
+};
+
+Window window(std::int64_t o, std::int64_t kernel, std::int64_t stride, std::int64_t padding, std::int64_t size) {
+  const std::int64_t start = o * stride - padding;
+  const std::int64_t padded_end = std::min(start + kernel, size + padding);
+  return {std::max<std::int64_t>(start, 0), std::min(start + kernel, size), padded_end - start};
+}
+
+template <typename T>
+void max_pool_forward(const WindowGeometry& g, std::int64_t planes, const T* x, T* y, std::int32_t* argmax) {
+  for (std::int64_t p = 0; p < planes; ++p) {
+    const T* in = x + p * g.plane();
+    for (std::int64_t oh = 0; oh < g.out_height; ++oh) {
+      const Window rows = window(oh, g.kernel.h, g.stride.h, g.padding.h, g.height);
+      for (std::int64_t ow = 0; ow < g.out_width; ++ow) {
+        const Window cols = window(ow, g.kernel.w, g.stride.w, g.padding.w, g.width);
+        std::int64_t best_index = rows.begin * g.width + cols.begin;
+        T best = -std::numeric_limits<T>::infinity();
+        for (std::int64_t ih = rows.begin; ih < rows.end && !std::isnan(best); ++ih)
+          for (std::int64_t iw = cols.begin; iw < cols.end; ++iw) {
+            const T v = in[ih * g.width + iw];
+            if (v > best || std::isnan(v)) {
+              best = v;
+              best_index = ih * g.width + iw;
+              if (std::isnan(v)) break;
+            }
+          }
+        const std::int64_t out = (p * g.out_height + oh) * g.out_width + ow;
+        y[out] = best;
+        argmax[out] = static_cast<std::int32_t>(best_index);
+      }
+    }
+  }
+}
+
+template <typename T>
+void max_pool_backward(const WindowGeometry& g, std::int64_t planes, const T* grad_y, const std::int32_t* argmax,
+                       T* grad_x) {
+  for (std::int64_t p = 0; p < planes; ++p)
+    for (std::int64_t i = 0; i < g.out_plane(); ++i)
+      grad_x[p * g.plane() + argmax[p * g.out_plane() + i]] += grad_y[p * g.out_plane() + i];
+}
+
+// forward: y = window sums / divisor; backward (grad_y given): grad_x += grad_y / divisor spread
+// over the window.
+template <typename T, bool kBackward>
+void avg_pool(const WindowGeometry& g, bool count_include_pad, std::int64_t planes, const T* x, T* y,
+              const T* grad_y, T* grad_x) {
+  for (std::int64_t p = 0; p < planes; ++p) {
+    for (std::int64_t oh = 0; oh < g.out_height; ++oh) {
+      const Window rows = window(oh, g.kernel.h, g.stride.h, g.padding.h, g.height);
+      for (std::int64_t ow = 0; ow < g.out_width; ++ow) {
+        const Window cols = window(ow, g.kernel.w, g.stride.w, g.padding.w, g.width);
+        const std::int64_t divisor = count_include_pad ? rows.padded_extent * cols.padded_extent
+                                                       : (rows.end - rows.begin) * (cols.end - cols.begin);
+        const std::int64_t out = (p * g.out_height + oh) * g.out_width + ow;
+        if constexpr (kBackward) {
+          const T share = grad_y[out] / static_cast<T>(divisor);
+          T* gx = grad_x + p * g.plane();
+          for (std::int64_t ih = rows.begin; ih < rows.end; ++ih)
+            for (std::int64_t iw = cols.begin; iw < cols.end; ++iw) gx[ih * g.width + iw] += share;
+        } else {
+          const T* in = x + p * g.plane();
+          T sum = 0;
+          for (std::int64_t ih = rows.begin; ih < rows.end; ++ih)
+            for (std::int64_t iw = cols.begin; iw < cols.end; ++iw) sum += in[ih * g.width + iw];
+          y[out] = sum / static_cast<T>(divisor);
+        }
+      }
+    }
+  }
+}
+
+Shape pooled_shape(const Shape& input, const WindowGeometry& g) {
+  return {input[0], input[1], g.out_height, g.out_width};
+}
+
+cuda_kernels::PoolMode average_mode(const Pool2dOptions& o) {
+  return o.count_include_pad ? cuda_kernels::PoolMode::average_include_padding
+                             : cuda_kernels::PoolMode::average_exclude_padding;
+}
+
+}  // namespace
+
+// ---- MaxPool2d -------------------------------------------------------------------------------
+
+MaxPool2d::MaxPool2d(const Pool2dOptions& options) : options_(options) { check_pool_options("MaxPool2d", options_); }
+
+WindowGeometry MaxPool2d::geometry(const Shape& input) const {
+  return {input[2], input[3], options_.kernel, options_.stride.value_or(options_.kernel), options_.padding};
+}
+
+TensorList MaxPool2d::forward(const TensorList& inputs, Context& ctx) {
+  detail::check_inputs(*this, inputs, 1);
+  const Tensor& x = inputs[0];
+  check_nchw(*this, x);
+  const WindowGeometry g = geometry(x.shape());
+  MemoryCategoryScope scope(MemoryCategory::activations);
+  Tensor y = Tensor::empty(pooled_shape(x.shape(), g), x.dtype(), x.device());
+  ctx.save_shape("input", x.shape());
+  if (x.device().is_cuda()) {
+    cuda_kernels::pool2d_forward(cuda_kernels::PoolMode::max, g, x, y);
+    ctx.save("input", x);
+    ctx.save("output", y);
+    return {y};
+  }
+  Tensor argmax = Tensor::empty(y.shape(), DType::i32);
+  detail::dispatch_floating(x.dtype(), describe(), [&](auto zero) {
+    using T = decltype(zero);
+    max_pool_forward<T>(g, x.size(0) * x.size(1), x.data<T>(), y.data<T>(), argmax.data<std::int32_t>());
+  });
+  ctx.save("argmax", argmax);
+  return {y};
+}
+
+TensorList MaxPool2d::backward(const TensorList& grad_outputs, Context& ctx) {
+  detail::check_inputs(*this, grad_outputs, 1);
+  const Shape input_shape = ctx.get_shape("input");
+  const WindowGeometry g = geometry(input_shape);
+  const Tensor& grad_y = grad_outputs[0];
+  detail::check_same_shape(*this, "output gradient", grad_y, pooled_shape(input_shape, g));
+  Tensor grad_x = Tensor::zeros(input_shape, grad_y.dtype(), grad_y.device());
+  if (grad_y.device().is_cuda()) {
+    cuda_kernels::pool2d_backward(cuda_kernels::PoolMode::max, g, ctx.get("input"), ctx.get("output"), grad_y, grad_x);
+  } else {
+    const Tensor& argmax = ctx.get("argmax");
+    detail::dispatch_floating(grad_y.dtype(), describe(), [&](auto zero) {
+      using T = decltype(zero);
+      max_pool_backward<T>(g, input_shape[0] * input_shape[1], grad_y.data<T>(), argmax.data<std::int32_t>(),
+                           grad_x.data<T>());
+    });
+  }
+  ctx.clear();
+  return {grad_x};
+}
+
+std::vector<Shape> MaxPool2d::output_shapes(const std::vector<Shape>& input_shapes) const {
+  LOOM_CHECK(input_shapes.size() == 1 && input_shapes[0].rank() == 4, "MaxPool2d: expected one [N, C, H, W] shape");
+  return {pooled_shape(input_shapes[0], geometry(input_shapes[0]))};
+}
+
+double MaxPool2d::flops(const std::vector<Shape>& input_shapes) const {
+  return static_cast<double>(output_shapes(input_shapes)[0].numel() * options_.kernel.h * options_.kernel.w);
+}
+
+std::size_t MaxPool2d::activation_bytes(const std::vector<Shape>& input_shapes) const {
+  return detail::f32_bytes(output_shapes(input_shapes)[0]);  // i32 argmax per output
+}
+
+// ---- AvgPool2d -------------------------------------------------------------------------------
+
+AvgPool2d::AvgPool2d(const Pool2dOptions& options) : options_(options) { check_pool_options("AvgPool2d", options_); }
+
+WindowGeometry AvgPool2d::geometry(const Shape& input) const {
+  return {input[2], input[3], options_.kernel, options_.stride.value_or(options_.kernel), options_.padding};
+}
+
+TensorList AvgPool2d::forward(const TensorList& inputs, Context& ctx) {
+  detail::check_inputs(*this, inputs, 1);
+  const Tensor& x = inputs[0];
+  check_nchw(*this, x);
+  const WindowGeometry g = geometry(x.shape());
+  MemoryCategoryScope scope(MemoryCategory::activations);
+  Tensor y = Tensor::empty(pooled_shape(x.shape(), g), x.dtype(), x.device());
+  ctx.save_shape("input", x.shape());
+  if (x.device().is_cuda()) {
+    cuda_kernels::pool2d_forward(average_mode(options_), g, x, y);
+    ctx.save("input", x);
+    ctx.save("output", y);
+    return {y};
+  }
+  detail::dispatch_floating(x.dtype(), describe(), [&](auto zero) {
+    using T = decltype(zero);
+    avg_pool<T, false>(g, options_.count_include_pad, x.size(0) * x.size(1), x.data<T>(), y.data<T>(), nullptr,
+                       nullptr);
+  });
+  return {y};
+}
+
+TensorList AvgPool2d::backward(const TensorList& grad_outputs, Context& ctx) {
+  detail::check_inputs(*this, grad_outputs, 1);
+  const Shape input_shape = ctx.get_shape("input");
+  const WindowGeometry g = geometry(input_shape);
+  const Tensor& grad_y = grad_outputs[0];
+  detail::check_same_shape(*this, "output gradient", grad_y, pooled_shape(input_shape, g));
+  Tensor grad_x = Tensor::zeros(input_shape, grad_y.dtype(), grad_y.device());
+  if (grad_y.device().is_cuda()) {
+    cuda_kernels::pool2d_backward(average_mode(options_), g, ctx.get("input"), ctx.get("output"), grad_y, grad_x);
+  } else {
+    detail::dispatch_floating(grad_y.dtype(), describe(), [&](auto zero) {
+      using T = decltype(zero);
+      avg_pool<T, true>(g, options_.count_include_pad, input_shape[0] * input_shape[1], nullptr, nullptr,
+                        grad_y.data<T>(), grad_x.data<T>());
+    });
+  }
+  ctx.clear();
+  return {grad_x};
+}
+
+std::vector<Shape> AvgPool2d::output_shapes(const std::vector<Shape>& input_shapes) const {
+  LOOM_CHECK(input_shapes.size() == 1 && input_shapes[0].rank() == 4, "AvgPool2d: expected one [N, C, H, W] shape");
+  return {pooled_shape(input_shapes[0], geometry(input_shapes[0]))};
+}
+
+double AvgPool2d::flops(const std::vector<Shape>& input_shapes) const {
+  return static_cast<double>(output_shapes(input_shapes)[0].numel() * options_.kernel.h * options_.kernel.w);
+}
+
+std::size_t AvgPool2d::activation_bytes(const std::vector<Shape>& input_shapes) const {
+  output_shapes(input_shapes);
+  return 0;  // only the input shape (CUDA keeps cuDNN's input and output)
+}
+
+// ---- GlobalAvgPool2d -------------------------------------------------------------------------
+
+TensorList GlobalAvgPool2d::forward(const TensorList& inputs, Context& ctx) {
+  detail::check_inputs(*this, inputs, 1);
+  const Tensor& x = inputs[0];
+  check_nchw(*this, x);
+  MemoryCategoryScope scope(MemoryCategory::activations);
+  ctx.save_shape("input", x.shape());
+  const Tensor planes = x.reshape({x.size(0) * x.size(1), x.size(2) * x.size(3)});
+  return {ops::mean(planes, 1).reshape({x.size(0), x.size(1)})};
+}
+
+TensorList GlobalAvgPool2d::backward(const TensorList& grad_outputs, Context& ctx) {
+  detail::check_inputs(*this, grad_outputs, 1);
+  const Shape input_shape = ctx.get_shape("input");
+  const Tensor& grad_y = grad_outputs[0];
+  detail::check_same_shape(*this, "output gradient", grad_y, {input_shape[0], input_shape[1]});
+  const std::int64_t plane = input_shape[2] * input_shape[3];
+  // grad_x[n, c, :] = grad_y[n, c] / plane, as the outer product grad_y (column) x ones (row).
+  Tensor grad_x = Tensor::empty(input_shape, grad_y.dtype(), grad_y.device());
+  Tensor ones;
+  {
+    MemoryCategoryScope scope(MemoryCategory::workspace);
+    ones = Tensor::full({1, plane}, 1.0, grad_y.dtype(), grad_y.device());
+  }
+  Tensor grad_matrix = grad_x.reshape({input_shape[0] * input_shape[1], plane});
+  ops::gemm(grad_y.reshape({input_shape[0] * input_shape[1], 1}), false, ones, false, grad_matrix,
+            1.0 / static_cast<double>(plane));
+  ctx.clear();
+  return {grad_x};
+}
+
+std::vector<Shape> GlobalAvgPool2d::output_shapes(const std::vector<Shape>& input_shapes) const {
+  LOOM_CHECK(input_shapes.size() == 1 && input_shapes[0].rank() == 4,
+             "GlobalAvgPool2d: expected one [N, C, H, W] shape");
+  return {Shape{input_shapes[0][0], input_shapes[0][1]}};
+}
+
+double GlobalAvgPool2d::flops(const std::vector<Shape>& input_shapes) const {
+  return static_cast<double>(input_shapes.at(0).numel());
+}
+
+std::size_t GlobalAvgPool2d::activation_bytes(const std::vector<Shape>& input_shapes) const {
+  output_shapes(input_shapes);
+  return 0;
+}
+
+}  // namespace loom
