@@ -1,0 +1,106 @@
+// The cost model every planner is scored by: the latency of one synchronous training step.
+//
+// The pipeline is a sequence of elements: stage 0, the boundary transfer 0→1, stage 1, ..., each
+// with a per-micro-batch forward time F_e and backward time B_e (a transfer moves the activations
+// forward and their gradients back, F = B = its transfer time). For the DAPPLE schedule (1F1B,
+// early backward), element Q keeps the step at least as long as
+//     LB_Q = Σ_{e<Q} F_e  +  M·(F_Q + B_Q)  +  Σ_{e<Q} B_e
+// (the first micro-batch reaches Q, Q works through all M micro-batches, the last gradient drains
+// back to stage 0). The pivot Q is the element with the largest LB_Q (the latest one on ties);
+// this is DAPPLE's T_warmup + T_steady with the backward drain, i.e.
+//     T_warmup = Σ_{e≤Q} F_e,  T_steady = (M − 1)(F_Q + B_Q),  drain = Σ_{e≤Q} B_e.
+// Stage s finishes its last backward Σ_{e<s} B_e before the end of the drain; its gradient
+// allreduce AR_s starts then, so it stays hidden behind the later backwards while
+// AR_s ≤ Σ_{e<s} B_e. The step time is
+//     L = LB_Q + max_s (AR_s − Σ_{e<s} B_e)          (the s = 0 term is ≥ 0),
+// and T_end = L − T_warmup − T_steady. With Plan::overlap_allreduce, each layer's gradients are
+// allreduced as soon as the last backward has produced them (one after another, last layer
+// first), and AR_s is what of that still runs after the stage's last backward. GPipe (all forwards, then all backwards) is scored as two
+// flow shops, Σ F + (M − 1)·max F and Σ B + (M − 1)·max B, plus the same allreduce tail.
+//
+// Costs: a stage replica computes ceil(b / R) rows of a micro-batch of b = global batch / M
+// samples (rows are split evenly, replica i gets rows [i·b/R, (i+1)·b/R)). A boundary transfer
+// sends each row from the replica that has it to the replica that needs it; a device's intra-node
+// link and a node's network interface each carry their traffic at their bandwidth, in both
+// directions at once, and the transfer takes as long as the busiest of them (plus the latency of
+// the slowest link used). A stage's allreduce is hierarchical: reduce-scatter inside each node,
+// allreduce across nodes over the network interfaces, allgather inside each node:
+//     AR = 2(n−1)/n · W / intra  +  2(G−1)/G · W / inter  (+ latencies),
+// with n the most replicas on one node and G the number of nodes used.
+// Memory per device: parameters, gradients and optimizer state (W · (2 + optimizer_state_factor))
+// plus, for each micro-batch in flight, the stage's activations and its received input. In
+// flight: min(S − s, M) under DAPPLE (stage s of S), M under GPipe.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <loom/planner/cluster.h>
+#include <loom/planner/plan.h>
+#include <loom/planner/profile.h>
+
+namespace loom::planner {
+
+struct CostOptions {
+  double optimizer_state_factor = 2;  // optimizer state bytes per parameter byte: Adam 2, momentum 1, SGD 0
+};
+
+struct StageCost {
+  double forward_ms = 0;     // one micro-batch, the replica with the most rows
+  double backward_ms = 0;
+  double allreduce_ms = 0;   // the stage's gradient allreduce across its replicas
+  double allreduce_tail_ms = 0;  // what of it is not hidden (before taking the maximum over stages)
+  double transfer_ms = 0;    // boundary transfer to the next stage, per micro-batch and direction
+  int in_flight = 0;         // micro-batches whose activations are alive at once
+  double memory_bytes = 0;   // peak per device
+};
+
+struct PlanCost {
+  bool feasible = true;
+  std::string infeasible_reason;
+  double step_ms = 0;
+  // DAPPLE schedule only: the pivot element (2s: stage s, 2s+1: the transfer after stage s).
+  // GPipe: warmup_ms is the forward phase, steady_ms the backward phase, end_ms the allreduce tail.
+  int pivot = -1;
+  double warmup_ms = 0, steady_ms = 0, end_ms = 0;
+  double peak_memory_bytes = 0;
+  std::vector<StageCost> stages;
+};
+
+// Scores `plan` (which must be valid for the profile and cluster). Infeasible plans (memory) are
+// still timed; `feasible` and `infeasible_reason` say why they cannot run.
+PlanCost evaluate(const Profile& profile, const Cluster& cluster, const Plan& plan, const CostOptions& options = {});
+
+// One device processing the whole global batch: the reference for speedups.
+double single_device_step_ms(const Profile& profile, int global_batch);
+
+// The building blocks, shared with the planners so that they score exactly like evaluate().
+// Allreduce of `bytes` among `devices`; a linear function of bytes.
+double allreduce_ms(const Cluster& cluster, const std::vector<int>& devices, double bytes);
+// Boundary transfer of one micro-batch of `rows` rows and `bytes` bytes from the replicas on
+// `from` to those on `to`.
+double transfer_ms(const Cluster& cluster, const std::vector<int>& from, const std::vector<int>& to, int rows,
+                   double bytes);
+// With time = bytes · slope + latency (and 0 for 0 bytes), the slope and latency of those two.
+struct LinearCost {
+  double ms_per_byte = 0;
+  double latency_ms = 0;
+  double at(double bytes) const { return bytes > 0 && ms_per_byte > 0 ? bytes * ms_per_byte + latency_ms : 0.0; }
+};
+LinearCost allreduce_cost(const Cluster& cluster, const std::vector<int>& devices);
+LinearCost transfer_cost(const Cluster& cluster, const std::vector<int>& from, const std::vector<int>& to, int rows);
+
+// The latency of a 1F1B pipeline of elements (F, B, AR) under the formula above.
+struct Element {
+  double forward_ms = 0, backward_ms = 0, allreduce_ms = 0;
+};
+struct PipelineLatency {
+  double step_ms = 0;
+  int pivot = 0;
+  double warmup_ms = 0, steady_ms = 0, end_ms = 0;
+  std::vector<double> allreduce_tail_ms;  // AR_e − Σ_{e'<e} B_e' per element
+};
+PipelineLatency dapple_latency(const std::vector<Element>& elements, int microbatches);
+PipelineLatency gpipe_latency(const std::vector<Element>& elements, int microbatches);
+
+}  // namespace loom::planner

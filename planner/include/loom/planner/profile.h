@@ -1,0 +1,53 @@
+// A profile is what the planners know about a model: an ordered chain of layers (or blocks), each
+// with its forward and backward time, the activation bytes it keeps for backward, the bytes that
+// cross the cut after it, and its parameter bytes, all measured at one micro-batch size.
+//
+// Times and activations scale linearly with the micro-batch size. A layer may carry extra
+// measurements at other sizes; between measured sizes costs are interpolated linearly, outside
+// them they are scaled in proportion to the nearest measurement. Parameter bytes never scale.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace loom::planner {
+
+// Costs of one layer at one micro-batch size.
+struct LayerCost {
+  double forward_ms = 0;
+  double backward_ms = 0;
+  double activation_bytes = 0;  // output activations kept until backward (memory)
+  double boundary_bytes = 0;    // bytes crossing the cut right after this layer (communication)
+};
+
+struct Measurement {
+  double microbatch = 0;
+  LayerCost cost;
+};
+
+struct LayerProfile {
+  std::string name;
+  LayerCost cost;  // at Profile::microbatch
+  double parameter_bytes = 0;
+  std::vector<Measurement> extra;  // optional measurements at other micro-batch sizes
+};
+
+struct Profile {
+  std::string model;   // e.g. "bert-48"
+  std::string source;  // the file it was read from, for messages
+  std::string device;  // what it was measured on, when known ("V100", "cpu: 2 threads")
+  double microbatch = 1;  // the micro-batch size the layer costs were measured at
+  std::vector<LayerProfile> layers;
+
+  int size() const { return static_cast<int>(layers.size()); }
+  // The costs of `layer` at micro-batch size `microbatch` (see the scaling rule above).
+  LayerCost cost_at(int layer, double microbatch) const;
+  double parameter_bytes(int first, int last) const;  // sum over layers first..last
+  double total_parameter_bytes() const;
+};
+
+// Throws loom::Error naming the profile and the layer when a cost is negative, not finite, or a
+// micro-batch size is not positive.
+void validate(const Profile& profile);
+
+}  // namespace loom::planner

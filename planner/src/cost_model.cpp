@@ -1,0 +1,194 @@
+// The latency and memory of one synchronous step of a plan (formulas in cost_model.h).
+#include <loom/planner/cost_model.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "fail.h"
+
+namespace loom::planner {
+
+namespace {
+
+constexpr double kMsPerSecond = 1e3;
+
+int ceil_div(int a, int b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+LinearCost allreduce_cost(const Cluster& cluster, const std::vector<int>& devices) {
+  if (devices.size() <= 1) return {};
+  std::map<int, int> per_node;
+  for (int d : devices) ++per_node[cluster.node_of(d)];
+  int most = 0;
+  for (const auto& [node, count] : per_node) most = std::max(most, count);
+  const double n = most, g = static_cast<double>(per_node.size());
+  LinearCost cost;
+  cost.ms_per_byte = 2 * (n - 1) / n / cluster.intra_bandwidth * kMsPerSecond;
+  cost.latency_ms = 2 * (n - 1) * cluster.intra_latency_ms;
+  if (g > 1) {
+    cost.ms_per_byte += 2 * (g - 1) / g / cluster.inter_bandwidth * kMsPerSecond;
+    cost.latency_ms += 2 * (g - 1) * cluster.inter_latency_ms;
+  }
+  return cost;
+}
+
+double allreduce_ms(const Cluster& cluster, const std::vector<int>& devices, double bytes) {
+  return allreduce_cost(cluster, devices).at(bytes);
+}
+
+LinearCost transfer_cost(const Cluster& cluster, const std::vector<int>& from, const std::vector<int>& to, int rows) {
+  const long senders = static_cast<long>(from.size()), receivers = static_cast<long>(to.size());
+  std::map<int, double> device_out, device_in, node_out, node_in;
+  bool intra = false, inter = false;
+  for (long i = 0; i < senders; ++i) {
+    const long s_begin = i * rows / senders, s_end = (i + 1) * rows / senders;
+    for (long j = 0; j < receivers; ++j) {
+      const long r_begin = j * rows / receivers, r_end = (j + 1) * rows / receivers;
+      const long overlap = std::min(s_end, r_end) - std::max(s_begin, r_begin);
+      if (overlap <= 0) continue;
+      const int a = from[i], b = to[j];
+      if (cluster.node_of(a) == cluster.node_of(b)) {
+        device_out[a] += overlap;
+        device_in[b] += overlap;
+        intra = true;
+      } else {
+        node_out[cluster.node_of(a)] += overlap;
+        node_in[cluster.node_of(b)] += overlap;
+        inter = true;
+      }
+    }
+  }
+  auto busiest = [](const std::map<int, double>& a, const std::map<int, double>& b) {
+    double most = 0;
+    for (const auto& [k, v] : a) most = std::max(most, v);
+    for (const auto& [k, v] : b) most = std::max(most, v);
+    return most;
+  };
+  LinearCost cost;
+  const double per_row = 1.0 / rows;  // fraction of the micro-batch's bytes in one row
+  cost.ms_per_byte = std::max(busiest(device_out, device_in) * per_row / cluster.intra_bandwidth,
+                              busiest(node_out, node_in) * per_row / cluster.inter_bandwidth) *
+                     kMsPerSecond;
+  cost.latency_ms = inter ? cluster.inter_latency_ms : intra ? cluster.intra_latency_ms : 0;
+  return cost;
+}
+
+double transfer_ms(const Cluster& cluster, const std::vector<int>& from, const std::vector<int>& to, int rows,
+                   double bytes) {
+  return transfer_cost(cluster, from, to, rows).at(bytes);
+}
+
+PipelineLatency dapple_latency(const std::vector<Element>& elements, int microbatches) {
+  PipelineLatency out;
+  const double m = microbatches;
+  double before_forward = 0, before_backward = 0, worst = -1;
+  double tail = -INFINITY;
+  for (std::size_t e = 0; e < elements.size(); ++e) {
+    const Element& el = elements[e];
+    const double bound = before_forward + m * (el.forward_ms + el.backward_ms) + before_backward;
+    if (bound >= worst) {
+      worst = bound;
+      out.pivot = static_cast<int>(e);
+    }
+    out.allreduce_tail_ms.push_back(el.allreduce_ms - before_backward);
+    tail = std::max(tail, out.allreduce_tail_ms.back());
+    before_forward += el.forward_ms;
+    before_backward += el.backward_ms;
+  }
+  out.step_ms = worst + tail;
+  const Element& q = elements[out.pivot];
+  for (int e = 0; e <= out.pivot; ++e) out.warmup_ms += elements[e].forward_ms;
+  out.steady_ms = (m - 1) * (q.forward_ms + q.backward_ms);
+  out.end_ms = out.step_ms - out.warmup_ms - out.steady_ms;
+  return out;
+}
+
+PipelineLatency gpipe_latency(const std::vector<Element>& elements, int microbatches) {
+  PipelineLatency out;
+  out.pivot = -1;
+  double sum_f = 0, sum_b = 0, max_f = 0, max_b = 0, before_backward = 0, tail = -INFINITY;
+  for (const Element& el : elements) {
+    sum_f += el.forward_ms;
+    sum_b += el.backward_ms;
+    max_f = std::max(max_f, el.forward_ms);
+    max_b = std::max(max_b, el.backward_ms);
+    out.allreduce_tail_ms.push_back(el.allreduce_ms - before_backward);
+    tail = std::max(tail, out.allreduce_tail_ms.back());
+    before_backward += el.backward_ms;
+  }
+  out.warmup_ms = sum_f + (microbatches - 1) * max_f;
+  out.steady_ms = sum_b + (microbatches - 1) * max_b;
+  out.end_ms = tail;
+  out.step_ms = out.warmup_ms + out.steady_ms + out.end_ms;
+  return out;
+}
+
+PlanCost evaluate(const Profile& profile, const Cluster& cluster, const Plan& plan, const CostOptions& options) {
+  validate(plan, profile.size(), cluster.devices());
+  const int b = plan.microbatch_size(), stages = plan.stage_count(), m = plan.microbatches;
+  PlanCost cost;
+  std::vector<Element> elements;
+  for (int s = 0; s < stages; ++s) {
+    const StagePlan& stage = plan.stages[s];
+    const int rows = ceil_div(b, stage.replicas());
+    StageCost sc;
+    double activations = stage.first_layer > 0 ? profile.cost_at(stage.first_layer - 1, rows).boundary_bytes : 0.0;
+    for (int l = stage.first_layer; l <= stage.last_layer; ++l) {
+      const LayerCost c = profile.cost_at(l, rows);
+      sc.forward_ms += c.forward_ms;
+      sc.backward_ms += c.backward_ms;
+      activations += c.activation_bytes;
+    }
+    const double weights = profile.parameter_bytes(stage.first_layer, stage.last_layer);
+    const LinearCost ar = allreduce_cost(cluster, stage.devices);
+    if (plan.overlap_allreduce) {
+      // Layer gradients become final during the last backward, last layer first.
+      double ready = 0, done = 0;
+      for (int l = stage.last_layer; l >= stage.first_layer; --l) {
+        ready += profile.cost_at(l, rows).backward_ms;
+        const double t = ar.at(profile.layers[l].parameter_bytes);
+        if (t > 0) done = std::max(done, ready) + t;
+      }
+      sc.allreduce_ms = std::max(0.0, done - sc.backward_ms);
+    } else {
+      sc.allreduce_ms = ar.at(weights);
+    }
+    sc.in_flight = plan.schedule == ScheduleKind::GPipe ? m : std::min(stages - s, m);
+    sc.memory_bytes = weights * (2 + options.optimizer_state_factor) + sc.in_flight * activations;
+    if (s + 1 < stages) {
+      const double bytes = profile.cost_at(stage.last_layer, b).boundary_bytes;
+      sc.transfer_ms = transfer_ms(cluster, stage.devices, plan.stages[s + 1].devices, b, bytes);
+    }
+    elements.push_back({sc.forward_ms, sc.backward_ms, sc.allreduce_ms});
+    if (s + 1 < stages) elements.push_back({sc.transfer_ms, sc.transfer_ms, 0});
+    cost.peak_memory_bytes = std::max(cost.peak_memory_bytes, sc.memory_bytes);
+    if (sc.memory_bytes > cluster.device_memory && cost.feasible) {
+      cost.feasible = false;
+      cost.infeasible_reason = loom::detail::concat("stage ", s, " needs ", sc.memory_bytes / 1e9, " GB per device, ",
+                                              cluster.device_memory / 1e9, " GB available");
+    }
+    cost.stages.push_back(sc);
+  }
+  const PipelineLatency latency =
+      plan.schedule == ScheduleKind::GPipe ? gpipe_latency(elements, m) : dapple_latency(elements, m);
+  cost.step_ms = latency.step_ms;
+  cost.pivot = latency.pivot;
+  cost.warmup_ms = latency.warmup_ms;
+  cost.steady_ms = latency.steady_ms;
+  cost.end_ms = latency.end_ms;
+  for (int s = 0; s < stages; ++s) cost.stages[s].allreduce_tail_ms = latency.allreduce_tail_ms[2 * s];
+  return cost;
+}
+
+double single_device_step_ms(const Profile& profile, int global_batch) {
+  double total = 0;
+  for (int l = 0; l < profile.size(); ++l) {
+    const LayerCost c = profile.cost_at(l, global_batch);
+    total += c.forward_ms + c.backward_ms;
+  }
+  return total;
+}
+
+}  // namespace loom::planner

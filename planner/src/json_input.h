@@ -1,0 +1,28 @@
+// Reading user JSON files (profiles, clusters, plans) with messages that name the file, and the
+// line and column of a syntax error or the path of a bad field ("layers[3].forward_ms").
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace loom::planner::detail {
+
+std::string read_text_file(const std::string& path, const char* what);
+nlohmann::json parse_json(const std::string& text, const std::string& source);
+
+// A field of `object` (which lives at `where` in `source`); `required` fields that are missing,
+// and fields of the wrong type, throw loom::Error naming source and where.key.
+const nlohmann::json* find_field(const nlohmann::json& object, const char* key, const std::string& source,
+                                 const std::string& where, bool required);
+double number_field(const nlohmann::json& object, const char* key, const std::string& source,
+                    const std::string& where);
+double number_field_or(const nlohmann::json& object, const char* key, double fallback,
+                       const std::string& source, const std::string& where);
+int int_field(const nlohmann::json& object, const char* key, const std::string& source, const std::string& where);
+std::string string_field_or(const nlohmann::json& object, const char* key, const std::string& fallback,
+                            const std::string& source, const std::string& where);
+void reject_unknown_fields(const nlohmann::json& object, std::initializer_list<const char*> known,
+                           const std::string& source, const std::string& where);
+
+}  // namespace loom::planner::detail

@@ -1,2 +1,0 @@
-// placeholder until the planner module lands
-namespace loom {}

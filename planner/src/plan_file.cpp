@@ -1,0 +1,116 @@
+// Plan JSON read/write.
+#include <loom/planner/plan_file.h>
+
+#include <fstream>
+#include <set>
+
+#include "fail.h"
+#include "json_input.h"
+
+namespace loom::planner {
+
+namespace {
+const char* kFormat = "loom-plan";
+}
+
+nlohmann::json plan_to_json(const Plan& plan, const Cluster& cluster) {
+  nlohmann::json stages = nlohmann::json::array();
+  for (const StagePlan& s : plan.stages) {
+    nlohmann::json devices = nlohmann::json::array();
+    for (int d : s.devices)
+      devices.push_back({{"node", cluster.node_of(d)}, {"device", d % cluster.devices_per_node}});
+    stages.push_back({{"layers", {s.first_layer, s.last_layer}},
+                      {"replicas", s.replicas()},
+                      {"ranks", s.devices},
+                      {"devices", devices}});
+  }
+  nlohmann::json out = {{"format", kFormat},
+                        {"version", 1},
+                        {"model", plan.model},
+                        {"planner", plan.planner},
+                        {"global_batch", plan.global_batch},
+                        {"microbatches", plan.microbatches},
+                        {"microbatch_size", plan.microbatch_size()},
+                        {"schedule", to_string(plan.schedule)},
+                        {"placement", plan.placement},
+                        {"overlap_allreduce", plan.overlap_allreduce},
+                        {"cluster", {{"nodes", cluster.nodes}, {"devices_per_node", cluster.devices_per_node}}},
+                        {"stages", stages},
+                        {"predicted_step_ms", plan.predicted_step_ms},
+                        {"peak_memory_bytes", plan.peak_memory_bytes}};
+  if (plan.simulated_step_ms >= 0) out["simulated_step_ms"] = plan.simulated_step_ms;
+  return out;
+}
+
+void write_plan(const Plan& plan, const Cluster& cluster, const std::string& path) {
+  std::ofstream out(path);
+  if (!out) detail::fail(path, ": cannot write plan file");
+  out << plan_to_json(plan, cluster).dump(2) << "\n";
+  if (!out) detail::fail(path, ": error while writing plan file");
+}
+
+Plan parse_plan(const std::string& text, const std::string& source) {
+  using namespace detail;
+  const nlohmann::json doc = parse_json(text, source);
+  reject_unknown_fields(doc, {"format", "version", "model", "planner", "global_batch", "microbatches",
+                              "microbatch_size", "schedule", "placement", "overlap_allreduce", "cluster", "stages",
+                              "predicted_step_ms", "simulated_step_ms", "peak_memory_bytes"},
+                        source, "");
+  if (string_field_or(doc, "format", "", source, "") != kFormat) fail(source, ": format must be \"", kFormat, "\"");
+  if (int_field(doc, "version", source, "") != 1) fail(source, ": unsupported version (expected 1)");
+  Plan plan;
+  plan.model = string_field_or(doc, "model", "", source, "");
+  plan.planner = string_field_or(doc, "planner", "", source, "");
+  plan.placement = string_field_or(doc, "placement", "", source, "");
+  plan.global_batch = int_field(doc, "global_batch", source, "");
+  plan.microbatches = int_field(doc, "microbatches", source, "");
+  try {
+    plan.schedule = parse_schedule_kind(string_field_or(doc, "schedule", "dapple", source, ""));
+  } catch (const loom::Error& e) {
+    fail(source, ": schedule: ", e.what());
+  }
+  if (const nlohmann::json* overlap = find_field(doc, "overlap_allreduce", source, "", false)) {
+    if (!overlap->is_boolean()) fail(source, ": overlap_allreduce must be true or false");
+    plan.overlap_allreduce = overlap->get<bool>();
+  }
+  plan.predicted_step_ms = number_field_or(doc, "predicted_step_ms", 0, source, "");
+  plan.simulated_step_ms = number_field_or(doc, "simulated_step_ms", -1, source, "");
+  plan.peak_memory_bytes = number_field_or(doc, "peak_memory_bytes", 0, source, "");
+  const nlohmann::json* stages = find_field(doc, "stages", source, "", true);
+  if (!stages->is_array() || stages->empty()) fail(source, ": stages must be a non-empty array");
+  int devices = 0;
+  for (std::size_t i = 0; i < stages->size(); ++i) {
+    const std::string where = "stages[" + std::to_string(i) + "]";
+    const nlohmann::json& entry = (*stages)[i];
+    reject_unknown_fields(entry, {"layers", "replicas", "ranks", "devices"}, source, where);
+    const nlohmann::json* layers = find_field(entry, "layers", source, where, true);
+    if (!layers->is_array() || layers->size() != 2 || !(*layers)[0].is_number_integer() ||
+        !(*layers)[1].is_number_integer())
+      fail(source, ": ", where, ".layers must be [first, last]");
+    StagePlan stage;
+    stage.first_layer = (*layers)[0].get<int>();
+    stage.last_layer = (*layers)[1].get<int>();
+    const nlohmann::json* ranks = find_field(entry, "ranks", source, where, true);
+    if (!ranks->is_array() || ranks->empty()) fail(source, ": ", where, ".ranks must be a non-empty array");
+    for (const auto& r : *ranks) {
+      if (!r.is_number_integer() || r.get<int>() < 0) fail(source, ": ", where, ".ranks must hold non-negative integers");
+      stage.devices.push_back(r.get<int>());
+      devices = std::max(devices, r.get<int>() + 1);
+    }
+    if (find_field(entry, "replicas", source, where, false) &&
+        int_field(entry, "replicas", source, where) != stage.replicas())
+      fail(source, ": ", where, ".replicas is ", int_field(entry, "replicas", source, where), " but ", where,
+           ".ranks lists ", stage.replicas());
+    plan.stages.push_back(std::move(stage));
+  }
+  try {
+    validate(plan, plan.stages.back().last_layer + 1, devices);
+  } catch (const loom::Error& e) {
+    fail(source, ": ", e.what());
+  }
+  return plan;
+}
+
+Plan read_plan(const std::string& path) { return parse_plan(detail::read_text_file(path, "plan"), path); }
+
+}  // namespace loom::planner

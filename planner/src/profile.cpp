@@ -1,0 +1,84 @@
+// Cost scaling across micro-batch sizes (linear, or piecewise linear through measurements).
+#include <loom/planner/profile.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "fail.h"
+
+namespace loom::planner {
+
+namespace {
+
+LayerCost scaled(const LayerCost& cost, double factor) {
+  return {cost.forward_ms * factor, cost.backward_ms * factor, cost.activation_bytes * factor,
+          cost.boundary_bytes * factor};
+}
+
+LayerCost mix(const LayerCost& a, const LayerCost& b, double t) {
+  return {a.forward_ms + t * (b.forward_ms - a.forward_ms),
+          a.backward_ms + t * (b.backward_ms - a.backward_ms),
+          a.activation_bytes + t * (b.activation_bytes - a.activation_bytes),
+          a.boundary_bytes + t * (b.boundary_bytes - a.boundary_bytes)};
+}
+
+bool finite_nonnegative(double x) { return std::isfinite(x) && x >= 0; }
+
+void check_cost(const Profile& profile, int layer, const LayerCost& cost) {
+  const auto& name = profile.layers[layer].name;
+  if (!finite_nonnegative(cost.forward_ms) || !finite_nonnegative(cost.backward_ms) ||
+      !finite_nonnegative(cost.activation_bytes) || !finite_nonnegative(cost.boundary_bytes))
+    detail::fail(profile.source, ": layer ", layer, " (", name,
+                 "): times and byte counts must be finite and non-negative");
+}
+
+}  // namespace
+
+LayerCost Profile::cost_at(int layer, double size) const {
+  const LayerProfile& lp = layers[layer];
+  if (lp.extra.empty()) return scaled(lp.cost, size / microbatch);
+  std::vector<Measurement> points = lp.extra;
+  points.push_back({microbatch, lp.cost});
+  std::sort(points.begin(), points.end(),
+            [](const Measurement& a, const Measurement& b) { return a.microbatch < b.microbatch; });
+  if (size <= points.front().microbatch)
+    return scaled(points.front().cost, size / points.front().microbatch);
+  if (size >= points.back().microbatch)
+    return scaled(points.back().cost, size / points.back().microbatch);
+  auto upper = std::upper_bound(points.begin(), points.end(), size,
+                                [](double s, const Measurement& m) { return s < m.microbatch; });
+  auto lower = upper - 1;
+  const double t = (size - lower->microbatch) / (upper->microbatch - lower->microbatch);
+  return mix(lower->cost, upper->cost, t);
+}
+
+double Profile::parameter_bytes(int first, int last) const {
+  double sum = 0;
+  for (int l = first; l <= last; ++l) sum += layers[l].parameter_bytes;
+  return sum;
+}
+
+double Profile::total_parameter_bytes() const { return layers.empty() ? 0 : parameter_bytes(0, size() - 1); }
+
+void validate(const Profile& profile) {
+  if (profile.layers.empty()) detail::fail(profile.source, ": the profile has no layers");
+  if (!(std::isfinite(profile.microbatch) && profile.microbatch > 0))
+    detail::fail(profile.source, ": the profiled micro-batch size must be positive");
+  for (int l = 0; l < profile.size(); ++l) {
+    const LayerProfile& lp = profile.layers[l];
+    check_cost(profile, l, lp.cost);
+    if (!finite_nonnegative(lp.parameter_bytes))
+      detail::fail(profile.source, ": layer ", l, " (", lp.name, "): parameter bytes must be non-negative");
+    std::vector<double> sizes{profile.microbatch};
+    for (const Measurement& m : lp.extra) {
+      if (!(std::isfinite(m.microbatch) && m.microbatch > 0) ||
+          std::find(sizes.begin(), sizes.end(), m.microbatch) != sizes.end())
+        detail::fail(profile.source, ": layer ", l, " (", lp.name,
+                     "): each measurement needs its own positive micro-batch size");
+      sizes.push_back(m.microbatch);
+      check_cost(profile, l, m.cost);
+    }
+  }
+}
+
+}  // namespace loom::planner

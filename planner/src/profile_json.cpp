@@ -1,0 +1,128 @@
+// Profile JSON read/write, and load_profile, which accepts either profile format.
+#include <loom/planner/profile_json.h>
+
+#include <fstream>
+#include <sstream>
+
+#include <loom/planner/graph_profile.h>
+
+#include "fail.h"
+#include "json_input.h"
+
+namespace loom::planner {
+
+namespace {
+
+const char* kFormat = "loom-profile";
+
+LayerCost read_cost(const nlohmann::json& object, const std::string& source, const std::string& where) {
+  LayerCost cost;
+  cost.forward_ms = detail::number_field(object, "forward_ms", source, where);
+  cost.backward_ms = detail::number_field(object, "backward_ms", source, where);
+  cost.activation_bytes = detail::number_field(object, "activation_bytes", source, where);
+  cost.boundary_bytes = detail::number_field_or(object, "boundary_bytes", cost.activation_bytes, source, where);
+  return cost;
+}
+
+nlohmann::json cost_json(const LayerCost& cost) {
+  return {{"forward_ms", cost.forward_ms},
+          {"backward_ms", cost.backward_ms},
+          {"activation_bytes", cost.activation_bytes},
+          {"boundary_bytes", cost.boundary_bytes}};
+}
+
+}  // namespace
+
+Profile parse_profile_json(const std::string& text, const std::string& source) {
+  const nlohmann::json doc = detail::parse_json(text, source);
+  detail::reject_unknown_fields(doc, {"format", "version", "model", "microbatch", "device", "layers"}, source, "");
+  const std::string format = detail::string_field_or(doc, "format", "", source, "");
+  if (format != kFormat) detail::fail(source, ": format must be \"", kFormat, "\"");
+  if (detail::int_field(doc, "version", source, "") != 1) detail::fail(source, ": unsupported version (expected 1)");
+  Profile profile;
+  profile.source = source;
+  profile.model = detail::string_field_or(doc, "model", "", source, "");
+  profile.device = detail::string_field_or(doc, "device", "", source, "");
+  profile.microbatch = detail::number_field(doc, "microbatch", source, "");
+  const nlohmann::json* layers = detail::find_field(doc, "layers", source, "", true);
+  if (!layers->is_array() || layers->empty()) detail::fail(source, ": layers must be a non-empty array");
+  for (std::size_t i = 0; i < layers->size(); ++i) {
+    const std::string where = "layers[" + std::to_string(i) + "]";
+    const nlohmann::json& entry = (*layers)[i];
+    detail::reject_unknown_fields(entry, {"name", "forward_ms", "backward_ms", "activation_bytes", "boundary_bytes",
+                                          "parameter_bytes", "measurements"},
+                                  source, where);
+    LayerProfile layer;
+    layer.name = detail::string_field_or(entry, "name", "layer" + std::to_string(i), source, where);
+    layer.cost = read_cost(entry, source, where);
+    layer.parameter_bytes = detail::number_field(entry, "parameter_bytes", source, where);
+    if (const nlohmann::json* extra = detail::find_field(entry, "measurements", source, where, false)) {
+      if (!extra->is_array()) detail::fail(source, ": ", where, ".measurements must be an array");
+      for (std::size_t k = 0; k < extra->size(); ++k) {
+        const std::string at = where + ".measurements[" + std::to_string(k) + "]";
+        detail::reject_unknown_fields((*extra)[k], {"microbatch", "forward_ms", "backward_ms", "activation_bytes",
+                                                    "boundary_bytes"},
+                                      source, at);
+        Measurement m;
+        m.microbatch = detail::number_field((*extra)[k], "microbatch", source, at);
+        m.cost = read_cost((*extra)[k], source, at);
+        layer.extra.push_back(m);
+      }
+    }
+    profile.layers.push_back(std::move(layer));
+  }
+  validate(profile);
+  return profile;
+}
+
+Profile read_profile_json(const std::string& path) {
+  return parse_profile_json(detail::read_text_file(path, "profile"), path);
+}
+
+nlohmann::json profile_to_json(const Profile& profile) {
+  nlohmann::json layers = nlohmann::json::array();
+  for (const LayerProfile& layer : profile.layers) {
+    nlohmann::json entry = cost_json(layer.cost);
+    entry["name"] = layer.name;
+    entry["parameter_bytes"] = layer.parameter_bytes;
+    if (!layer.extra.empty()) {
+      nlohmann::json extra = nlohmann::json::array();
+      for (const Measurement& m : layer.extra) {
+        nlohmann::json point = cost_json(m.cost);
+        point["microbatch"] = m.microbatch;
+        extra.push_back(point);
+      }
+      entry["measurements"] = extra;
+    }
+    layers.push_back(entry);
+  }
+  return {{"format", kFormat},
+          {"version", 1},
+          {"model", profile.model},
+          {"microbatch", profile.microbatch},
+          {"device", profile.device},
+          {"layers", layers}};
+}
+
+void write_profile_json(const Profile& profile, const std::string& path) {
+  std::ofstream out(path);
+  if (!out) detail::fail(path, ": cannot write profile file");
+  out << profile_to_json(profile).dump(1) << "\n";
+  if (!out) detail::fail(path, ": error while writing profile file");
+}
+
+Profile load_profile(const std::string& path, double microbatch) {
+  const std::string text = detail::read_text_file(path, "profile");
+  const auto first = text.find_first_not_of(" \t\r\n");
+  if (first != std::string::npos && text[first] == '{') {
+    Profile profile = parse_profile_json(text, path);
+    if (microbatch > 0 && microbatch != profile.microbatch)
+      detail::fail(path, ": the JSON profile was measured at micro-batch ", profile.microbatch,
+                   "; a different profiled size cannot be imposed on it");
+    return profile;
+  }
+  std::istringstream in(text);
+  return parse_graph_profile(in, path, microbatch);
+}
+
+}  // namespace loom::planner
