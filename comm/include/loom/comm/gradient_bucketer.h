@@ -1,0 +1,113 @@
+// Gradient buckets: allreduce gradients in ~25 MB groups while backward is still running.
+//
+// Gradients are registered in forward (layer) order and grouped from the last one back, the order
+// backward produces them: a bucket closes before it would exceed `bucket_bytes` (a larger gradient
+// gets a bucket of its own) or when the dtype changes. During backward the executor calls
+// mark_ready(i) as soon as gradient i is final for the step; when every gradient of a bucket is
+// final the bucket is launched: copied into its flat buffer (MemoryCategory::communication),
+// allreduced over the reduce group, and copied back. The optimizer step calls wait() first.
+//
+// Progress: with `background` (the default, needs MPI_THREAD_MULTIPLE) one progress thread per
+// bucketer runs launched buckets strictly in bucket order, so every replica issues the same
+// collectives in the same order and the result is deterministic, while the executor thread goes on
+// with backward (and its own stage-boundary traffic on other communicators). Without it, the
+// bucket runs inside the mark_ready call that completes it (still before backward ends, but
+// blocking it). The reduce group belongs to the bucketer while a step is in flight.
+//
+// Gradient tensors must stay the same storage across steps (zero them in place). A gradient not
+// marked by wait() is treated as final then. Events (launched / started / finished, with how many
+// gradients were marked at that moment) go to an optional observer, called from the thread where
+// they happen with the bucketer's lock held (it must not call back into the bucketer), so tests can
+// check that buckets launch, and even finish, before backward ends.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include <loom/comm/allreduce.h>
+#include <loom/core/tensor.h>
+
+namespace loom::comm {
+
+struct BucketOptions {
+  std::int64_t bucket_bytes = 25 << 20;
+  AllreduceAlgorithm algorithm = AllreduceAlgorithm::hierarchical;
+  ReduceOp op = ReduceOp::average;
+  bool background = true;
+};
+
+struct BucketEvent {
+  enum class Kind : std::uint8_t { launched, started, finished };
+  Kind kind = Kind::launched;
+  int bucket = 0;
+  std::int64_t step = 0;  // how many wait() calls came before
+  int marked = 0;         // gradients marked ready in this step when the event happened
+  double time_us = 0;     // loom::now_us()
+};
+
+class GradientBucketer {
+ public:
+  GradientBucketer(ReduceGroup& group, std::vector<Tensor> gradients, BucketOptions options = {});
+  ~GradientBucketer();
+  GradientBucketer(const GradientBucketer&) = delete;
+  GradientBucketer& operator=(const GradientBucketer&) = delete;
+
+  int buckets() const { return static_cast<int>(buckets_.size()); }
+  int gradients() const { return static_cast<int>(gradients_.size()); }
+  // Gradient indices of a bucket, in the order they fill it (last layer first).
+  const std::vector<int>& bucket_gradients(int bucket) const { return buckets_.at(bucket).members; }
+  int bucket_of(int gradient) const { return bucket_of_.at(gradient); }
+  std::int64_t bucket_bytes(int bucket) const;
+  const BucketOptions& options() const { return options_; }
+  bool background() const { return worker_.joinable(); }
+
+  void set_observer(std::function<void(const BucketEvent&)> observer);
+  void mark_ready(int gradient);
+  // Blocks until `bucket` of the current step is reduced and copied back.
+  void wait_bucket(int bucket);
+  // Blocks until every bucket is done; the next mark_ready starts the next step.
+  void wait();
+
+ private:
+  struct Bucket {
+    std::vector<int> members;
+    std::vector<std::int64_t> offsets;  // element offset of each member in `flat`
+    Tensor flat;
+    DType dtype = DType::f32;
+    std::int64_t bytes = 0;
+    int pending = 0;
+    bool launched = false;
+    bool done = false;
+  };
+
+  void launch_locked(int bucket, std::unique_lock<std::mutex>& lock);
+  void run_bucket(int bucket);  // pack, allreduce, unpack; no lock held
+  void worker_loop();
+  void emit(BucketEvent::Kind kind, int bucket);  // caller holds mutex_
+  void rethrow_locked();
+
+  ReduceGroup& group_;
+  std::vector<Tensor> gradients_;
+  BucketOptions options_;
+  std::vector<Bucket> buckets_;
+  std::vector<int> bucket_of_;
+  std::vector<char> marked_;
+
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::function<void(const BucketEvent&)> observer_;
+  std::int64_t step_ = 0;
+  int marked_count_ = 0;
+  int next_to_run_ = 0;  // buckets run strictly in this order
+  bool stopping_ = false;
+  bool running_inline_ = false;
+  std::exception_ptr error_;
+  std::thread worker_;
+};
+
+}  // namespace loom::comm

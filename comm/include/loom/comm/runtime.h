@@ -1,0 +1,17 @@
+// MPI start-up for every loom process.
+//
+// Initialisation is lazy and idempotent: the first comm object (or an explicit ensure_mpi()) starts
+// MPI with MPI_THREAD_MULTIPLE, so a program started without mpirun is simply a world of one. Once
+// the rank is known it is stamped on loom errors and log lines. If loom started MPI, it also
+// finalises it at exit unless the app already did.
+#pragma once
+
+namespace loom::comm {
+
+void ensure_mpi();
+int world_rank();
+int world_size();
+// True when several threads may call MPI at once (the gradient bucketer's progress thread needs it).
+bool mpi_thread_multiple();
+
+}  // namespace loom::comm

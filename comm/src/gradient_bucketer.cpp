@@ -1,0 +1,200 @@
+#include <loom/comm/gradient_bucketer.h>
+
+#include <loom/comm/runtime.h>
+#include <loom/comm/watchdog.h>
+#include <loom/core/log.h>
+#include <loom/core/memory.h>
+#include <loom/core/timer.h>
+
+namespace loom::comm {
+
+GradientBucketer::GradientBucketer(ReduceGroup& group, std::vector<Tensor> gradients, BucketOptions options)
+    : group_(group), gradients_(std::move(gradients)), options_(options) {
+  LOOM_CHECK(options_.bucket_bytes > 0, "gradient buckets need a positive size, got ", options_.bucket_bytes, " bytes");
+  const Device device = group_.members().device();
+  const int count = static_cast<int>(gradients_.size());
+  bucket_of_.assign(count, -1);
+  marked_.assign(count, 0);
+  for (int i = count - 1; i >= 0; --i) {
+    const Tensor& gradient = gradients_[i];
+    LOOM_CHECK(gradient.defined(), "gradient ", i, " given to the bucketer is undefined");
+    LOOM_CHECK(gradient.device() == device, "gradient ", i, " is on ", gradient.device().str(), " but the reduce group moves ",
+               device.str(), " memory");
+    LOOM_CHECK(gradient.dtype() == DType::f32 || gradient.dtype() == DType::f64, "gradient ", i, " has dtype ",
+               dtype_name(gradient.dtype()), "; buckets reduce f32 or f64");
+    const std::int64_t bytes = static_cast<std::int64_t>(gradient.nbytes());
+    const bool fits = !buckets_.empty() && buckets_.back().dtype == gradient.dtype() &&
+                      (buckets_.back().bytes + bytes <= options_.bucket_bytes || buckets_.back().bytes == 0);
+    if (!fits) {
+      buckets_.emplace_back();
+      buckets_.back().dtype = gradient.dtype();
+    }
+    Bucket& bucket = buckets_.back();
+    bucket.members.push_back(i);
+    bucket.offsets.push_back(bucket.bytes / static_cast<std::int64_t>(dtype_size(bucket.dtype)));
+    bucket.bytes += bytes;
+    bucket_of_[i] = static_cast<int>(buckets_.size()) - 1;
+  }
+  MemoryCategoryScope category(MemoryCategory::communication);
+  for (Bucket& bucket : buckets_) {
+    bucket.flat = Tensor::empty(Shape{bucket.bytes / static_cast<std::int64_t>(dtype_size(bucket.dtype))}, bucket.dtype, device);
+    bucket.pending = static_cast<int>(bucket.members.size());
+  }
+  if (options_.background) {
+    if (mpi_thread_multiple())
+      worker_ = std::thread([this] { worker_loop(); });
+    else
+      spdlog::warn("MPI without MPI_THREAD_MULTIPLE: gradient buckets run inside mark_ready instead of a progress thread");
+  }
+}
+
+GradientBucketer::~GradientBucketer() {
+  if (!worker_.joinable()) return;
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  changed_.notify_all();
+  worker_.join();
+}
+
+std::int64_t GradientBucketer::bucket_bytes(int bucket) const { return buckets_.at(bucket).bytes; }
+
+void GradientBucketer::set_observer(std::function<void(const BucketEvent&)> observer) {
+  std::lock_guard lock(mutex_);
+  observer_ = std::move(observer);
+}
+
+void GradientBucketer::emit(BucketEvent::Kind kind, int bucket) {
+  if (observer_) observer_(BucketEvent{kind, bucket, step_, marked_count_, now_us()});
+}
+
+void GradientBucketer::rethrow_locked() {
+  if (error_) std::rethrow_exception(error_);
+}
+
+void GradientBucketer::mark_ready(int gradient) {
+  std::unique_lock lock(mutex_);
+  rethrow_locked();
+  LOOM_CHECK(gradient >= 0 && gradient < gradients(), "mark_ready(", gradient, "): the bucketer holds ", gradients(),
+             " gradients");
+  LOOM_CHECK(!marked_[gradient], "gradient ", gradient, " marked ready twice in step ", step_);
+  marked_[gradient] = 1;
+  ++marked_count_;
+  const int bucket = bucket_of_[gradient];
+  if (--buckets_[bucket].pending == 0) launch_locked(bucket, lock);
+}
+
+void GradientBucketer::launch_locked(int bucket, std::unique_lock<std::mutex>& lock) {
+  buckets_[bucket].launched = true;
+  emit(BucketEvent::Kind::launched, bucket);
+  if (worker_.joinable()) {
+    changed_.notify_all();
+    return;
+  }
+  // Inline: run every launched bucket that is next in order.
+  if (running_inline_) return;
+  running_inline_ = true;
+  while (next_to_run_ < buckets() && buckets_[next_to_run_].launched) {
+    const int next = next_to_run_;
+    emit(BucketEvent::Kind::started, next);
+    lock.unlock();
+    try {
+      run_bucket(next);
+    } catch (...) {
+      lock.lock();
+      running_inline_ = false;
+      error_ = std::current_exception();
+      throw;
+    }
+    lock.lock();
+    buckets_[next].done = true;
+    ++next_to_run_;
+    emit(BucketEvent::Kind::finished, next);
+  }
+  running_inline_ = false;
+}
+
+void GradientBucketer::run_bucket(int index) {
+  Bucket& bucket = buckets_[index];
+  for (std::size_t m = 0; m < bucket.members.size(); ++m) {
+    const Tensor& gradient = gradients_[bucket.members[m]];
+    if (gradient.numel() == 0) continue;
+    bucket.flat.slice(bucket.offsets[m], bucket.offsets[m] + gradient.numel()).reshape(gradient.shape()).copy_from(gradient);
+  }
+  allreduce(group_, bucket.flat, options_.op, options_.algorithm);
+  for (std::size_t m = 0; m < bucket.members.size(); ++m) {
+    Tensor gradient = gradients_[bucket.members[m]];
+    if (gradient.numel() == 0) continue;
+    gradient.copy_from(bucket.flat.slice(bucket.offsets[m], bucket.offsets[m] + gradient.numel()).reshape(gradient.shape()));
+  }
+}
+
+void GradientBucketer::worker_loop() {
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    changed_.wait(lock, [&] { return stopping_ || (next_to_run_ < buckets() && buckets_[next_to_run_].launched); });
+    if (stopping_) return;
+    const int next = next_to_run_;
+    emit(BucketEvent::Kind::started, next);
+    lock.unlock();
+    std::exception_ptr error;
+    try {
+      run_bucket(next);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    lock.lock();
+    if (error) {
+      error_ = error;
+      changed_.notify_all();
+      return;
+    }
+    buckets_[next].done = true;
+    ++next_to_run_;
+    emit(BucketEvent::Kind::finished, next);
+    changed_.notify_all();
+  }
+}
+
+void GradientBucketer::wait_bucket(int bucket) {
+  std::unique_lock lock(mutex_);
+  LOOM_CHECK(bucket >= 0 && bucket < buckets(), "wait_bucket(", bucket, "): the bucketer has ", buckets(), " buckets");
+  rethrow_locked();
+  if (!worker_.joinable()) {
+    LOOM_CHECK(buckets_[bucket].done, "wait_bucket(", bucket, "): the bucket has not run yet (gradients of it or of an ",
+               "earlier bucket are not marked ready)");
+    return;
+  }
+  WatchdogScope watch("wait for a gradient bucket");
+  changed_.wait(lock, [&] { return buckets_[bucket].done || error_; });
+  rethrow_locked();
+}
+
+void GradientBucketer::wait() {
+  std::unique_lock lock(mutex_);
+  rethrow_locked();
+  for (int gradient = gradients() - 1; gradient >= 0; --gradient) {
+    if (marked_[gradient]) continue;
+    marked_[gradient] = 1;
+    ++marked_count_;
+    const int bucket = bucket_of_[gradient];
+    if (--buckets_[bucket].pending == 0) launch_locked(bucket, lock);
+  }
+  if (worker_.joinable()) {
+    WatchdogScope watch("wait for gradient buckets");
+    changed_.wait(lock, [&] { return next_to_run_ == buckets() || error_; });
+    rethrow_locked();
+  }
+  LOOM_CHECK(next_to_run_ == buckets(), "gradient buckets did not all run");
+  for (Bucket& bucket : buckets_) {
+    bucket.pending = static_cast<int>(bucket.members.size());
+    bucket.launched = bucket.done = false;
+  }
+  std::fill(marked_.begin(), marked_.end(), 0);
+  marked_count_ = 0;
+  next_to_run_ = 0;
+  ++step_;
+}
+
+}  // namespace loom::comm

@@ -1,2 +1,0 @@
-// placeholder until the comm module lands
-namespace loom {}

@@ -1,0 +1,159 @@
+// Gradient buckets: bucketed results equal the unbucketed allreduce bit for bit (inputs are
+// multiples of 2^-20, so every summation order gives the same exact sums), buckets fill in reverse
+// layer order under the size cap, their flat buffers are charged to communication memory, and
+// instrumentation shows buckets launching -- and finishing -- while backward is still marking
+// gradients.
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+
+#include <catch2/catch.hpp>
+
+#include <loom/comm/gradient_bucketer.h>
+#include <loom/comm/runtime.h>
+#include <loom/core/memory.h>
+
+#include "comm_test_support.h"
+
+using namespace loom;
+using namespace loom::comm;
+using namespace loom::comm::testing;
+
+namespace {
+
+// Parameter gradients of a small model, in layer order (sizes in elements).
+const std::vector<std::int64_t> kSizes{3000, 64, 5000, 1, 2000, 0, 700, 9000, 128, 4096};
+
+std::vector<Tensor> make_gradients(std::uint64_t salt) {
+  std::vector<Tensor> gradients;
+  for (std::size_t g = 0; g < kSizes.size(); ++g) {
+    std::vector<float> values(kSizes[g]);
+    for (std::int64_t i = 0; i < kSizes[g]; ++i) values[i] = static_cast<float>(dyadic_value(world_rank(), i, salt * 100 + g));
+    gradients.push_back(Tensor::from_vector(values, Shape{kSizes[g]}));
+  }
+  return gradients;
+}
+
+void refill(std::vector<Tensor>& gradients, std::uint64_t salt) {
+  const std::vector<Tensor> fresh = make_gradients(salt);
+  for (std::size_t g = 0; g < gradients.size(); ++g) gradients[g].copy_from(fresh[g]);
+}
+
+struct Recorder {
+  std::mutex mutex;
+  std::vector<BucketEvent> events;
+  void operator()(const BucketEvent& event) {
+    std::lock_guard lock(mutex);
+    events.push_back(event);
+  }
+  std::vector<BucketEvent> of(BucketEvent::Kind kind, std::int64_t step) {
+    std::lock_guard lock(mutex);
+    std::vector<BucketEvent> result;
+    for (const BucketEvent& e : events)
+      if (e.kind == kind && e.step == step) result.push_back(e);
+    return result;
+  }
+};
+
+std::vector<Topology> topologies() {
+  const int size = world_size();
+  return {Topology(size), Topology::from_node_sizes(parse_node_sizes("2", size, "test"), "blocks of 2")};
+}
+
+}  // namespace
+
+TEST_CASE("buckets fill in reverse layer order under the size cap") {
+  ReduceGroup group(make_communicator(Backend::mpi, MPI_COMM_WORLD), Topology(world_size()));
+  std::vector<Tensor> gradients = make_gradients(1);
+  const auto before = memory_stats().live(MemoryCategory::communication);
+  {
+    GradientBucketer bucketer(group, gradients, BucketOptions{.bucket_bytes = 32 * 1024});
+    // From the back (bytes): 16384+512; 36000 alone (over the cap); 2800+0+8000+4+20000+256 =
+    // 31060; then 12000 would pass 32768, so gradient 0 starts the last bucket.
+    REQUIRE(bucketer.buckets() == 4);
+    CHECK(bucketer.bucket_gradients(0) == std::vector<int>{9, 8});
+    CHECK(bucketer.bucket_gradients(1) == std::vector<int>{7});
+    CHECK(bucketer.bucket_gradients(2) == std::vector<int>{6, 5, 4, 3, 2, 1});
+    CHECK(bucketer.bucket_gradients(3) == std::vector<int>{0});
+    CHECK(bucketer.bucket_of(5) == 2);
+    std::int64_t total = 0;
+    for (int b = 0; b < bucketer.buckets(); ++b) total += bucketer.bucket_bytes(b);
+    CHECK(total == 4 * (3000 + 64 + 5000 + 1 + 2000 + 700 + 9000 + 128 + 4096));
+    CHECK(memory_stats().live(MemoryCategory::communication) - before == total);
+  }
+  CHECK(memory_stats().live(MemoryCategory::communication) == before);
+}
+
+TEST_CASE("bucketed allreduce equals the unbucketed one, bit for bit, step after step") {
+  for (const Topology& topology : topologies())
+    for (AllreduceAlgorithm algorithm : all_algorithms())
+      for (bool background : {true, false}) {
+        INFO(topology.describe() << "; " << algorithm_name(algorithm) << (background ? "; progress thread" : "; inline"));
+        ReduceGroup group(make_communicator(Backend::mpi, MPI_COMM_WORLD), topology);
+        std::vector<Tensor> gradients = make_gradients(0);
+        GradientBucketer bucketer(group, gradients,
+                                  BucketOptions{.bucket_bytes = 20 * 1024, .algorithm = algorithm, .background = background});
+        CHECK(bucketer.background() == (background && mpi_thread_multiple()));
+        for (std::uint64_t step = 0; step < 3; ++step) {
+          refill(gradients, step + 10);
+          // Unbucketed reference: each gradient on its own.
+          std::vector<Tensor> expected = make_gradients(step + 10);
+          for (Tensor& g : expected) allreduce(group, g, ReduceOp::average, AllreduceAlgorithm::ring);
+          for (int g = bucketer.gradients() - 1; g >= 0; --g) bucketer.mark_ready(g);
+          bucketer.wait();
+          for (std::size_t g = 0; g < gradients.size(); ++g)
+            CHECK(std::memcmp(gradients[g].raw_data(), expected[g].raw_data(), gradients[g].nbytes()) == 0);
+        }
+      }
+}
+
+TEST_CASE("buckets launch and finish while backward is still running") {
+  ReduceGroup group(make_communicator(Backend::mpi, MPI_COMM_WORLD),
+                    Topology::from_node_sizes(parse_node_sizes("2", world_size(), "test")));
+  std::vector<Tensor> gradients = make_gradients(3);
+  const int count = static_cast<int>(gradients.size());
+  GradientBucketer bucketer(group, gradients, BucketOptions{.bucket_bytes = 20 * 1024});
+  Recorder recorder;
+  bucketer.set_observer(std::ref(recorder));
+  REQUIRE(bucketer.buckets() >= 3);
+
+  for (std::int64_t step = 0; step < 2; ++step) {
+    // Backward: gradients become final from the last layer to the first.
+    for (int g = count - 1; g >= 0; --g) {
+      bucketer.mark_ready(g);
+      // Halfway through backward, the first bucket can be waited for: it has been reduced while
+      // gradients of earlier layers are still to come.
+      if (g == bucketer.bucket_gradients(0).back()) {
+        bucketer.wait_bucket(0);
+        const auto finished = recorder.of(BucketEvent::Kind::finished, step);
+        REQUIRE(!finished.empty());
+        CHECK(finished.front().bucket == 0);
+        CHECK(finished.front().marked < count);
+      }
+    }
+    bucketer.wait();
+    const auto launched = recorder.of(BucketEvent::Kind::launched, step);
+    REQUIRE(static_cast<int>(launched.size()) == bucketer.buckets());
+    for (int b = 0; b < bucketer.buckets(); ++b) {
+      CHECK(launched[b].bucket == b);  // reverse layer order
+      // Launched as soon as its last gradient was marked: before backward ended, except the bucket
+      // holding the first layer's gradient.
+      if (b + 1 < bucketer.buckets()) CHECK(launched[b].marked < count);
+    }
+    CHECK(static_cast<int>(recorder.of(BucketEvent::Kind::finished, step).size()) == bucketer.buckets());
+  }
+}
+
+TEST_CASE("wait() treats unmarked gradients as final, and double marks are errors") {
+  ReduceGroup group(make_communicator(Backend::mpi, MPI_COMM_WORLD), Topology(world_size()));
+  std::vector<Tensor> gradients = make_gradients(5);
+  std::vector<Tensor> expected = make_gradients(5);
+  for (Tensor& g : expected) allreduce(group, g, ReduceOp::average, AllreduceAlgorithm::mpi);
+  GradientBucketer bucketer(group, gradients, BucketOptions{.bucket_bytes = 8 * 1024, .algorithm = AllreduceAlgorithm::mpi});
+  bucketer.mark_ready(9);
+  CHECK_THROWS_AS(bucketer.mark_ready(9), Error);
+  CHECK_THROWS_AS(bucketer.mark_ready(42), Error);
+  bucketer.wait();
+  for (std::size_t g = 0; g < gradients.size(); ++g)
+    CHECK(std::memcmp(gradients[g].raw_data(), expected[g].raw_data(), gradients[g].nbytes()) == 0);
+}
