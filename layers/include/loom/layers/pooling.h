@@ -14,7 +14,7 @@ namespace loom {
 
 struct Pool2dOptions {
   Size2 kernel = 1;
-  std::optional<Size2> stride;  // default: the kernel size (PyTorch's default)
+  std::optional<Size2> stride = std::nullopt;  // default: the kernel size (PyTorch's default)
   Size2 padding = 0;            // implicit -inf (max) or zero (average) padding
   bool count_include_pad = true;  // average pooling only: padded zeros count in the divisor
 };
