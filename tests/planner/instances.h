@@ -43,7 +43,7 @@ inline Cluster make_cluster(int nodes, int per_node, double intra, double inter,
 // A random chain whose compute, activations and parameters vary over an order of magnitude, so
 // that pivots, communication and allreduce all matter somewhere.
 inline Profile random_profile(std::mt19937& rng, int layers) {
-  std::uniform_real_distribution<double> time(0.2, 3.0), bytes(1e5, 3e6), params(0, 4e7);
+  std::uniform_real_distribution<double> time(0.2, 3.0), bytes(1e5, 3e6), params(0, 1e7);
   std::vector<LayerSpec> specs;
   for (int l = 0; l < layers; ++l) {
     const double act = bytes(rng);

@@ -1,0 +1,365 @@
+// The DAPPLE planner's exact search (see dapple_planner.h for the recurrences).
+#include <loom/planner/dapple_planner.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <unordered_map>
+
+#include "balanced_split.h"
+#include "fail.h"
+
+namespace loom::planner {
+
+namespace {
+
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
+
+int ceil_div(int a, int b) { return (a + b - 1) / b; }
+
+// One Pareto-optimal completion of a state: the stage covers layers first..last_layer, the rest
+// of the pipeline is entry `child_entry` of state `child` (-1: this is the last stage).
+struct Entry {
+  double p, a;
+  int stages;  // stages from this one to the end, capped at M
+  int last_layer;
+  int child;
+  int child_entry;
+};
+
+// A placement of `replicas` on a (sorted) node usage, in that usage's frame.
+struct Placed {
+  std::vector<int> devices;
+  std::vector<int> usage_after;  // same frame, not sorted
+  int next_usage = -1;           // id of usage_after sorted
+  LinearCost allreduce;
+};
+
+class Search {
+ public:
+  Search(const Profile& profile, const Cluster& cluster, int global_batch, int microbatches, PlacementPolicy policy,
+         const CostOptions& options, double upper_bound)
+      : profile_(profile), cluster_(cluster), policy_(policy), m_(microbatches),
+        b_(global_batch / microbatches), n_(profile.size()), devices_(cluster.devices()),
+        max_replicas_(std::min(devices_, b_)), upper_bound_(upper_bound) {
+    state_factor_ = 2 + options.optimizer_state_factor;
+    // Prefix sums per replica count r, at ceil(b / r) rows per replica.
+    forward_.assign(max_replicas_ + 1, std::vector<double>(n_ + 1, 0));
+    backward_ = activation_ = forward_;
+    input_.assign(max_replicas_ + 1, std::vector<double>(n_, 0));
+    params_.assign(n_ + 1, 0);
+    for (int l = 0; l < n_; ++l) params_[l + 1] = params_[l] + profile.layers[l].parameter_bytes;
+    for (int r = 1; r <= max_replicas_; ++r) {
+      const int rows = ceil_div(b_, r);
+      for (int l = 0; l < n_; ++l) {
+        const LayerCost c = profile.cost_at(l, rows);
+        forward_[r][l + 1] = forward_[r][l] + c.forward_ms;
+        backward_[r][l + 1] = backward_[r][l] + c.backward_ms;
+        activation_[r][l + 1] = activation_[r][l] + c.activation_bytes;
+        input_[r][l] = c.boundary_bytes;
+      }
+    }
+    cut_bytes_.resize(n_);
+    for (int l = 0; l < n_; ++l) cut_bytes_[l] = profile.cost_at(l, b_).boundary_bytes;
+    // Work before layer k done by a prefix that uses at most u devices, at the least.
+    prefix_bound_.assign(devices_ + 1, std::vector<double>(n_ + 1, 0));
+    for (int u = 1; u <= devices_; ++u) {
+      for (int l = 0; l < n_; ++l) {
+        double least = kInfinity;
+        for (int r = 1; r <= std::min(u, max_replicas_); ++r)
+          least = std::min(least, forward_[r][l + 1] - forward_[r][l] + backward_[r][l + 1] - backward_[r][l]);
+        prefix_bound_[u][l + 1] = prefix_bound_[u][l] + least;
+      }
+    }
+  }
+
+  struct Result {
+    double step_ms = kInfinity;
+    std::vector<int> last_layers, replicas;
+  };
+
+  Result run() {
+    Result best;
+    if (max_replicas_ < 1) return best;
+    const int empty = usage_id(std::vector<int>(cluster_.nodes, 0));
+    for (int r = 1; r <= max_replicas_; ++r) {
+      const int id = front(0, empty, r);
+      const std::vector<Entry>& entries = fronts_[id];
+      for (std::size_t e = 0; e < entries.size(); ++e) {
+        const double l = entries[e].p + entries[e].a;
+        if (l < best.step_ms) {
+          best.step_ms = l;
+          best.replicas.clear();
+          best.last_layers.clear();
+          int state = id, index = static_cast<int>(e), replicas = r;
+          while (state >= 0) {
+            const Entry& en = fronts_[state][index];
+            best.replicas.push_back(replicas);
+            best.last_layers.push_back(en.last_layer);
+            replicas = en.child >= 0 ? state_replicas_[en.child] : 0;
+            state = en.child;
+            index = en.child_entry;
+          }
+        }
+      }
+    }
+    return best;
+  }
+
+  long states() const { return static_cast<long>(fronts_.size()); }
+
+  // No plan with this M beats this: with the last element as Q, L ≥ the work of passing every
+  // element once; with the busiest stage as Q, L ≥ M times its work, which is at least a 1/D share
+  // of a micro-batch's work:  L ≥ max(Σ_l min_r work_l(ceil(b/r)), M · Σ_l min_r r·work_l(ceil(b/r)) / D).
+  double lower_bound() const {
+    if (max_replicas_ < 1) return kInfinity;
+    double share = 0;
+    for (int l = 0; l < n_; ++l) {
+      double least = kInfinity;
+      for (int r = 1; r <= max_replicas_; ++r)
+        least = std::min(least, r * (forward_[r][l + 1] - forward_[r][l] + backward_[r][l + 1] - backward_[r][l]));
+      share += least;
+    }
+    return std::max(prefix_bound_[devices_][n_], m_ * share / devices_);
+  }
+
+ private:
+  int usage_id(std::vector<int> usage) {
+    std::stable_sort(usage.begin(), usage.end(), std::greater<int>());
+    auto [it, inserted] = usage_ids_.try_emplace(usage, static_cast<int>(usages_.size()));
+    if (inserted) usages_.push_back(usage);
+    return it->second;
+  }
+
+  int used(int usage) const {
+    int total = 0;
+    for (int u : usages_[usage]) total += u;
+    return total;
+  }
+
+  const Placed& placed(int usage, int replicas) {
+    const long key = static_cast<long>(usage) * (devices_ + 1) + replicas;
+    auto it = placed_.find(key);
+    if (it != placed_.end()) return it->second;
+    Placed p;
+    NodeUsage nodes(cluster_.nodes, cluster_.devices_per_node);
+    nodes.used = usages_[usage];
+    p.devices = place_stage(nodes, replicas, policy_);
+    p.usage_after = nodes.used;
+    p.next_usage = usage_id(nodes.used);
+    p.allreduce = allreduce_cost(cluster_, p.devices);
+    return placed_.emplace(key, std::move(p)).first->second;
+  }
+
+  // The transfer from a stage of `replicas` placed on `usage` to the next stage of `next_replicas`.
+  LinearCost transfer(int usage, int replicas, int next_replicas) {
+    const long key = (static_cast<long>(usage) * (devices_ + 1) + replicas) * (devices_ + 1) + next_replicas;
+    auto it = transfers_.find(key);
+    if (it != transfers_.end()) return it->second;
+    const Placed& here = placed(usage, replicas);
+    NodeUsage nodes(cluster_.nodes, cluster_.devices_per_node);
+    nodes.used = here.usage_after;  // the same frame as here.devices
+    const std::vector<int> next = place_stage(nodes, next_replicas, policy_);
+    const LinearCost cost = transfer_cost(cluster_, here.devices, next, b_);
+    transfers_.emplace(key, cost);
+    return cost;
+  }
+
+  // The Pareto front of the state (stage starts at `first`, nodes used as `usage`, `replicas`).
+  int front(int first, int usage, int replicas) {
+    const long key = (static_cast<long>(usage) * (devices_ + 1) + replicas) * (n_ + 1) + first;
+    auto it = memo_.find(key);
+    if (it != memo_.end()) return it->second;
+
+    const Placed& here = placed(usage, replicas);
+    const LinearCost allreduce = here.allreduce;
+    const int next_usage = here.next_usage;
+    const int used_before = used(usage);
+    const int free_after = devices_ - used_before - replicas;
+    const double bound = used_before > 0 ? prefix_bound_[used_before][first] : 0.0;
+    const double memory = cluster_.device_memory, m = m_;
+    const double input = first > 0 ? input_[replicas][first - 1] : 0.0;
+
+    std::vector<Entry> candidates;
+    for (int last = first; last < n_; ++last) {
+      const double weights = params_[last + 1] - params_[first];
+      const double fixed = weights * state_factor_;
+      const double activations = activation_[replicas][last + 1] - activation_[replicas][first] + input;
+      if (fixed + activations > memory) break;  // one micro-batch in flight does not fit, nor will longer stages
+      const double fit = activations > 0 ? std::floor((memory - fixed) / activations) : kInfinity;
+      const double f = forward_[replicas][last + 1] - forward_[replicas][first];
+      const double bw = backward_[replicas][last + 1] - backward_[replicas][first];
+      const double work = f + bw, ar = allreduce.at(weights);
+      if (m * work + bound > upper_bound_) break;  // longer stages only work more
+      if (last == n_ - 1) {
+        const double p = m * work;
+        if (p + bound <= upper_bound_) candidates.push_back({p, ar, 1, last, -1, -1});
+        continue;
+      }
+      for (int next = 1; next <= std::min(free_after, max_replicas_); ++next) {
+        const int child = front(last + 1, next_usage, next);
+        if (fronts_[child].empty()) continue;
+        const double t = transfer(usage, replicas, next).at(cut_bytes_[last]);
+        for (std::size_t e = 0; e < fronts_[child].size(); ++e) {
+          const Entry& c = fronts_[child][e];
+          if (work + 2 * t + c.p + bound > upper_bound_) break;  // entries come in increasing P
+          const int stages = std::min(c.stages + 1, m_);
+          if (stages > fit) continue;
+          const double pc = std::max(m * 2 * t, 2 * t + c.p);
+          const double p = std::max(m * work, work + pc);
+          if (p + bound > upper_bound_) continue;
+          const double a = std::max(ar, c.a - t - bw);
+          candidates.push_back({p, a, stages, last, child, static_cast<int>(e)});
+        }
+      }
+    }
+    const int id = static_cast<int>(fronts_.size());
+    fronts_.push_back(pareto(std::move(candidates)));
+
+    state_replicas_.push_back(replicas);
+    memo_.emplace(key, id);
+    return id;
+  }
+
+  // Keeps the entries no other entry beats in P, A and stages at once.
+  std::vector<Entry> pareto(std::vector<Entry> candidates) const {
+    std::sort(candidates.begin(), candidates.end(), [](const Entry& x, const Entry& y) {
+      if (x.p != y.p) return x.p < y.p;
+      if (x.a != y.a) return x.a < y.a;
+      return x.stages < y.stages;
+    });
+    std::vector<double> least_a(m_ + 2, kInfinity);  // least A kept so far with exactly k stages
+    std::vector<Entry> kept;
+    for (const Entry& c : candidates) {
+      bool dominated = false;
+      for (int k = 1; k <= c.stages && !dominated; ++k) dominated = least_a[k] <= c.a;
+      if (dominated) continue;
+      least_a[c.stages] = c.a;
+      kept.push_back(c);
+    }
+    return kept;
+  }
+
+  const Profile& profile_;
+  const Cluster& cluster_;
+  PlacementPolicy policy_;
+  int m_, b_, n_, devices_, max_replicas_;
+  double upper_bound_;
+  double state_factor_ = 4;
+  std::vector<std::vector<double>> forward_, backward_, activation_, input_, prefix_bound_;
+  std::vector<double> params_, cut_bytes_;
+  std::map<std::vector<int>, int> usage_ids_;
+  std::vector<std::vector<int>> usages_;
+  std::unordered_map<long, Placed> placed_;
+  std::unordered_map<long, LinearCost> transfers_;
+  std::unordered_map<long, int> memo_;
+  std::vector<std::vector<Entry>> fronts_;
+  std::vector<int> state_replicas_;
+};
+
+// Node relabelling cannot tell the policies apart on one node or with one device per node.
+std::vector<PlacementPolicy> distinct_policies(const Cluster& cluster, const PlannerOptions& options) {
+  std::vector<PlacementPolicy> policies = options.policies;
+  if (policies.empty()) policies.assign(std::begin(kAllPlacementPolicies), std::end(kAllPlacementPolicies));
+  if (cluster.nodes == 1 || cluster.devices_per_node == 1) policies.resize(1);
+  return policies;
+}
+
+// Uniform plans (S stages of D / S replicas, compute-balanced cuts) for a first upper bound.
+std::vector<Plan> uniform_plans(const Profile& profile, const Cluster& cluster, int global_batch, int microbatches,
+                                const std::vector<PlacementPolicy>& policies) {
+  std::vector<Plan> plans;
+  const int b = global_batch / microbatches;
+  for (int stages = 1; stages <= std::min(profile.size(), cluster.devices()); ++stages) {
+    const int replicas = std::min(cluster.devices() / stages, b);
+    std::vector<double> work(profile.size());
+    for (int l = 0; l < profile.size(); ++l) {
+      const LayerCost c = profile.cost_at(l, ceil_div(b, replicas));
+      work[l] = c.forward_ms + c.backward_ms;
+    }
+    const std::vector<int> last = detail::balanced_split(work, stages);
+    for (PlacementPolicy policy : policies) {
+      const auto devices =
+          place_stages(cluster.nodes, cluster.devices_per_node, std::vector<int>(stages, replicas), policy);
+      Plan plan;
+      plan.global_batch = global_batch;
+      plan.microbatches = microbatches;
+      for (int s = 0, first = 0; s < stages; first = last[s] + 1, ++s) plan.stages.push_back({first, last[s], devices[s]});
+      plans.push_back(std::move(plan));
+    }
+  }
+  return plans;
+}
+
+}  // namespace
+
+PlannerResult plan_dapple(const Profile& profile, const Cluster& cluster, int global_batch,
+                          const PlannerOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  validate(profile);
+  PlannerResult result;
+  const std::vector<PlacementPolicy> policies = distinct_policies(cluster, options);
+  // A first upper bound from uniform plans prunes the exact searches; searching first the M whose
+  // uniform plans did best tightens it early. An M whose lower bound is no better is skipped.
+  double best = kInfinity;
+  struct Candidate {
+    double uniform, bound;
+    int m;
+  };
+  std::vector<Candidate> order;
+  for (int m : microbatch_candidates(global_batch, options)) {
+    double uniform = kInfinity;
+    for (const Plan& plan : uniform_plans(profile, cluster, global_batch, m, policies)) {
+      const PlanCost cost = evaluate(profile, cluster, plan, options.cost);
+      if (cost.feasible) uniform = std::min(uniform, cost.step_ms);
+    }
+    best = std::min(best, uniform * (1 + 1e-9));
+    order.push_back(
+        {uniform, Search(profile, cluster, global_batch, m, policies[0], options.cost, 0).lower_bound(), m});
+  }
+  std::sort(order.begin(), order.end(), [](const Candidate& x, const Candidate& y) { return x.uniform < y.uniform; });
+  for (const Candidate& candidate : order) {
+    const int m = candidate.m;
+    if (candidate.bound > best) continue;
+    for (PlacementPolicy policy : policies) {
+      Search search(profile, cluster, global_batch, m, policy, options.cost, best);
+      const Search::Result found = search.run();
+      result.search_states += search.states();
+
+      if (!(found.step_ms < best)) continue;
+      best = found.step_ms;
+      Plan plan;
+      plan.model = profile.model;
+      plan.planner = "dapple";
+      plan.placement = to_string(policy);
+      plan.global_batch = global_batch;
+      plan.microbatches = m;
+      plan.schedule = ScheduleKind::Dapple;
+      const auto devices = place_stages(cluster.nodes, cluster.devices_per_node, found.replicas, policy);
+      int first = 0;
+      for (std::size_t s = 0; s < found.replicas.size(); ++s) {
+        plan.stages.push_back({first, found.last_layers[s], devices[s]});
+        first = found.last_layers[s] + 1;
+      }
+      result.plan = plan;
+      result.found = true;
+    }
+  }
+  if (result.found) {
+    result.cost = evaluate(profile, cluster, result.plan, options.cost);
+    if (std::abs(result.cost.step_ms - best) > 1e-6 * std::max(1.0, best) || !result.cost.feasible)
+      detail::fail("internal error: the DAPPLE search scored ", result.plan.strategy(), " at ", best,
+                   " ms but the cost model says ", result.cost.step_ms, " ms");
+    result.plan.predicted_step_ms = result.cost.step_ms;
+    result.plan.peak_memory_bytes = result.cost.peak_memory_bytes;
+  } else {
+    result.note = "no plan fits in device memory";
+  }
+  result.planning_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return result;
+}
+
+}  // namespace loom::planner
