@@ -26,6 +26,31 @@ namespace loom::cuda_kernels {
 LOOM_CUDA_KERNEL(void activation_forward(int kind, const Tensor& x, Tensor& y))
 LOOM_CUDA_KERNEL(void activation_backward(int kind, const Tensor& saved, const Tensor& grad_y, Tensor& grad_x))
 
+// embedding.cu — ids i64 or i32; grad_weight accumulates (atomics), skipping padding_idx.
+LOOM_CUDA_KERNEL(void embedding_forward(const Tensor& ids, const Tensor& table, Tensor& y))
+LOOM_CUDA_KERNEL(void embedding_backward(const Tensor& ids, const Tensor& grad_y, std::int64_t padding_idx,
+                                         Tensor& grad_weight))
+
+// layer_norm.cu — gamma/beta (and their grads) undefined without affine; param grads accumulate.
+LOOM_CUDA_KERNEL(void layer_norm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps,
+                                         Tensor& y, Tensor& mean, Tensor& rstd))
+LOOM_CUDA_KERNEL(void layer_norm_backward(const Tensor& x, const Tensor& gamma, const Tensor& mean,
+                                          const Tensor& rstd, const Tensor& grad_y, Tensor& grad_x,
+                                          Tensor grad_gamma, Tensor grad_beta))
+
+// loss.cu — cross-entropy from log-probabilities [rows, C].
+LOOM_CUDA_KERNEL(double cross_entropy_sum(const Tensor& log_probs, const Tensor& targets, std::int64_t ignore_index,
+                                          double smoothing))
+LOOM_CUDA_KERNEL(void cross_entropy_backward(const Tensor& log_probs, const Tensor& targets,
+                                             std::int64_t ignore_index, double smoothing, double scale,
+                                             Tensor& grad_logits))
+
+// attention.cu — heads [B*H, T, D] <-> columns [offset, offset + H*D) of packed [B, T, W];
+// masked_softmax in place over scores [B*H, T, S] (key_padding [B, S] in the scores' dtype or undefined).
+LOOM_CUDA_KERNEL(void split_heads(const Tensor& packed, std::int64_t offset, std::int64_t heads, Tensor& out))
+LOOM_CUDA_KERNEL(void merge_heads(const Tensor& heads_tensor, std::int64_t offset, std::int64_t heads, Tensor& packed))
+LOOM_CUDA_KERNEL(void masked_softmax(Tensor& scores, const Tensor& key_padding, std::int64_t batch,
+                                     std::int64_t heads, bool causal))
 }  // namespace loom::cuda_kernels
 
 #ifndef LOOM_WITH_CUDA

@@ -53,7 +53,7 @@ def write_safetensors(path, tensors):
     offset = 0
     for name, tensor in tensors.items():
         t = tensor.detach().contiguous().cpu()
-        raw = t.view(torch.uint8).numpy().tobytes() if t.numel() > 0 else b""
+        raw = t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() > 0 else b""
         header[name] = {"dtype": _NAMES[t.dtype], "shape": list(t.shape),
                         "data_offsets": [offset, offset + len(raw)]}
         chunks.append(raw)
@@ -83,3 +83,24 @@ def main(compute):
     config = json.loads(sys.argv[3])
     outputs = compute(inputs, config)
     write_safetensors(sys.argv[2], outputs)
+
+
+def load_parameters(module, tensors, rename=None):
+    """Copies "param.<loom name>" tensors into the module's parameters (names mapped by rename)."""
+    rename = rename or {}
+    params = dict(module.named_parameters())
+    with torch.no_grad():
+        for key, value in tensors.items():
+            if not key.startswith("param."):
+                continue
+            name = key[len("param."):]
+            name = rename.get(name, name)
+            if name not in params:
+                raise KeyError(f"no parameter {name} in {type(module).__name__}: {sorted(params)}")
+            params[name].copy_(value)
+
+
+def parameter_grads(module, rename=None):
+    """{"grad.<loom name>": grad} for every parameter (rename maps loom names to torch names)."""
+    inverse = {v: k for k, v in (rename or {}).items()}
+    return {"grad." + inverse.get(n, n): p.grad for n, p in module.named_parameters() if p.grad is not None}
