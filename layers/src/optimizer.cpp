@@ -1,0 +1,185 @@
+// SGD, Adam/AdamW and learning-rate schedules (see optimizer.h). The per-element math is shared
+// with the CUDA kernels (optimizer_math.h); dispatch by the parameter's device happens here.
+#include <loom/layers/optimizer.h>
+
+#include <cmath>
+
+#include <loom/core/ops.h>
+
+#include "optimizer_math.h"
+#ifdef LOOM_WITH_CUDA
+#include "optimizer_cuda.h"
+#endif
+
+namespace loom {
+
+namespace {
+
+[[maybe_unused]] void no_cuda(const Tensor& t) {
+  LOOM_THROW("optimizer: parameter on ", t.device().str(), " but this build of loom has no CUDA backend");
+}
+
+Tensor zeros_like_state(const Tensor& like) {
+  MemoryCategoryScope scope(MemoryCategory::optimizer_state);
+  return Tensor::zeros(like.shape(), like.dtype(), like.device());
+}
+
+template <typename F>
+void for_float(DType dtype, F&& f) {
+  if (dtype == DType::f32)
+    f(float{});
+  else if (dtype == DType::f64)
+    f(double{});
+  else
+    LOOM_THROW("optimizer: parameters must be f32 or f64, got ", dtype_name(dtype));
+}
+
+}  // namespace
+
+Optimizer::Optimizer(std::vector<NamedParameter> parameters) {
+  for (NamedParameter& p : parameters) {
+    if (!p.parameter->trainable) continue;
+    LOOM_CHECK(p.parameter->grad.defined() && p.parameter->grad.shape() == p.parameter->value.shape(),
+               "optimizer: parameter ", p.name, " has no gradient of its shape ", p.parameter->value.shape().str());
+    parameters_.push_back(p);
+  }
+}
+
+void Optimizer::zero_grad() {
+  for (NamedParameter& p : parameters_) ops::fill(p.parameter->grad, 0.0);
+}
+
+double Optimizer::grad_sum_of_squares() const {
+  double total = 0;
+  for (const NamedParameter& p : parameters_) total += ops::sum_of_squares(p.parameter->grad);
+  return total;
+}
+
+std::vector<std::pair<std::string, Tensor>> Optimizer::state() { return {}; }
+
+Sgd::Sgd(std::vector<NamedParameter> parameters, SgdOptions options)
+    : Optimizer(std::move(parameters)), options_(options) {
+  LOOM_CHECK(options.momentum >= 0 && options.weight_decay >= 0, "SGD: momentum and weight decay must be >= 0");
+  LOOM_CHECK(!options.nesterov || (options.momentum > 0 && options.dampening == 0),
+             "SGD: Nesterov momentum needs momentum > 0 and zero dampening");
+  momentum_.resize(parameters_.size());
+}
+
+void Sgd::step(double lr, double grad_scale) {
+  const bool use_momentum = options_.momentum != 0.0;
+  for (std::size_t i = 0; i < parameters_.size(); ++i) {
+    Parameter& p = *parameters_[i].parameter;
+    const bool first = use_momentum && !momentum_[i].defined();
+    if (first) momentum_[i] = zeros_like_state(p.value);
+    Tensor* buffer = use_momentum ? &momentum_[i] : nullptr;
+    if (p.value.device().is_cuda()) {
+#ifdef LOOM_WITH_CUDA
+      optim::cuda::sgd_step(p.value, p.grad, buffer, lr, grad_scale, options_.momentum, options_.dampening,
+                            options_.weight_decay, options_.nesterov, first);
+#else
+      no_cuda(p.value);
+#endif
+      continue;
+    }
+    for_float(p.value.dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      T* w = p.value.data<T>();
+      const T* g = p.grad.data<T>();
+      T* b = buffer ? buffer->data<T>() : nullptr;
+      const std::int64_t n = p.value.numel();
+      for (std::int64_t j = 0; j < n; ++j)
+        optim::sgd_update<T>(w[j], g[j] * static_cast<T>(grad_scale), b ? b + j : nullptr, static_cast<T>(lr),
+                             static_cast<T>(options_.momentum), static_cast<T>(options_.dampening),
+                             static_cast<T>(options_.weight_decay), options_.nesterov, first);
+    });
+  }
+  ++steps_;
+}
+
+std::vector<std::pair<std::string, Tensor>> Sgd::state() {
+  std::vector<std::pair<std::string, Tensor>> named;
+  for (std::size_t i = 0; i < parameters_.size(); ++i) {
+    if (options_.momentum != 0.0 && !momentum_[i].defined()) momentum_[i] = zeros_like_state(parameters_[i].parameter->value);
+    if (momentum_[i].defined()) named.emplace_back(parameters_[i].name + ".momentum_buffer", momentum_[i]);
+  }
+  return named;
+}
+
+Adam::Adam(std::vector<NamedParameter> parameters, AdamOptions options)
+    : Optimizer(std::move(parameters)), options_(options) {
+  LOOM_CHECK(options.beta1 >= 0 && options.beta1 < 1 && options.beta2 >= 0 && options.beta2 < 1,
+             "Adam: betas must be in [0, 1), got ", options.beta1, " and ", options.beta2);
+  LOOM_CHECK(options.eps >= 0 && options.weight_decay >= 0, "Adam: eps and weight decay must be >= 0");
+  for (const NamedParameter& p : parameters_) {
+    exp_avg_.push_back(zeros_like_state(p.parameter->value));
+    exp_avg_sq_.push_back(zeros_like_state(p.parameter->value));
+  }
+}
+
+void Adam::step(double lr, double grad_scale) {
+  ++steps_;
+  const double bias_correction1 = 1.0 - std::pow(options_.beta1, static_cast<double>(steps_));
+  const double bias_correction2_sqrt = std::sqrt(1.0 - std::pow(options_.beta2, static_cast<double>(steps_)));
+  for (std::size_t i = 0; i < parameters_.size(); ++i) {
+    Parameter& p = *parameters_[i].parameter;
+    if (p.value.device().is_cuda()) {
+#ifdef LOOM_WITH_CUDA
+      optim::cuda::adam_step(p.value, p.grad, exp_avg_[i], exp_avg_sq_[i], lr, grad_scale, options_.beta1,
+                             options_.beta2, options_.eps, options_.weight_decay, options_.decoupled_weight_decay,
+                             bias_correction1, bias_correction2_sqrt);
+#else
+      no_cuda(p.value);
+#endif
+      continue;
+    }
+    for_float(p.value.dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      T* w = p.value.data<T>();
+      const T* g = p.grad.data<T>();
+      T* m = exp_avg_[i].data<T>();
+      T* v = exp_avg_sq_[i].data<T>();
+      const std::int64_t n = p.value.numel();
+      for (std::int64_t j = 0; j < n; ++j)
+        optim::adam_update<T>(w[j], g[j] * static_cast<T>(grad_scale), m[j], v[j], static_cast<T>(lr),
+                              static_cast<T>(options_.beta1), static_cast<T>(options_.beta2),
+                              static_cast<T>(options_.eps), static_cast<T>(options_.weight_decay),
+                              options_.decoupled_weight_decay, static_cast<T>(bias_correction1),
+                              static_cast<T>(bias_correction2_sqrt));
+    });
+  }
+}
+
+std::vector<std::pair<std::string, Tensor>> Adam::state() {
+  std::vector<std::pair<std::string, Tensor>> named;
+  for (std::size_t i = 0; i < parameters_.size(); ++i) {
+    named.emplace_back(parameters_[i].name + ".exp_avg", exp_avg_[i]);
+    named.emplace_back(parameters_[i].name + ".exp_avg_sq", exp_avg_sq_[i]);
+  }
+  return named;
+}
+
+LrSchedule::Kind LrSchedule::parse(const std::string& name) {
+  if (name == "constant") return Kind::constant;
+  if (name == "linear") return Kind::linear;
+  if (name == "cosine") return Kind::cosine;
+  LOOM_THROW("unknown learning-rate schedule '", name, "' (expected constant, linear or cosine)");
+}
+
+double LrSchedule::at(std::int64_t step) const {
+  if (warmup_steps > 0 && step < warmup_steps)
+    return base_lr * static_cast<double>(step + 1) / static_cast<double>(warmup_steps);
+  if (kind == Kind::constant) return base_lr;
+  const std::int64_t decay_steps = std::max<std::int64_t>(1, total_steps - warmup_steps);
+  const double progress = std::min(1.0, static_cast<double>(step - warmup_steps) / static_cast<double>(decay_steps));
+  if (kind == Kind::linear) return min_lr + (base_lr - min_lr) * (1.0 - progress);
+  return min_lr + (base_lr - min_lr) * 0.5 * (1.0 + std::cos(3.14159265358979323846 * progress));
+}
+
+std::vector<NamedParameter> trainable_parameters(Layer& layer, const std::string& prefix) {
+  std::vector<NamedParameter> result;
+  for (const NamedParameter& p : layer.parameters(prefix))
+    if (p.parameter->trainable) result.push_back(p);
+  return result;
+}
+
+}  // namespace loom
