@@ -1,0 +1,120 @@
+// Checkpoint save/load on top of safetensors (see checkpoint.h).
+#include <loom/layers/checkpoint.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+
+#include <loom/core/ops.h>
+
+namespace loom {
+
+namespace {
+
+constexpr const char* kFormat = "loom-checkpoint/1";
+constexpr const char* kOptimizerPrefix = "optimizer.";
+
+std::string layer_of(const std::string& parameter) {
+  const auto dot = parameter.rfind('.');
+  return dot == std::string::npos ? std::string("(top level)") : parameter.substr(0, dot);
+}
+
+// Copies a file tensor into a model tensor (any device; cast when the dtypes differ).
+void assign(Tensor& target, const Tensor& source) {
+  if (source.dtype() == target.dtype()) {
+    target.copy_from(source);
+    return;
+  }
+  Tensor cast = Tensor::empty(source.shape(), target.dtype());
+  ops::cast(source, cast);
+  target.copy_from(cast);
+}
+
+}  // namespace
+
+std::string checkpoint_checksum(const safetensors::NamedTensors& tensors) {
+  std::vector<const std::pair<std::string, Tensor>*> sorted;
+  for (const auto& entry : tensors) sorted.push_back(&entry);
+  std::sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) { return a->first < b->first; });
+  std::uint64_t hash = 0xcbf29ce484222325ull;
+  for (const auto* entry : sorted) {
+    const Tensor host = entry->second.device().is_cpu() ? entry->second : entry->second.to(Device::cpu());
+    const std::string header = entry->first + "|" + std::string(dtype_name(host.dtype())) + "|" + host.shape().str();
+    hash = safetensors::fnv1a64(header.data(), header.size(), hash);
+    if (host.nbytes() > 0) hash = safetensors::fnv1a64(host.raw_data(), host.nbytes(), hash);
+  }
+  char text[32];
+  std::snprintf(text, sizeof text, "fnv1a64:%016llx", static_cast<unsigned long long>(hash));
+  return text;
+}
+
+void save_checkpoint(const std::string& path, Layer& model, Optimizer* optimizer, const safetensors::Metadata& extra) {
+  safetensors::NamedTensors tensors;
+  for (const NamedParameter& p : model.parameters()) tensors.emplace_back(p.name, p.parameter->value);
+  safetensors::Metadata metadata = extra;
+  metadata["loom.format"] = kFormat;
+  if (optimizer) {
+    for (auto& [name, tensor] : optimizer->state()) tensors.emplace_back(kOptimizerPrefix + name, tensor);
+    metadata["loom.optimizer"] = optimizer->type();
+    metadata["loom.optimizer.steps"] = std::to_string(optimizer->steps());
+  }
+  metadata["loom.checksum"] = checkpoint_checksum(tensors);
+  const std::string temporary = path + ".tmp";
+  safetensors::save(temporary, tensors, metadata);
+  std::error_code error;
+  std::filesystem::rename(temporary, path, error);
+  LOOM_CHECK(!error, path, ": cannot move the written checkpoint into place (", error.message(), ")");
+}
+
+safetensors::Metadata load_checkpoint(const std::string& path, Layer& model, Optimizer* optimizer) {
+  safetensors::File file = safetensors::load(path);
+  const auto format = file.metadata.find("loom.format");
+  LOOM_CHECK(format != file.metadata.end() && format->second == kFormat, path, ": not a loom checkpoint (metadata ",
+             "loom.format is ", format == file.metadata.end() ? std::string("missing") : "'" + format->second + "'", ")");
+  const auto checksum = file.metadata.find("loom.checksum");
+  LOOM_CHECK(checksum != file.metadata.end(), path, ": checkpoint has no loom.checksum in its metadata");
+  const std::string actual = checkpoint_checksum(file.tensors);
+  LOOM_CHECK(actual == checksum->second, path, ": checkpoint is corrupted (checksum ", actual, ", metadata says ",
+             checksum->second, ")");
+
+  std::map<std::string, const Tensor*> by_name;
+  for (const auto& [name, tensor] : file.tensors) by_name[name] = &tensor;
+  const auto take = [&](const std::string& name, const std::string& what, Tensor& target) {
+    const auto it = by_name.find(name);
+    LOOM_CHECK(it != by_name.end(), path, ": no tensor for ", what, " (different architecture?)");
+    LOOM_CHECK(it->second->shape() == target.shape(), path, ": ", what, " has shape ", target.shape().str(),
+               " in the model but ", it->second->shape().str(), " in the file");
+    assign(target, *it->second);
+    by_name.erase(it);
+  };
+  for (const NamedParameter& p : model.parameters())
+    take(p.name, "parameter '" + p.name + "' of layer '" + layer_of(p.name) + "'", p.parameter->value);
+
+  if (optimizer) {
+    const auto type = file.metadata.find("loom.optimizer");
+    LOOM_CHECK(type != file.metadata.end(), path, ": checkpoint holds no optimizer state");
+    LOOM_CHECK(type->second == optimizer->type(), path, ": checkpoint holds ", type->second,
+               " state but the optimizer is ", optimizer->type());
+    for (auto& [name, tensor] : optimizer->state()) {
+      const std::string parameter = name.substr(0, name.rfind('.'));
+      take(kOptimizerPrefix + name, "optimizer state '" + name + "' of layer '" + layer_of(parameter) + "'", tensor);
+    }
+    const auto steps = file.metadata.find("loom.optimizer.steps");
+    LOOM_CHECK(steps != file.metadata.end(), path, ": checkpoint lacks loom.optimizer.steps");
+    try {
+      optimizer->set_steps(std::stoll(steps->second));
+    } catch (const std::exception&) {
+      LOOM_THROW(path, ": loom.optimizer.steps is not an integer: '", steps->second, "'");
+    }
+  } else {
+    for (auto it = by_name.begin(); it != by_name.end();)
+      it = it->first.rfind(kOptimizerPrefix, 0) == 0 ? by_name.erase(it) : std::next(it);
+  }
+  if (!by_name.empty())
+    LOOM_THROW(path, ": the file holds '", by_name.begin()->first, "' (", by_name.size(),
+               " tensor(s) in all) that the model does not have (different architecture?)");
+  return file.metadata;
+}
+
+}  // namespace loom
