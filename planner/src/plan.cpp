@@ -2,6 +2,7 @@
 #include <loom/planner/plan.h>
 
 #include <set>
+#include <sstream>
 
 #include "fail.h"
 
@@ -22,13 +23,12 @@ int Plan::devices_used() const {
 }
 
 std::string Plan::strategy() const {
-  std::string out;
+  std::ostringstream out;
   for (const StagePlan& s : stages) {
-    if (!out.empty()) out += " | ";
-    out += "[" + std::to_string(s.first_layer) + "-" + std::to_string(s.last_layer) + "]x" +
-           std::to_string(s.replicas());
+    if (&s != &stages.front()) out << " | ";
+    out << "[" << s.first_layer << "-" << s.last_layer << "]x" << s.replicas();
   }
-  return out;
+  return out.str();
 }
 
 void validate(const Plan& plan, int layers, int devices) {

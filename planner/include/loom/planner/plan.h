@@ -22,6 +22,7 @@ struct StagePlan {
 
   int replicas() const { return static_cast<int>(devices.size()); }
   int layers() const { return last_layer - first_layer + 1; }
+  friend bool operator==(const StagePlan&, const StagePlan&) = default;
 };
 
 struct Plan {

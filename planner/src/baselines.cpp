@@ -1,0 +1,83 @@
+// Data-parallel and even-split GPipe baselines.
+#include <loom/planner/baselines.h>
+
+#include <chrono>
+#include <numeric>
+
+#include "balanced_split.h"
+
+namespace loom::planner {
+
+namespace {
+
+double elapsed_ms(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
+PlannerResult plan_data_parallel(const Profile& profile, const Cluster& cluster, int global_batch, bool overlap,
+                                 const PlannerOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  validate(profile);
+  std::vector<int> all(cluster.devices());
+  std::iota(all.begin(), all.end(), 0);
+  std::vector<Plan> candidates;
+  for (int m : microbatch_candidates(global_batch, options)) {
+    if (global_batch / m < cluster.devices()) continue;
+    Plan plan;
+    plan.model = profile.model;
+    plan.planner = overlap ? "dp-overlap" : "dp";
+    plan.global_batch = global_batch;
+    plan.microbatches = m;
+    plan.overlap_allreduce = overlap;
+    plan.stages = {{0, profile.size() - 1, all}};
+    candidates.push_back(std::move(plan));
+  }
+  PlannerResult result;
+  if (candidates.empty())
+    result.note = "the global batch is smaller than the number of devices";
+  else
+    result = best_of(profile, cluster, candidates, options.cost);
+  result.planning_ms = elapsed_ms(start);
+  return result;
+}
+
+PlannerResult plan_gpipe(const Profile& profile, const Cluster& cluster, int global_batch,
+                         const PlannerOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  validate(profile);
+  const int devices = cluster.devices();
+  std::vector<double> work(profile.size());
+  for (int l = 0; l < profile.size(); ++l) work[l] = profile.layers[l].cost.forward_ms + profile.layers[l].cost.backward_ms;
+  std::vector<Plan> candidates;
+  for (int stages = 1; stages <= std::min(devices, profile.size()); ++stages) {
+    if (devices % stages != 0 || (stages == 1 && std::min(devices, profile.size()) > 1)) continue;
+    const int replicas = devices / stages;
+    const std::vector<int> last = detail::balanced_split(work, stages);
+    for (int m : microbatch_candidates(global_batch, options)) {
+      if (global_batch / m < replicas) continue;
+      Plan plan;
+      plan.model = profile.model;
+      plan.planner = "gpipe";
+      plan.global_batch = global_batch;
+      plan.microbatches = m;
+      plan.schedule = ScheduleKind::GPipe;
+      for (int s = 0, first = 0; s < stages; first = last[s] + 1, ++s) {
+        StagePlan stage{first, last[s], std::vector<int>(replicas)};
+        std::iota(stage.devices.begin(), stage.devices.end(), s * replicas);
+        plan.stages.push_back(std::move(stage));
+      }
+      candidates.push_back(std::move(plan));
+    }
+  }
+  PlannerResult result;
+  if (candidates.empty())
+    result.note = "the global batch is smaller than the number of replicas of every split";
+  else
+    result = best_of(profile, cluster, candidates, options.cost);
+  result.planning_ms = elapsed_ms(start);
+  return result;
+}
+
+}  // namespace loom::planner
