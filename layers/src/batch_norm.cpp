@@ -148,13 +148,13 @@ TensorList BatchNorm2d::forward(const TensorList& inputs, Context& ctx) {
 
 TensorList BatchNorm2d::backward(const TensorList& grad_outputs, Context& ctx) {
   detail::check_inputs(*this, grad_outputs, 1);
-  const Tensor& x = ctx.get("input");
+  const Tensor x = ctx.get("input");
   const Tensor& grad_y = grad_outputs[0];
   detail::check_same_shape(*this, "output gradient", grad_y, x.shape());
   detail::check_like(*this, "output gradient", grad_y, weight_.value, "weight");
   const bool batch_statistics = ctx.has("batch_mean");
-  const Tensor& mean = ctx.get(batch_statistics ? "batch_mean" : "fixed_mean");
-  const Tensor& invstd = ctx.get("invstd");
+  const Tensor mean = ctx.get(batch_statistics ? "batch_mean" : "fixed_mean");
+  const Tensor invstd = ctx.get("invstd");
   Tensor grad_x = Tensor::empty(x.shape(), x.dtype(), x.device());
   if (x.device().is_cuda()) {
     if (batch_statistics)

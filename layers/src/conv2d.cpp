@@ -258,7 +258,7 @@ void Conv2d::accumulate_weight_gradient(const Tensor& x, const Tensor& grad_y) {
 
 TensorList Conv2d::backward_input(const TensorList& grad_outputs, Context& ctx) {
   detail::check_inputs(*this, grad_outputs, 1);
-  const Tensor& x = ctx.get("input");
+  const Tensor x = ctx.get("input");
   const Tensor& grad_y = grad_outputs[0];
   const WindowGeometry g = geometry(x.shape());
   detail::check_same_shape(*this, "output gradient", grad_y,

@@ -269,7 +269,7 @@ TensorList LSTM::forward(const TensorList& inputs, Context& ctx) {
       const Tensor h0 = has_state ? state_slot(inputs[1], dir.slot) : Tensor();
       const Tensor c0 = has_state ? state_slot(inputs[2], dir.slot) : Tensor();
       run_direction(dir, layer_input, h0, c0, ctx);
-      const Tensor& h = ctx.get(dir.key + ".h");
+      const Tensor h = ctx.get(dir.key + ".h");
       const std::int64_t last = dir.reverse ? 0 : T - 1;
       set_state_slot(h_n, dir.slot, step(h, last));
       set_state_slot(c_n, dir.slot, step(ctx.get(dir.key + ".c"), last));
@@ -286,8 +286,8 @@ TensorList LSTM::forward(const TensorList& inputs, Context& ctx) {
 void LSTM::backprop_direction(const Direction& dir, Context& ctx, const Tensor& grad_output, std::int64_t output_column,
                               std::int64_t output_pitch, const Tensor& grad_h_n, const Tensor& grad_c_n,
                               Tensor& grad_input, bool accumulate_input, Tensor& grad_h0, Tensor& grad_c0) {
-  const Tensor& gates = ctx.get(dir.key + ".gates");
-  const Tensor& c = ctx.get(dir.key + ".c");
+  const Tensor gates = ctx.get(dir.key + ".gates");
+  const Tensor c = ctx.get(dir.key + ".c");
   const Tensor c0 = ctx.has(dir.key + ".c0") ? ctx.get(dir.key + ".c0") : Tensor();
   const std::int64_t T = gates.size(0), N = gates.size(1), H = options_.hidden_size;
   Tensor grad_gates;
@@ -369,9 +369,9 @@ TensorList LSTM::backward_input(const TensorList& grad_outputs, Context& ctx) {
 
 void LSTM::backward_weight(Context& ctx) {
   for (Direction& dir : directions_) {
-    const Tensor& grad_gates = ctx.get(dir.key + ".grad_gates");
-    const Tensor& input = ctx.get(detail::concat("l", dir.layer, ".input"));
-    const Tensor& h = ctx.get(dir.key + ".h");
+    const Tensor grad_gates = ctx.get(dir.key + ".grad_gates");
+    const Tensor input = ctx.get(detail::concat("l", dir.layer, ".input"));
+    const Tensor h = ctx.get(dir.key + ".h");
     const std::int64_t T = grad_gates.size(0);
     const Tensor grad_rows = as_rows(grad_gates);
     ops::gemm(grad_rows, true, as_rows(input), false, dir.weight_ih.grad, 1.0, 1.0);

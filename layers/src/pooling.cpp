@@ -158,7 +158,7 @@ TensorList MaxPool2d::backward(const TensorList& grad_outputs, Context& ctx) {
   if (grad_y.device().is_cuda()) {
     cuda_kernels::pool2d_backward(cuda_kernels::PoolMode::max, g, ctx.get("input"), ctx.get("output"), grad_y, grad_x);
   } else {
-    const Tensor& argmax = ctx.get("argmax");
+    const Tensor argmax = ctx.get("argmax");
     detail::dispatch_floating(grad_y.dtype(), describe(), [&](auto zero) {
       using T = decltype(zero);
       max_pool_backward<T>(g, input_shape[0] * input_shape[1], grad_y.data<T>(), argmax.data<std::int32_t>(),
