@@ -1,13 +1,70 @@
-// `loom train` — not implemented yet (its issue fills this file).
-#include <loom/core/error.h>
+// `loom train`: pipelined + data-parallel training under mpirun (see training.h).
+#include <sstream>
 
 #include "commands.h"
+#include "training.h"
 
 namespace loom::apps {
 
+namespace {
+std::vector<int> parse_int_list(const std::string& text, const char* flag) {
+  std::vector<int> values;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    try {
+      std::size_t used = 0;
+      values.push_back(std::stoi(item, &used));
+      if (used != item.size()) throw std::invalid_argument(item);
+    } catch (const std::exception&) {
+      LOOM_THROW(flag, ": '", item, "' is not an integer");
+    }
+  }
+  return values;
+}
+}  // namespace
+
 void add_train_command(CLI::App& app) {
-  CLI::App* cmd = app.add_subcommand("train", "(not implemented yet)");
-  cmd->callback([] { LOOM_THROW("loom train is not implemented yet"); });
+  static TrainOptions o;
+  static std::string warmup;
+  CLI::App* cmd = app.add_subcommand("train", "Train a model with pipeline and data parallelism (run under mpirun)");
+  cmd->add_option("--model", o.model, "model preset: mlp, cnn, gpt")->capture_default_str();
+  cmd->add_option("--set", o.overrides, "model setting overrides, e.g. hidden=512,layers=8");
+  cmd->add_option("--data", o.data, "fashion-mnist, text:PATH or synthetic")->capture_default_str();
+  cmd->add_option("--stages", o.stages, "pipeline stages S (N = S x R ranks)")->capture_default_str();
+  cmd->add_option("--replicas", o.replicas, "replicas R of every stage")->capture_default_str();
+  cmd->add_option("--plan", o.plan, "plan JSON from `loom plan` (replaces --stages/--replicas/--microbatches/--schedule)");
+  cmd->add_option("--schedule", o.schedule, "gpipe, dapple, pipedream, pipedream-2bw, interleaved or zb-h1")
+      ->capture_default_str();
+  cmd->add_option("--microbatches", o.microbatches, "micro-batches M per global batch")->capture_default_str();
+  cmd->add_option("--chunks", o.chunks, "interleaved: virtual stages per rank")->capture_default_str();
+  cmd->add_option("--warmup", warmup, "dapple/pipedream: warm-up forwards K (first stage) or K_0,...,K_{S-1}");
+  cmd->add_option("--global-batch", o.global_batch, "samples per optimizer step")->capture_default_str();
+  auto* steps = cmd->add_option("--steps", o.steps, "optimizer steps to run");
+  auto* epochs = cmd->add_option("--epochs", o.epochs, "epochs to run (test accuracy after each, progress bar)");
+  steps->excludes(epochs);
+  cmd->add_option("--seed", o.seed, "seed of parameters, data order and dropout")->capture_default_str();
+  cmd->add_option("--threads", o.threads, "CPU math threads per rank (default: LOOM_NUM_THREADS or cores / local ranks)");
+  cmd->add_option("--optimizer", o.optimizer, "sgd, adam or adamw")->capture_default_str();
+  cmd->add_option("--lr", o.lr, "learning rate")->capture_default_str();
+  cmd->add_option("--momentum", o.momentum, "SGD momentum")->capture_default_str();
+  cmd->add_option("--weight-decay", o.weight_decay, "weight decay")->capture_default_str();
+  cmd->add_option("--lr-schedule", o.lr_schedule, "constant, linear or cosine (decay after --warmup-steps)")
+      ->capture_default_str();
+  cmd->add_option("--warmup-steps", o.warmup_steps, "linear learning-rate warm-up steps")->capture_default_str();
+  cmd->add_option("--clip-norm", o.clip_norm, "clip the global gradient norm to this value (0: off)");
+  cmd->add_flag("--recompute", o.recompute, "recompute activations in backward instead of keeping them");
+  cmd->add_option("--ranks-per-node", o.ranks_per_node, "pretend nodes of K ranks (or a list like 3,3,2)");
+  cmd->add_option("--allreduce", o.allreduce, "gradient allreduce: mpi, ring or hierarchical")->capture_default_str();
+  cmd->add_option("--bucket-mb", o.bucket_mb, "gradient bucket size in MB")->capture_default_str();
+  cmd->add_option("--log-every", o.log_every, "print every N steps")->capture_default_str();
+  cmd->add_option("--metrics", o.metrics, "write JSON lines of per-step and per-epoch metrics (rank 0)");
+  cmd->add_option("--trace", o.trace, "write a Chrome trace (Perfetto) of every rank's actions");
+  cmd->add_flag("--quiet", o.quiet, "no progress output");
+  cmd->callback([] {
+    if (!warmup.empty()) o.warmup = parse_int_list(warmup, "--warmup");
+    train(o);
+  });
 }
 
 }  // namespace loom::apps

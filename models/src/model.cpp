@@ -11,12 +11,13 @@
 #include <loom/layers/pooling.h>
 #include <loom/layers/reshape.h>
 
+#include "gpt.h"
+#include "model_settings.h"
+
 namespace loom {
 
-namespace {
-
-std::map<std::string, double> parse_overrides(const std::string& model, std::map<std::string, double> settings,
-                                              const std::string& overrides) {
+std::map<std::string, double> parse_settings(const std::string& model, std::map<std::string, double> settings,
+                                             const std::string& overrides) {
   std::stringstream list(overrides);
   std::string item;
   while (std::getline(list, item, ',')) {
@@ -38,12 +39,14 @@ std::map<std::string, double> parse_overrides(const std::string& model, std::map
   return settings;
 }
 
-std::int64_t positive(const ModelSpec& spec, const std::string& key, std::int64_t minimum = 1) {
+std::int64_t setting_int(const ModelSpec& spec, const std::string& key, std::int64_t minimum) {
   const double v = spec.settings.at(key);
   LOOM_CHECK(v >= static_cast<double>(minimum) && v == static_cast<double>(static_cast<std::int64_t>(v)), "model ",
              spec.name, ": ", key, "=", v, " must be an integer >= ", minimum);
   return static_cast<std::int64_t>(v);
 }
+
+namespace {
 
 std::function<LayerPtr()> sequence(std::function<void(Sequential&)> fill) {
   return [fill] {
@@ -56,9 +59,9 @@ std::function<LayerPtr()> sequence(std::function<void(Sequential&)> fill) {
 ModelSpec mlp(const std::string& overrides) {
   ModelSpec spec;
   spec.name = "mlp";
-  spec.settings = parse_overrides("mlp", {{"input", 784}, {"hidden", 256}, {"layers", 4}, {"classes", 10}}, overrides);
-  const std::int64_t input = positive(spec, "input"), hidden = positive(spec, "hidden"),
-                     layers = positive(spec, "layers", 2), classes = positive(spec, "classes", 2);
+  spec.settings = parse_settings("mlp", {{"input", 784}, {"hidden", 256}, {"layers", 4}, {"classes", 10}}, overrides);
+  const std::int64_t input = setting_int(spec, "input"), hidden = setting_int(spec, "hidden"),
+                     layers = setting_int(spec, "layers", 2), classes = setting_int(spec, "classes", 2);
   spec.data = {Shape{input}, DType::f32, Shape{}, classes};
   for (std::int64_t i = 0; i < layers; ++i) {
     const std::int64_t in = i == 0 ? input : hidden;
@@ -80,9 +83,9 @@ ModelSpec mlp(const std::string& overrides) {
 ModelSpec cnn(const std::string& overrides) {
   ModelSpec spec;
   spec.name = "cnn";
-  spec.settings = parse_overrides("cnn", {{"channels", 32}, {"hidden", 128}, {"classes", 10}}, overrides);
-  const std::int64_t channels = positive(spec, "channels"), hidden = positive(spec, "hidden"),
-                     classes = positive(spec, "classes", 2);
+  spec.settings = parse_settings("cnn", {{"channels", 32}, {"hidden", 128}, {"classes", 10}}, overrides);
+  const std::int64_t channels = setting_int(spec, "channels"), hidden = setting_int(spec, "hidden"),
+                     classes = setting_int(spec, "classes", 2);
   spec.data = {Shape{1, 28, 28}, DType::f32, Shape{}, classes};
   auto conv_block = [](std::int64_t in, std::int64_t out) {
     return sequence([in, out](Sequential& s) {
@@ -134,14 +137,15 @@ std::string ModelSpec::describe() const {
 }
 
 const std::vector<std::string>& model_names() {
-  static const std::vector<std::string> names{"mlp", "cnn"};
+  static const std::vector<std::string> names{"mlp", "cnn", "gpt"};
   return names;
 }
 
 ModelSpec make_model(const std::string& name, const std::string& overrides) {
   if (name == "mlp") return mlp(overrides);
   if (name == "cnn") return cnn(overrides);
-  LOOM_THROW("unknown model '", name, "' (expected mlp or cnn)");
+  if (name == "gpt") return gpt(overrides);
+  LOOM_THROW("unknown model '", name, "' (expected mlp, cnn or gpt)");
 }
 
 }  // namespace loom
