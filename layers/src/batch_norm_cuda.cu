@@ -1,0 +1,122 @@
+// BatchNorm2d on CUDA (batch_norm_cuda.h): cuDNN spatial batch norm for training and inference,
+// and small kernels for what cuDNN lacks (the backward with fixed statistics, 1/sqrt(var + eps)).
+// cuDNN updates the running variance with the unbiased batch variance, as PyTorch does.
+#include "batch_norm_cuda.h"
+
+#include "cudnn_util.h"
+
+namespace loom::cuda_kernels {
+
+namespace {
+
+constexpr unsigned int kThreads = 256;
+
+struct Descriptors {
+  cudnn_util::TensorDescriptor x, per_channel;
+  Descriptors(const Tensor& tensor) : x(tensor.shape(), tensor.dtype()) {
+    LOOM_CUDNN_CHECK(cudnnDeriveBNTensorDescriptor(per_channel.get(), x.get(), CUDNN_BATCHNORM_SPATIAL));
+  }
+};
+
+template <typename T>
+__global__ void inverse_std_kernel(const T* var, T eps, T* invstd, long long channels) {
+  const long long c = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
+  if (c < channels) invstd[c] = T(1) / sqrt(var[c] + eps);
+}
+
+// One block per channel: the channel's two sums by a block reduction, then dx in a second pass.
+template <typename T>
+__global__ void backward_fixed_statistics_kernel(const T* x, const T* grad_y, const T* weight, const T* mean,
+                                                 const T* invstd, T* grad_x, T* grad_weight, T* grad_bias,
+                                                 long long batch, long long channels, long long plane) {
+  __shared__ double sum_dy[kThreads], sum_dy_xhat[kThreads];
+  const long long c = blockIdx.x;
+  const T m = mean[c], is = invstd[c], scale = weight[c] * invstd[c];
+  double a = 0, b = 0;
+  for (long long k = threadIdx.x; k < batch * plane; k += blockDim.x) {
+    const long long i = (k / plane * channels + c) * plane + k % plane;
+    a += grad_y[i];
+    b += static_cast<double>(grad_y[i]) * static_cast<double>((x[i] - m) * is);
+    grad_x[i] = grad_y[i] * scale;
+  }
+  sum_dy[threadIdx.x] = a;
+  sum_dy_xhat[threadIdx.x] = b;
+  __syncthreads();
+  for (unsigned int half = blockDim.x / 2; half > 0; half /= 2) {
+    if (threadIdx.x < half) {
+      sum_dy[threadIdx.x] += sum_dy[threadIdx.x + half];
+      sum_dy_xhat[threadIdx.x] += sum_dy_xhat[threadIdx.x + half];
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
+    grad_weight[c] += static_cast<T>(sum_dy_xhat[0]);
+    grad_bias[c] += static_cast<T>(sum_dy[0]);
+  }
+}
+
+}  // namespace
+
+void batch_norm_forward_training(const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& running_mean,
+                                 Tensor& running_var, double momentum, double eps, Tensor& y, Tensor& saved_mean,
+                                 Tensor& saved_invstd) {
+  const Descriptors d(x);
+  const cudnn_util::Scalars s(x.dtype());
+  LOOM_CUDNN_CHECK(cudnnBatchNormalizationForwardTraining(
+      cuda::cudnn(x.device().index), CUDNN_BATCHNORM_SPATIAL, s.one(), s.zero(), d.x.get(), x.raw_data(), d.x.get(),
+      y.raw_data(), d.per_channel.get(), weight.raw_data(), bias.raw_data(), momentum, running_mean.raw_data(),
+      running_var.raw_data(), eps, saved_mean.raw_data(), saved_invstd.raw_data()));
+}
+
+void batch_norm_forward_inference(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                                  const Tensor& running_mean, const Tensor& running_var, double eps, Tensor& y) {
+  const Descriptors d(x);
+  const cudnn_util::Scalars s(x.dtype());
+  LOOM_CUDNN_CHECK(cudnnBatchNormalizationForwardInference(
+      cuda::cudnn(x.device().index), CUDNN_BATCHNORM_SPATIAL, s.one(), s.zero(), d.x.get(), x.raw_data(), d.x.get(),
+      y.raw_data(), d.per_channel.get(), weight.raw_data(), bias.raw_data(), running_mean.raw_data(),
+      running_var.raw_data(), eps));
+}
+
+void batch_norm_backward_training(const Tensor& x, const Tensor& grad_y, const Tensor& weight,
+                                  const Tensor& saved_mean, const Tensor& saved_invstd, double eps, Tensor& grad_x,
+                                  Tensor& grad_weight, Tensor& grad_bias) {
+  const Descriptors d(x);
+  const cudnn_util::Scalars s(x.dtype());
+  // Data gradient written (beta 0), parameter gradients accumulated (beta 1).
+  LOOM_CUDNN_CHECK(cudnnBatchNormalizationBackward(
+      cuda::cudnn(x.device().index), CUDNN_BATCHNORM_SPATIAL, s.one(), s.zero(), s.one(), s.one(), d.x.get(),
+      x.raw_data(), d.x.get(), grad_y.raw_data(), d.x.get(), grad_x.raw_data(), d.per_channel.get(),
+      weight.raw_data(), grad_weight.raw_data(), grad_bias.raw_data(), eps, saved_mean.raw_data(),
+      saved_invstd.raw_data()));
+}
+
+void batch_norm_backward_inference(const Tensor& x, const Tensor& grad_y, const Tensor& weight, const Tensor& mean,
+                                   const Tensor& invstd, Tensor& grad_x, Tensor& grad_weight, Tensor& grad_bias) {
+  const long long batch = x.size(0), channels = x.size(1), plane = x.size(2) * x.size(3);
+  cudaStream_t stream = cuda::stream(x.device().index);
+  if (x.dtype() == DType::f32)
+    backward_fixed_statistics_kernel<float><<<static_cast<unsigned int>(channels), kThreads, 0, stream>>>(
+        x.data<float>(), grad_y.data<float>(), weight.data<float>(), mean.data<float>(), invstd.data<float>(),
+        grad_x.data<float>(), grad_weight.data<float>(), grad_bias.data<float>(), batch, channels, plane);
+  else
+    backward_fixed_statistics_kernel<double><<<static_cast<unsigned int>(channels), kThreads, 0, stream>>>(
+        x.data<double>(), grad_y.data<double>(), weight.data<double>(), mean.data<double>(), invstd.data<double>(),
+        grad_x.data<double>(), grad_weight.data<double>(), grad_bias.data<double>(), batch, channels, plane);
+  LOOM_CUDA_CHECK(cudaGetLastError());
+}
+
+void inverse_std(const Tensor& var, double eps, Tensor& invstd) {
+  const long long channels = var.numel();
+  cudaStream_t stream = cuda::stream(var.device().index);
+  const unsigned int blocks = cuda::blocks_for(channels);
+  if (var.dtype() == DType::f32)
+    inverse_std_kernel<float><<<blocks, kThreads, 0, stream>>>(var.data<float>(), static_cast<float>(eps),
+                                                               invstd.data<float>(), channels);
+  else
+    inverse_std_kernel<double><<<blocks, kThreads, 0, stream>>>(var.data<double>(), eps, invstd.data<double>(),
+                                                                channels);
+  LOOM_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace loom::cuda_kernels

@@ -1,0 +1,130 @@
+// Conv2d on CUDA through cuDNN (conv2d_cuda.h). FMA math (no TF32 tensor-core rounding) so the
+// results compare with the CPU's in fp32; backward algorithms are restricted to deterministic
+// ones, so a run reproduces itself.
+#include "conv2d_cuda.h"
+
+#include <vector>
+
+#include "cudnn_util.h"
+
+namespace loom::cuda_kernels {
+
+namespace {
+
+using cudnn_util::FilterDescriptor;
+using cudnn_util::TensorDescriptor;
+
+class ConvolutionDescriptor {
+ public:
+  ConvolutionDescriptor(const Conv2dOptions& o, DType dtype) {
+    LOOM_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&desc_));
+    LOOM_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(
+        desc_, static_cast<int>(o.padding.h), static_cast<int>(o.padding.w), static_cast<int>(o.stride.h),
+        static_cast<int>(o.stride.w), static_cast<int>(o.dilation.h), static_cast<int>(o.dilation.w),
+        CUDNN_CROSS_CORRELATION, cudnn_util::data_type(dtype)));
+    LOOM_CUDNN_CHECK(cudnnSetConvolutionGroupCount(desc_, static_cast<int>(o.groups)));
+    LOOM_CUDNN_CHECK(cudnnSetConvolutionMathType(desc_, CUDNN_FMA_MATH));
+  }
+  ~ConvolutionDescriptor() { cudnnDestroyConvolutionDescriptor(desc_); }
+  ConvolutionDescriptor(const ConvolutionDescriptor&) = delete;
+  ConvolutionDescriptor& operator=(const ConvolutionDescriptor&) = delete;
+  cudnnConvolutionDescriptor_t get() const { return desc_; }
+
+ private:
+  cudnnConvolutionDescriptor_t desc_ = nullptr;
+};
+
+struct Descriptors {
+  TensorDescriptor x, y;
+  FilterDescriptor w;
+  ConvolutionDescriptor conv;
+  Descriptors(const Shape& x_shape, const Shape& w_shape, const Shape& y_shape, const Conv2dOptions& o, DType dtype)
+      : x(x_shape, dtype), y(y_shape, dtype), w(w_shape, dtype), conv(o, dtype) {}
+};
+
+// The first (fastest) algorithm cuDNN's heuristics rank as usable; `deterministic_only` skips
+// algorithms whose results depend on thread scheduling.
+template <typename Algo, typename Perf, typename Query>
+Algo pick(const char* what, bool deterministic_only, Query query) {
+  std::vector<Perf> perf(16);
+  int returned = 0;
+  LOOM_CUDNN_CHECK(query(static_cast<int>(perf.size()), &returned, perf.data()));
+  for (int i = 0; i < returned; ++i)
+    if (perf[i].status == CUDNN_STATUS_SUCCESS && (!deterministic_only || perf[i].determinism == CUDNN_DETERMINISTIC))
+      return perf[i].algo;
+  LOOM_THROW("cuDNN offers no ", deterministic_only ? "deterministic " : "", what, " algorithm for this convolution");
+}
+
+}  // namespace
+
+void conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& y, const Conv2dOptions& o) {
+  const int device = x.device().index;
+  cudnnHandle_t handle = cuda::cudnn(device);
+  const Descriptors d(x.shape(), weight.shape(), y.shape(), o, x.dtype());
+  const cudnn_util::Scalars s(x.dtype());
+  const auto algo = pick<cudnnConvolutionFwdAlgo_t, cudnnConvolutionFwdAlgoPerf_t>(
+      "forward", false, [&](int n, int* returned, cudnnConvolutionFwdAlgoPerf_t* perf) {
+        return cudnnGetConvolutionForwardAlgorithm_v7(handle, d.x.get(), d.w.get(), d.conv.get(), d.y.get(), n,
+                                                      returned, perf);
+      });
+  std::size_t bytes = 0;
+  LOOM_CUDNN_CHECK(
+      cudnnGetConvolutionForwardWorkspaceSize(handle, d.x.get(), d.w.get(), d.conv.get(), d.y.get(), algo, &bytes));
+  Tensor scratch = cudnn_util::workspace(bytes, x.device());
+  LOOM_CUDNN_CHECK(cudnnConvolutionForward(handle, s.one(), d.x.get(), x.raw_data(), d.w.get(), weight.raw_data(),
+                                           d.conv.get(), algo, cudnn_util::data_or_null(scratch), bytes, s.zero(),
+                                           d.y.get(), y.raw_data()));
+  if (bias.defined()) {
+    const TensorDescriptor b({1, bias.numel(), 1, 1}, x.dtype());
+    LOOM_CUDNN_CHECK(cudnnAddTensor(handle, s.one(), b.get(), bias.raw_data(), s.one(), d.y.get(), y.raw_data()));
+  }
+}
+
+void conv2d_backward_data(const Tensor& grad_y, const Tensor& weight, Tensor& grad_x, const Conv2dOptions& o) {
+  const int device = grad_y.device().index;
+  cudnnHandle_t handle = cuda::cudnn(device);
+  const Descriptors d(grad_x.shape(), weight.shape(), grad_y.shape(), o, grad_y.dtype());
+  const cudnn_util::Scalars s(grad_y.dtype());
+  const auto algo = pick<cudnnConvolutionBwdDataAlgo_t, cudnnConvolutionBwdDataAlgoPerf_t>(
+      "backward-data", true, [&](int n, int* returned, cudnnConvolutionBwdDataAlgoPerf_t* perf) {
+        return cudnnGetConvolutionBackwardDataAlgorithm_v7(handle, d.w.get(), d.y.get(), d.conv.get(), d.x.get(), n,
+                                                           returned, perf);
+      });
+  std::size_t bytes = 0;
+  LOOM_CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(handle, d.w.get(), d.y.get(), d.conv.get(), d.x.get(),
+                                                                algo, &bytes));
+  Tensor scratch = cudnn_util::workspace(bytes, grad_y.device());
+  LOOM_CUDNN_CHECK(cudnnConvolutionBackwardData(handle, s.one(), d.w.get(), weight.raw_data(), d.y.get(),
+                                                grad_y.raw_data(), d.conv.get(), algo,
+                                                cudnn_util::data_or_null(scratch), bytes, s.zero(), d.x.get(),
+                                                grad_x.raw_data()));
+}
+
+void conv2d_backward_filter(const Tensor& x, const Tensor& grad_y, Tensor& grad_weight, Tensor& grad_bias,
+                            const Conv2dOptions& o) {
+  const int device = x.device().index;
+  cudnnHandle_t handle = cuda::cudnn(device);
+  const Descriptors d(x.shape(), grad_weight.shape(), grad_y.shape(), o, x.dtype());
+  const cudnn_util::Scalars s(x.dtype());
+  const auto algo = pick<cudnnConvolutionBwdFilterAlgo_t, cudnnConvolutionBwdFilterAlgoPerf_t>(
+      "backward-filter", true, [&](int n, int* returned, cudnnConvolutionBwdFilterAlgoPerf_t* perf) {
+        return cudnnGetConvolutionBackwardFilterAlgorithm_v7(handle, d.x.get(), d.y.get(), d.conv.get(), d.w.get(), n,
+                                                             returned, perf);
+      });
+  std::size_t bytes = 0;
+  LOOM_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(handle, d.x.get(), d.y.get(), d.conv.get(),
+                                                                  d.w.get(), algo, &bytes));
+  Tensor scratch = cudnn_util::workspace(bytes, x.device());
+  // beta = 1: parameter gradients accumulate.
+  LOOM_CUDNN_CHECK(cudnnConvolutionBackwardFilter(handle, s.one(), d.x.get(), x.raw_data(), d.y.get(),
+                                                  grad_y.raw_data(), d.conv.get(), algo,
+                                                  cudnn_util::data_or_null(scratch), bytes, s.one(), d.w.get(),
+                                                  grad_weight.raw_data()));
+  if (grad_bias.defined()) {
+    const TensorDescriptor b({1, grad_bias.numel(), 1, 1}, x.dtype());
+    LOOM_CUDNN_CHECK(cudnnConvolutionBackwardBias(handle, s.one(), d.y.get(), grad_y.raw_data(), s.one(), b.get(),
+                                                  grad_bias.raw_data()));
+  }
+}
+
+}  // namespace loom::cuda_kernels
