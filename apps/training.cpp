@@ -364,6 +364,7 @@ TrainSummary train(const TrainOptions& o, const std::function<void(const Trained
     }
   }
   summary.seconds = total.elapsed_ms() / 1000.0;
+  summary.peak_activation_bytes = memory_stats().peak(MemoryCategory::activations);
   if (rank == 0 && !o.quiet)
     std::printf("done: %lld steps, %lld samples in %.1f s (%.0f samples/s)\n", static_cast<long long>(total_steps),
                 static_cast<long long>(summary.samples), summary.seconds,

@@ -51,6 +51,7 @@ struct TrainSummary {
   std::vector<double> test_accuracy;  // per epoch (classification with --epochs)
   double seconds = 0;
   std::int64_t samples = 0;
+  std::int64_t peak_activation_bytes = 0;  // this rank's peak of MemoryCategory::activations
 };
 
 // What a test may inspect when training ends: this rank's model chunks (blocks with global

@@ -1,0 +1,56 @@
+#include "sequential_reference.h"
+
+#include <cmath>
+
+#include <loom/layers/optimizer.h>
+#include <loom/models/dataset.h>
+#include <loom/models/model.h>
+
+namespace loom::test {
+
+SequentialRun train_sequentially(const apps::TrainOptions& o) {
+  const ModelSpec spec = make_model(o.model, o.overrides);
+  auto model = spec.build_all();
+  model->initialize(o.seed);
+  LayerPtr loss = spec.make_loss();
+  auto data = open_dataset(o.data, DatasetSplit::train, spec.data, o.seed);
+  std::unique_ptr<Optimizer> optimizer;
+  if (o.optimizer == "sgd")
+    optimizer = std::make_unique<Sgd>(trainable_parameters(*model), SgdOptions{o.momentum, 0, false, o.weight_decay});
+  else
+    optimizer = std::make_unique<Adam>(trainable_parameters(*model),
+                                       AdamOptions{0.9, 0.999, 1e-8, o.weight_decay, o.optimizer == "adamw"});
+  const std::int64_t per_epoch = data->size() / o.global_batch;
+  SequentialRun run;
+  for (std::int64_t step = 0; step < o.steps; ++step) {
+    const auto order = epoch_order(data->size(), o.seed, step / per_epoch);
+    const std::int64_t base = (step % per_epoch) * o.global_batch;
+    std::vector<std::int64_t> indices(order.begin() + base, order.begin() + base + o.global_batch);
+    Tensor x, y;
+    data->read(indices, x, y);
+    Context ctx, loss_ctx;
+    ctx.seed = loss_ctx.seed = o.seed;
+    ctx.step = loss_ctx.step = static_cast<std::uint64_t>(step);
+    const Tensor logits = model->forward({x}, ctx).at(0);
+    const Tensor value = loss->forward({logits, y}, loss_ctx).at(0);  // the batch mean (no scaling)
+    run.losses.push_back(value.item());
+    const Tensor grad = loss->backward({Tensor::full({}, 1.0)}, loss_ctx).at(0);
+    model->backward({grad}, ctx);
+    optimizer->step(o.lr);
+    optimizer->zero_grad();
+  }
+  for (const NamedParameter& p : model->parameters()) run.parameters[p.name] = p.parameter->value.to_double_vector();
+  return run;
+}
+
+double norm_relative_error(const std::vector<double>& a, const std::vector<double>& b) {
+  if (a.size() != b.size()) return INFINITY;
+  double diff = 0, norm = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    diff += (a[i] - b[i]) * (a[i] - b[i]);
+    norm += b[i] * b[i];
+  }
+  return std::sqrt(diff) / std::max(std::sqrt(norm), 1e-30);
+}
+
+}  // namespace loom::test
