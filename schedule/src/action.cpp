@@ -33,8 +33,14 @@ std::string to_string(const Action& action, bool with_chunk) {
   std::string token(op_name(action.op));
   if (action.op == Op::AllReduce || action.op == Op::Step) return token;
   token += std::to_string(action.microbatch);
-  if (with_chunk) token += "c" + std::to_string(action.chunk);
-  if (action.version >= 0) token += "@" + std::to_string(action.version);
+  if (with_chunk) {
+    token += 'c';
+    token += std::to_string(action.chunk);
+  }
+  if (action.version >= 0) {
+    token += '@';
+    token += std::to_string(action.version);
+  }
   return token;
 }
 
