@@ -2,6 +2,8 @@
 // (docs/schedules.md), plus the full form with transfers on small cases and the generators' limits.
 #include <catch2/catch.hpp>
 
+#include <sstream>
+
 #include <loom/core/error.h>
 #include <loom/schedule/generators.h>
 #include <loom/schedule/text.h>
@@ -103,6 +105,29 @@ TEST_CASE("pipedream-2bw S=4, M=4, 3 minibatches: one update per minibatch, two 
   const ValidationReport report = validate(pipedream_2bw(4, 8, 3));
   for (const StageMemory& memory : report.stages) CHECK(memory.peak_weight_versions == 2);
   CHECK_THROWS_WITH(pipedream_2bw(4, 3, 2), Catch::Contains("at least as many micro-batches per minibatch as stages"));
+}
+
+TEST_CASE("pipedream-2bw S=4 M=8, 2 minibatches: STEP after micro-batches 7 and 15, all on version 0") {
+  // Minibatches 0 and 1 both run on version max(n - 1, 0) = 0; the 1F1B order is dapple's over 16.
+  auto on_version_0 = [](const std::string& program) {
+    std::string out, token;
+    std::istringstream in(program);
+    while (in >> token) {
+      if (token != "AR" && token != "STEP") token += "@0";
+      out += (out.empty() ? "" : " ") + token;
+    }
+    return out;
+  };
+  require_programs(pipedream_2bw(4, 8, 2), {
+      on_version_0("F0 F1 F2 F3 B0 F4 B1 F5 B2 F6 B3 F7 B4 F8 B5 F9 B6 F10 B7 AR STEP "
+                   "F11 B8 F12 B9 F13 B10 F14 B11 F15 B12 B13 B14 B15 AR STEP"),
+      on_version_0("F0 F1 F2 B0 F3 B1 F4 B2 F5 B3 F6 B4 F7 B5 F8 B6 F9 B7 AR STEP "
+                   "F10 B8 F11 B9 F12 B10 F13 B11 F14 B12 F15 B13 B14 B15 AR STEP"),
+      on_version_0("F0 F1 B0 F2 B1 F3 B2 F4 B3 F5 B4 F6 B5 F7 B6 F8 B7 AR STEP "
+                   "F9 B8 F10 B9 F11 B10 F12 B11 F13 B12 F14 B13 F15 B14 B15 AR STEP"),
+      on_version_0("F0 B0 F1 B1 F2 B2 F3 B3 F4 B4 F5 B5 F6 B6 F7 B7 AR STEP "
+                   "F8 B8 F9 B9 F10 B10 F11 B11 F12 B12 F13 B13 F14 B14 F15 B15 AR STEP"),
+  });
 }
 
 TEST_CASE("interleaved S=4 M=8 v=2: Megatron's order") {
