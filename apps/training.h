@@ -21,10 +21,10 @@ struct TrainOptions {
   std::string schedule = "dapple";
   int stages = 1;
   int replicas = 1;
-  int microbatches = 1;
+  int microbatches = 4;
   int chunks = 2;                 // interleaved: virtual stages per rank
   std::vector<int> warmup;        // dapple/pipedream: warm-up forwards (K of the first stage, or per stage)
-  std::int64_t global_batch = 32;
+  std::int64_t global_batch = 64;
   std::int64_t steps = 0;         // exclusive with epochs
   std::int64_t epochs = 0;
   std::uint64_t seed = 1;

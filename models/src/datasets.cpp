@@ -126,7 +126,14 @@ class Synthetic final : public Dataset {
  public:
   Synthetic(DatasetSplit split, const DataShape& expected, std::uint64_t seed)
       : shape_(expected), seed_(seed), offset_(split == DatasetSplit::train ? 0 : kTrainSize),
-        size_(split == DatasetSplit::train ? kTrainSize : kTestSize) {}
+        size_(split == DatasetSplit::train ? kTrainSize : kTestSize) {
+    if (expected.input_dtype == DType::i64) return;
+    // One random prototype per class; a sample's label is the prototype it matches best.
+    const std::int64_t features = expected.sample_shape.numel();
+    const std::uint64_t key = rng::stream_key("synthetic.prototypes");
+    prototypes_.resize(static_cast<std::size_t>(expected.classes * features));
+    for (std::size_t i = 0; i < prototypes_.size(); ++i) prototypes_[i] = philox::normal(seed, key, i, 0.0f, 1.0f);
+  }
   std::string name() const override { return "synthetic"; }
   std::int64_t size() const override { return size_; }
   DataShape shape() const override { return shape_; }
@@ -154,12 +161,10 @@ class Synthetic final : public Dataset {
     const std::uint64_t key = rng::stream_key("synthetic.inputs");
     for (std::int64_t f = 0; f < features; ++f)
       x[f] = philox::normal(seed_, key, sample * features + f, 0.0f, 1.0f);
-    const std::uint64_t proto = rng::stream_key("synthetic.prototypes");
     double best = -1e300;
     for (std::int64_t c = 0; c < shape_.classes; ++c) {
       double score = 0;
-      for (std::int64_t f = 0; f < features; ++f)
-        score += x[f] * philox::normal(seed_, proto, static_cast<std::uint64_t>(c * features + f), 0.0f, 1.0f);
+      for (std::int64_t f = 0; f < features; ++f) score += x[f] * prototypes_[static_cast<std::size_t>(c * features + f)];
       if (score > best) {
         best = score;
         *label = c;
@@ -183,6 +188,7 @@ class Synthetic final : public Dataset {
   DataShape shape_;
   std::uint64_t seed_;
   std::int64_t offset_, size_;
+  std::vector<float> prototypes_;
 };
 
 }  // namespace
