@@ -10,6 +10,7 @@
 #include "im2col.h"
 #include "layer_util.h"
 #include "strided_copy.h"
+#include "winograd.h"
 
 namespace loom {
 
@@ -30,6 +31,11 @@ std::int64_t images_per_chunk(std::int64_t batch, std::int64_t rows, std::int64_
 // A 1x1 convolution with unit stride and no padding: the input plane is its own column matrix.
 bool is_pointwise(const Conv2dOptions& o) {
   return o.kernel == Size2(1) && o.stride == Size2(1) && o.padding == Size2(0);
+}
+
+bool uses_winograd(const Conv2dOptions& o) {
+  return detail::winograd::applies(o.kernel.h, o.kernel.w, o.stride.h, o.stride.w, o.dilation.h, o.dilation.w,
+                                   o.padding.h, o.padding.w, o.groups);
 }
 
 // Rows [begin, end) of a 2-D matrix (a view).
@@ -135,6 +141,10 @@ TensorList Conv2d::forward(const TensorList& inputs, Context& ctx) {
   }
 
   MemoryCategoryScope scope(MemoryCategory::workspace);
+  if (uses_winograd(o)) {
+    detail::winograd::convolve(x, detail::winograd::transform_filter(weight_.value, false), o.padding.h, bias_.value, y);
+    return {y};
+  }
   const std::int64_t rows = o.in_channels * g.window();  // all groups' column rows
   const std::int64_t group_rows = rows / o.groups, group_out = o.out_channels / o.groups;
   const std::int64_t chunk = images_per_chunk(batch, rows, out_plane, x.element_size());
@@ -177,11 +187,19 @@ Tensor Conv2d::input_gradient(const Shape& input_shape, const Tensor& grad_y) co
   const auto& o = options_;
   const WindowGeometry g = geometry(input_shape);
   const std::int64_t batch = input_shape[0], out_plane = g.out_plane();
-  Tensor grad_x = Tensor::zeros(input_shape, grad_y.dtype(), grad_y.device());
   if (grad_y.device().is_cuda()) {
+    Tensor grad_x = Tensor::empty(input_shape, grad_y.dtype(), grad_y.device());
     cuda_kernels::conv2d_backward_data(grad_y, weight_.value, grad_x, o);
     return grad_x;
   }
+  if (uses_winograd(o)) {  // the forward of the rotated, transposed filter with padding 2 - p
+    Tensor grad_x = Tensor::empty(input_shape, grad_y.dtype(), grad_y.device());
+    MemoryCategoryScope scope(MemoryCategory::workspace);
+    detail::winograd::convolve(grad_y, detail::winograd::transform_filter(weight_.value, true), 2 - o.padding.h,
+                               Tensor(), grad_x);
+    return grad_x;
+  }
+  Tensor grad_x = Tensor::zeros(input_shape, grad_y.dtype(), grad_y.device());  // col2im accumulates
 
   MemoryCategoryScope scope(MemoryCategory::workspace);
   const std::int64_t rows = o.in_channels * g.window();
@@ -223,6 +241,14 @@ void Conv2d::accumulate_weight_gradient(const Tensor& x, const Tensor& grad_y) {
   const WindowGeometry g = geometry(x.shape());
   const std::int64_t batch = x.size(0), out_plane = g.out_plane();
   MemoryCategoryScope scope(MemoryCategory::workspace);
+  if (uses_winograd(o)) {
+    detail::winograd::accumulate_filter_gradient(x, grad_y, o.padding.h, weight_.grad);
+    if (o.bias)
+      detail::dispatch_floating(x.dtype(), describe(), [&](auto zero) {
+        accumulate_channel_sums<decltype(zero)>(grad_y, bias_.grad);
+      });
+    return;
+  }
   const std::int64_t rows = o.in_channels * g.window();
   const std::int64_t group_rows = rows / o.groups, group_out = o.out_channels / o.groups;
   const std::int64_t chunk = images_per_chunk(batch, rows, out_plane, x.element_size());

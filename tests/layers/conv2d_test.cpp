@@ -24,7 +24,12 @@ struct ConvCase {
 // Small planes put many images in one GEMM; the 40x40 cases take one image per GEMM.
 std::vector<ConvCase> cases() {
   return {
-      {"3x3 pad 1", {.in_channels = 3, .out_channels = 8, .kernel = 3, .padding = 1}, {2, 3, 9, 9}},
+      {"3x3 pad 1 (Winograd)", {.in_channels = 3, .out_channels = 8, .kernel = 3, .padding = 1}, {2, 3, 9, 9}},
+      {"3x3 pad 0, odd output (Winograd)", {.in_channels = 4, .out_channels = 5, .kernel = 3}, {2, 4, 9, 8}},
+      {"3x3 pad 2, no bias (Winograd)", {.in_channels = 2, .out_channels = 3, .kernel = 3, .padding = 2, .bias = false},
+       {3, 2, 5, 6}},
+      {"3x3 pad 1, groups 2 (im2col)", {.in_channels = 4, .out_channels = 6, .kernel = 3, .padding = 1, .groups = 2},
+       {2, 4, 8, 8}},
       {"rect kernel, stride 2, pad (1,2), dilation (2,1)",
        {.in_channels = 4, .out_channels = 6, .kernel = {3, 2}, .stride = 2, .padding = {1, 2}, .dilation = {2, 1}},
        {2, 4, 11, 10}},
@@ -35,7 +40,9 @@ std::vector<ConvCase> cases() {
        {2, 4, 6, 5}},
       {"1x1 pointwise", {.in_channels = 5, .out_channels = 7, .kernel = 1}, {3, 5, 6, 6}},
       {"1x1 stride 2", {.in_channels = 5, .out_channels = 4, .kernel = 1, .stride = 2}, {2, 5, 7, 7}},
-      {"3x3 on a large plane", {.in_channels = 3, .out_channels = 4, .kernel = 3, .padding = 1}, {2, 3, 40, 40}},
+      {"3x3 on a large plane (Winograd)", {.in_channels = 3, .out_channels = 4, .kernel = 3, .padding = 1}, {2, 3, 40, 40}},
+      {"3x3 stride 2 on a large plane (im2col)", {.in_channels = 3, .out_channels = 4, .kernel = 3, .stride = 2, .padding = 1},
+       {2, 3, 40, 40}},
       {"1x1 on a large plane", {.in_channels = 3, .out_channels = 4, .kernel = 1, .bias = false}, {2, 3, 40, 40}},
   };
 }
