@@ -54,3 +54,47 @@ double norm_relative_error(const std::vector<double>& a, const std::vector<doubl
 }
 
 }  // namespace loom::test
+
+namespace loom::test {
+
+SequentialRun train_with_versions(const apps::TrainOptions& o, const std::vector<std::vector<int>>& version,
+                                  const std::vector<int>& stage_of_block) {
+  const ModelSpec spec = make_model(o.model, o.overrides);
+  auto model = spec.build_all();
+  model->initialize(o.seed);
+  LayerPtr loss = spec.make_loss();
+  auto data = open_dataset(o.data, DatasetSplit::train, spec.data, o.seed);
+  auto params = trainable_parameters(*model);
+  Sgd optimizer(params, SgdOptions{o.momentum, 0, false, o.weight_decay});
+  // Which stage each parameter belongs to (its block is the first component of its name).
+  std::vector<int> stage_of_param;
+  for (const NamedParameter& p : params) stage_of_param.push_back(stage_of_block.at(std::stoi(p.name)));
+  std::vector<std::vector<Tensor>> history{{}};  // history[k][i]: parameter i after k updates
+  for (const NamedParameter& p : params) history[0].push_back(p.parameter->value.clone());
+  const std::int64_t per_epoch = data->size() / o.global_batch;
+  SequentialRun run;
+  for (std::int64_t n = 0; n < o.steps; ++n) {
+    for (std::size_t i = 0; i < params.size(); ++i)
+      params[i].parameter->value = history.at(version.at(stage_of_param[i]).at(n))[i].clone();
+    const auto order = epoch_order(data->size(), o.seed, n / per_epoch);
+    const std::int64_t base = (n % per_epoch) * o.global_batch;
+    std::vector<std::int64_t> indices(order.begin() + base, order.begin() + base + o.global_batch);
+    Tensor x, y;
+    data->read(indices, x, y);
+    Context ctx, loss_ctx;
+    ctx.seed = loss_ctx.seed = o.seed;
+    ctx.step = loss_ctx.step = static_cast<std::uint64_t>(n);
+    const Tensor logits = model->forward({x}, ctx).at(0);
+    run.losses.push_back(loss->forward({logits, y}, loss_ctx).at(0).item());
+    model->backward({loss->backward({Tensor::full({}, 1.0)}, loss_ctx).at(0)}, ctx);
+    for (std::size_t i = 0; i < params.size(); ++i) params[i].parameter->value = history.back()[i].clone();
+    optimizer.step(o.lr);
+    optimizer.zero_grad();
+    history.emplace_back();
+    for (const NamedParameter& p : params) history.back().push_back(p.parameter->value.clone());
+  }
+  for (const NamedParameter& p : model->parameters()) run.parameters[p.name] = p.parameter->value.to_double_vector();
+  return run;
+}
+
+}  // namespace loom::test

@@ -21,3 +21,14 @@ SequentialRun train_sequentially(const apps::TrainOptions& options);
 double norm_relative_error(const std::vector<double>& a, const std::vector<double>& b);
 
 }  // namespace loom::test
+
+namespace loom::test {
+
+// The reference for asynchronous schedules: minibatch n runs the blocks of stage s with that
+// stage's weights after `version[s][n]` updates (weight stashing), and every stage then applies the
+// minibatch's gradient to its newest weights (W_s(n+1) = W_s(n) - step(grad at W_s(version))).
+// `stage_of_block[b]` is the stage holding block b. One process, whole batches, no executor.
+SequentialRun train_with_versions(const apps::TrainOptions& options, const std::vector<std::vector<int>>& version,
+                                  const std::vector<int>& stage_of_block);
+
+}  // namespace loom::test
