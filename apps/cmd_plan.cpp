@@ -1,13 +1,172 @@
-// `loom plan` — not implemented yet (its issue fills this file).
+// `loom plan`: run the planners on a profile and a cluster, print their plans side by side (or
+// as JSON), and write the best one as a plan file for `loom train --plan`.
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+
 #include <loom/core/error.h>
+#include <loom/planner/baselines.h>
+#include <loom/planner/dapple_planner.h>
+#include <loom/planner/pipedream_planner.h>
+#include <loom/planner/plan_file.h>
+#include <loom/planner/plan_simulation.h>
+#include <loom/planner/profile_json.h>
 
 #include "commands.h"
 
 namespace loom::apps {
 
+namespace {
+
+struct PlanOptions {
+  std::string profile, cluster, planner = "all", out, optimizer = "adam", microbatches;
+  int global_batch = 0;
+  double profile_batch = 0;
+  bool json = false;
+};
+
+struct Row {
+  planner::PlannerResult result;
+  double simulated_ms = -1;
+};
+
+double optimizer_state_factor(const std::string& name) {
+  if (name == "adam" || name == "adamw") return 2;
+  if (name == "momentum") return 1;
+  if (name == "sgd") return 0;
+  LOOM_THROW("--optimizer: unknown optimizer '", name, "' (adam, adamw, momentum, sgd)");
+}
+
+std::vector<int> parse_counts(const std::string& text) {
+  std::vector<int> out;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    try {
+      std::size_t used = 0;
+      out.push_back(std::stoi(item, &used));
+      if (used != item.size() || out.back() < 1) throw std::invalid_argument(item);
+    } catch (const std::exception&) {
+      LOOM_THROW("--microbatches: '", item, "' is not a positive integer");
+    }
+  }
+  return out;
+}
+
+nlohmann::json row_json(const Row& row, double single_device_ms) {
+  const planner::Plan& plan = row.result.plan;
+  nlohmann::json stages = nlohmann::json::array();
+  for (const planner::StagePlan& s : plan.stages)
+    stages.push_back({{"layers", {s.first_layer, s.last_layer}}, {"replicas", s.replicas()}, {"devices", s.devices}});
+  const bool any = !plan.stages.empty();
+  nlohmann::json out = {{"planner", plan.planner},
+                        {"feasible", row.result.found},
+                        {"strategy", plan.strategy()},
+                        {"stages", stages},
+                        {"microbatches", any ? nlohmann::json(plan.microbatches) : nlohmann::json()},
+                        {"schedule", planner::to_string(plan.schedule)},
+                        {"placement", plan.placement},
+                        {"predicted_step_ms", any ? nlohmann::json(row.result.cost.step_ms) : nlohmann::json()},
+                        {"simulated_step_ms", row.simulated_ms >= 0 ? nlohmann::json(row.simulated_ms) : nlohmann::json()},
+                        {"speedup", any ? nlohmann::json(single_device_ms / row.result.cost.step_ms) : nlohmann::json()},
+                        {"peak_memory_bytes", any ? nlohmann::json(row.result.cost.peak_memory_bytes) : nlohmann::json()},
+                        {"planning_ms", row.result.planning_ms}};
+  if (!row.result.note.empty()) out["note"] = row.result.note;
+  return out;
+}
+
+void print_table(const std::vector<Row>& rows, const planner::Profile& profile, const planner::Cluster& cluster,
+                 int global_batch, double single_device_ms) {
+  std::printf("profile  %s: %d layers, profiled at micro-batch %g (%s)\n", profile.model.c_str(), profile.size(),
+              profile.microbatch, profile.source.c_str());
+  std::printf("cluster  %s: %s\n", cluster.name.c_str(), planner::describe(cluster).c_str());
+  std::printf("batch    %d samples per step; one device: %.1f ms per step\n\n", global_batch, single_device_ms);
+  std::printf("%-11s %5s %11s %11s %8s %10s %9s  %s\n", "planner", "M", "step ms", "simulated", "speedup",
+              "peak mem", "plan ms", "strategy (layers x replicas per stage)");
+  for (const Row& row : rows) {
+    const planner::PlannerResult& r = row.result;
+    if (r.plan.stages.empty()) {
+      std::printf("%-11s %5s %11s %11s %8s %10s %9.1f  (%s)\n", "?", "-", "-", "-", "-", "-", r.planning_ms,
+                  r.note.c_str());
+      continue;
+    }
+    char simulated[32] = "-";
+    if (row.simulated_ms >= 0) std::snprintf(simulated, sizeof simulated, "%.1f", row.simulated_ms);
+    std::printf("%-11s %5d %11.1f %11s %7.2fx %7.2f GB %9.1f  %s%s\n", r.plan.planner.c_str(), r.plan.microbatches,
+                r.cost.step_ms, simulated, single_device_ms / r.cost.step_ms, r.cost.peak_memory_bytes / 1e9,
+                r.planning_ms, r.plan.strategy().c_str(), r.found ? "" : "  (does not fit in memory)");
+  }
+}
+
+void run(const PlanOptions& o) {
+  const planner::Profile profile = planner::load_profile(o.profile, o.profile_batch);
+  const planner::Cluster cluster = planner::parse_cluster(o.cluster);
+  if (o.global_batch < 1) LOOM_THROW("--global-batch must be at least 1");
+  planner::PlannerOptions options;
+  options.cost.optimizer_state_factor = optimizer_state_factor(o.optimizer);
+  if (!o.microbatches.empty()) options.microbatch_counts = parse_counts(o.microbatches);
+
+  std::vector<Row> rows;
+  const bool all = o.planner == "all";
+  if (all || o.planner == "dapple") rows.push_back({planner::plan_dapple(profile, cluster, o.global_batch, options)});
+  if (all || o.planner == "pipedream")
+    rows.push_back({planner::plan_pipedream(profile, cluster, o.global_batch, options)});
+  if (all || o.planner == "dp") {
+    rows.push_back({planner::plan_data_parallel(profile, cluster, o.global_batch, false, options)});
+    rows.push_back({planner::plan_data_parallel(profile, cluster, o.global_batch, true, options)});
+  }
+  if (all || o.planner == "gpipe") rows.push_back({planner::plan_gpipe(profile, cluster, o.global_batch, options)});
+
+  const Row* best = nullptr;
+  for (Row& row : rows) {
+    if (row.result.plan.stages.empty()) continue;
+    row.simulated_ms = planner::simulate_plan(profile, cluster, row.result.plan, options.cost).step_ms;
+    row.result.plan.simulated_step_ms = row.simulated_ms;
+    if (row.result.found && (!best || row.result.cost.step_ms < best->result.cost.step_ms)) best = &row;
+  }
+  const double single = planner::single_device_step_ms(profile, o.global_batch);
+  if (o.json) {
+    nlohmann::json planners = nlohmann::json::array();
+    for (const Row& row : rows) planners.push_back(row_json(row, single));
+    nlohmann::json out = {{"model", profile.model},
+                          {"profile", o.profile},
+                          {"cluster", cluster.name},
+                          {"global_batch", o.global_batch},
+                          {"single_device_step_ms", single},
+                          {"planners", planners},
+                          {"best", best ? nlohmann::json(best->result.plan.planner) : nlohmann::json()}};
+    std::cout << out.dump(2) << "\n";
+  } else {
+    print_table(rows, profile, cluster, o.global_batch, single);
+  }
+  if (!o.out.empty()) {
+    if (!best) LOOM_THROW("no plan fits in device memory; nothing written to ", o.out);
+    planner::write_plan(best->result.plan, cluster, o.out);
+    if (!o.json) std::printf("\nwrote the %s plan to %s\n", best->result.plan.planner.c_str(), o.out.c_str());
+  }
+}
+
+}  // namespace
+
 void add_plan_command(CLI::App& app) {
-  CLI::App* cmd = app.add_subcommand("plan", "(not implemented yet)");
-  cmd->callback([] { LOOM_THROW("loom plan is not implemented yet"); });
+  static PlanOptions o;
+  CLI::App* cmd = app.add_subcommand("plan", "Plan stages, replicas and micro-batches for a profile on a cluster");
+  cmd->add_option("--profile", o.profile, "profile: loom profile JSON or a PipeDream/DAPPLE graph.txt")->required();
+  cmd->add_option("--cluster", o.cluster,
+                  "cluster: preset A, B or C, a spec like 2x8:intra=130GB/s,inter=25Gb/s,mem=16GB, or a JSON file")
+      ->required();
+  cmd->add_option("--global-batch", o.global_batch, "samples per optimizer step")->required();
+  cmd->add_option("--planner", o.planner, "dapple, pipedream, dp (with and without overlap), gpipe or all")
+      ->check(CLI::IsMember({"dapple", "pipedream", "dp", "gpipe", "all"}))
+      ->capture_default_str();
+  cmd->add_option("--out", o.out, "write the fastest plan that fits as a plan file for `loom train --plan`");
+  cmd->add_flag("--json", o.json, "print JSON instead of a table");
+  cmd->add_option("--profile-batch", o.profile_batch,
+                  "graph.txt only: the micro-batch it was profiled at (default: -pbs-N in the file name, else 1)");
+  cmd->add_option("--optimizer", o.optimizer, "optimizer state per parameter: adam/adamw (2x), momentum (1x), sgd")
+      ->capture_default_str();
+  cmd->add_option("--microbatches", o.microbatches, "only these micro-batch counts, e.g. 8,16,32 (default: divisors)");
+  cmd->callback([] { run(o); });
 }
 
 }  // namespace loom::apps
