@@ -179,8 +179,10 @@ TensorList PendingReceive::wait() {
   TensorList tensors = std::move(state_->tensors);
   const Device device = state_->device;
   state_.reset();
-  if (!device.is_cpu())
+  if (!device.is_cpu()) {
+    MemoryCategoryScope category(MemoryCategory::communication);
     for (Tensor& tensor : tensors) tensor = tensor.to(device);
+  }
   return tensors;
 }
 
@@ -212,6 +214,7 @@ void StageLink::send(Direction direction, std::int64_t microbatch, const TensorL
   const Range mine = rows_of(rows, static_cast<int>(senders.size()), me);
 
   auto pending = std::make_unique<PendingSend>();
+  MemoryCategoryScope category(MemoryCategory::communication);  // host copies of device tensors
   for (const Tensor& tensor : tensors) {
     LOOM_CHECK(tensor.defined() && tensor.rank() >= 1 && tensor.size(0) == mine.size(), "stage link ", link_, ": ",
                direction_name(direction), " micro-batch ", microbatch, " tensor ", tensor.shape().str(),

@@ -95,7 +95,7 @@ void check_against_reference(ReduceGroup& group, std::int64_t count, ReduceOp op
     // The tensor entry point, for f32.
     Tensor tensor = Tensor::from_vector(data, Shape{count});
     allreduce(group, tensor, op, algorithm);
-    std::memcpy(data.data(), tensor.raw_data(), count * sizeof(T));
+    if (count > 0) std::memcpy(data.data(), tensor.raw_data(), count * sizeof(T));
   } else {
     allreduce(group, data.data(), count, dtype, op, algorithm);
   }
