@@ -46,18 +46,18 @@ TensorList Embedding::forward(const TensorList& inputs, Context& ctx) {
   std::vector<std::int64_t> out_dims = ids.shape().vec();
   out_dims.push_back(dim_);
   Tensor y = Tensor::empty(Shape(out_dims), table.dtype(), table.device());
+  const std::vector<std::int64_t> id = ids_on_host(ids);
+  for (std::size_t i = 0; i < id.size(); ++i)
+    LOOM_CHECK(id[i] >= 0 && id[i] < num_embeddings_, describe(), ": id ", id[i], " at position ", i,
+               " outside the table of ", num_embeddings_, " rows");
   if (ids.device().is_cuda()) {
     cuda_kernels::embedding_forward(ids, table, y);
   } else {
-    const std::vector<std::int64_t> id = ids_on_host(ids);
     const std::size_t row_bytes = static_cast<std::size_t>(dim_) * table.element_size();
     const char* src = static_cast<const char*>(table.raw_data());
     char* dst = static_cast<char*>(y.raw_data());
-    for (std::size_t i = 0; i < id.size(); ++i) {
-      LOOM_CHECK(id[i] >= 0 && id[i] < num_embeddings_, describe(), ": id ", id[i], " at position ", i,
-                 " outside the table of ", num_embeddings_, " rows");
+    for (std::size_t i = 0; i < id.size(); ++i)
       std::memcpy(dst + i * row_bytes, src + static_cast<std::size_t>(id[i]) * row_bytes, row_bytes);
-    }
   }
   ctx.save("ids", ids);
   return {y};

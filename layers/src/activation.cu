@@ -1,0 +1,50 @@
+// CUDA kernels of the activation layers: one thread per element over activation_math.h.
+#include <loom/core/cuda/context.h>
+
+#include "activation_math.h"
+#include "cuda_block_reduce.cuh"
+#include "cuda_kernels.h"
+
+namespace loom::cuda_kernels {
+
+namespace {
+
+template <typename T>
+__global__ void forward_kernel(activation_math::Kind kind, const T* x, T* y, long long n) {
+  LOOM_GRID_LOOP(i, n) y[i] = activation_math::forward(kind, x[i]);
+}
+
+template <typename T>
+__global__ void backward_kernel(activation_math::Kind kind, const T* saved, const T* g, T* dx, long long n) {
+  LOOM_GRID_LOOP(i, n) dx[i] = activation_math::backward(kind, saved[i], g[i]);
+}
+
+}  // namespace
+
+void activation_forward(int kind, const Tensor& x, Tensor& y) {
+  const long long n = x.numel();
+  if (n == 0) return;
+  const auto k = static_cast<activation_math::Kind>(kind);
+  cudaStream_t s = cuda::stream(x.device().index);
+  if (x.dtype() == DType::f32)
+    forward_kernel<<<cuda::blocks_for(n), 256, 0, s>>>(k, x.data<float>(), y.data<float>(), n);
+  else
+    forward_kernel<<<cuda::blocks_for(n), 256, 0, s>>>(k, x.data<double>(), y.data<double>(), n);
+  LOOM_CUDA_CHECK(cudaGetLastError());
+}
+
+void activation_backward(int kind, const Tensor& saved, const Tensor& grad_y, Tensor& grad_x) {
+  const long long n = saved.numel();
+  if (n == 0) return;
+  const auto k = static_cast<activation_math::Kind>(kind);
+  cudaStream_t s = cuda::stream(saved.device().index);
+  if (saved.dtype() == DType::f32)
+    backward_kernel<<<cuda::blocks_for(n), 256, 0, s>>>(k, saved.data<float>(), grad_y.data<float>(),
+                                                        grad_x.data<float>(), n);
+  else
+    backward_kernel<<<cuda::blocks_for(n), 256, 0, s>>>(k, saved.data<double>(), grad_y.data<double>(),
+                                                        grad_x.data<double>(), n);
+  LOOM_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace loom::cuda_kernels
