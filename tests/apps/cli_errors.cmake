@@ -1,0 +1,33 @@
+# `loom train` with bad input under mpiexec: every case must end (no hang) with a non-zero exit
+# and a one-line "loom: error" message naming the problem.
+function(expect_failure expected)
+  execute_process(COMMAND ${MPIEXEC} ${MPIEXEC_FLAGS} -n 2 ${LOOM} ${ARGN}
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 120)
+  if(rc EQUAL 0)
+    message(FATAL_ERROR "expected failure, got success: ${ARGN}\n${out}\n${err}")
+  endif()
+  if(rc MATCHES "timeout")
+    message(FATAL_ERROR "hang: ${ARGN}")
+  endif()
+  string(FIND "${err}" "loom: error" at)
+  string(FIND "${err}" "${expected}" found)
+  if(at LESS 0 OR found LESS 0)
+    message(FATAL_ERROR "expected 'loom: error ... ${expected}' for ${ARGN}, got:\n${out}\n${err}")
+  endif()
+  message(STATUS "ok (${rc}): ${expected}")
+endfunction()
+
+file(WRITE ${WORK_DIR}/bad_plan.json "{\"stages\": [")
+file(WRITE ${WORK_DIR}/other_plan.json
+  "{\"format\": \"loom-plan\", \"version\": 1, \"model\": \"gpt\", \"global_batch\": 8, \"microbatches\": 2, \"schedule\": \"dapple\", \"stages\": [{\"layers\": [0, 1], \"ranks\": [0]}, {\"layers\": [2, 3], \"ranks\": [1]}]}")
+expect_failure("needs 3" train --stages 3 --steps 1)
+expect_failure("--microbatches must be at least 1" train --stages 2 --microbatches 0 --steps 1)
+expect_failure("blocks, too few" train --model mlp --set layers=2 --stages 2 --schedule interleaved --steps 1)
+expect_failure("not divisible by 4 micro-batches" train --stages 2 --global-batch 30 --steps 1)
+expect_failure("unknown model 'resnet'" train --model resnet --stages 2 --steps 1)
+expect_failure("unknown dataset 'imagenet'" train --data imagenet --stages 2 --steps 1)
+expect_failure("unknown schedule '1f1b'" train --schedule 1f1b --stages 2 --steps 1)
+expect_failure("/nonexistent/file.txt: cannot open" train --model gpt --data text:/nonexistent/file.txt --stages 2 --steps 1)
+expect_failure("bad_plan.json" train --plan ${WORK_DIR}/bad_plan.json --steps 1)
+expect_failure("not 'mlp'" train --model mlp --plan ${WORK_DIR}/other_plan.json --steps 1)
+expect_failure("--steps" train --stages 2 --steps 1 --epochs 1)
