@@ -82,25 +82,47 @@ double transfer_ms(const Cluster& cluster, const std::vector<int>& from, const s
 
 PipelineLatency dapple_latency(const std::vector<Element>& elements, int microbatches) {
   PipelineLatency out;
+  const int count = static_cast<int>(elements.size()), stages = (count + 1) / 2;
   const double m = microbatches;
-  double before_forward = 0, before_backward = 0, worst = -1;
-  double tail = -INFINITY;
-  for (std::size_t e = 0; e < elements.size(); ++e) {
+  std::vector<double> before(count + 1, 0.0), before_backward(count + 1, 0.0);
+  for (int e = 0; e < count; ++e) {
+    before[e + 1] = before[e] + elements[e].forward_ms + elements[e].backward_ms;
+    before_backward[e + 1] = before_backward[e] + elements[e].backward_ms;
+  }
+  double worst = -1, tail = -INFINITY;
+  for (int e = 0; e < count; ++e) {
     const Element& el = elements[e];
-    const double bound = before_forward + m * (el.forward_ms + el.backward_ms) + before_backward;
+    const double bound = before[e] + m * (el.forward_ms + el.backward_ms);
     if (bound >= worst) {
       worst = bound;
-      out.pivot = static_cast<int>(e);
+      out.pivot = e;
+      out.pivot_is_round_trip = false;
     }
-    out.allreduce_tail_ms.push_back(el.allreduce_ms - before_backward);
+    if (e % 2 == 0) {
+      const int in_flight = std::min(stages - e / 2, microbatches);
+      if (in_flight < microbatches) {
+        const double round_trip = before[count] - before[e];
+        const double loop = before[e] + round_trip * (1 + (m - 1) / in_flight);
+        if (loop > worst || (loop == worst && out.pivot < e)) {
+          worst = loop;
+          out.pivot = e;
+          out.pivot_is_round_trip = true;
+        }
+      }
+    }
+    out.allreduce_tail_ms.push_back(el.allreduce_ms - before_backward[e]);
     tail = std::max(tail, out.allreduce_tail_ms.back());
-    before_forward += el.forward_ms;
-    before_backward += el.backward_ms;
   }
   out.step_ms = worst + tail;
-  const Element& q = elements[out.pivot];
-  for (int e = 0; e <= out.pivot; ++e) out.warmup_ms += elements[e].forward_ms;
-  out.steady_ms = (m - 1) * (q.forward_ms + q.backward_ms);
+  const int q = out.pivot;
+  if (out.pivot_is_round_trip) {
+    for (const Element& el : elements) out.warmup_ms += el.forward_ms;
+    const int in_flight = std::min(stages - q / 2, microbatches);
+    out.steady_ms = (m - 1) * (before[count] - before[q]) / in_flight;
+  } else {
+    for (int e = 0; e <= q; ++e) out.warmup_ms += elements[e].forward_ms;
+    out.steady_ms = (m - 1) * (elements[q].forward_ms + elements[q].backward_ms);
+  }
   out.end_ms = out.step_ms - out.warmup_ms - out.steady_ms;
   return out;
 }
@@ -175,6 +197,7 @@ PlanCost evaluate(const Profile& profile, const Cluster& cluster, const Plan& pl
       plan.schedule == ScheduleKind::GPipe ? gpipe_latency(elements, m) : dapple_latency(elements, m);
   cost.step_ms = latency.step_ms;
   cost.pivot = latency.pivot;
+  cost.pivot_is_round_trip = latency.pivot_is_round_trip;
   cost.warmup_ms = latency.warmup_ms;
   cost.steady_ms = latency.steady_ms;
   cost.end_ms = latency.end_ms;

@@ -23,7 +23,8 @@ int ceil_div(int a, int b) { return (a + b - 1) / b; }
 // of the pipeline is entry `child_entry` of state `child` (-1: this is the last stage).
 struct Entry {
   double p, a;
-  int stages;  // stages from this one to the end, capped at M
+  double round_trip;  // Σ w_e from this stage to the end
+  int stages;         // stages from this one to the end, capped at M
   int last_layer;
   int child;
   int child_entry;
@@ -40,8 +41,8 @@ struct Placed {
 class Search {
  public:
   Search(const Profile& profile, const Cluster& cluster, int global_batch, int microbatches, PlacementPolicy policy,
-         const CostOptions& options, double upper_bound)
-      : profile_(profile), cluster_(cluster), policy_(policy), m_(microbatches),
+         const CostOptions& options, double upper_bound, bool greedy = false)
+      : profile_(profile), cluster_(cluster), policy_(policy), greedy_(greedy), m_(microbatches),
         b_(global_batch / microbatches), n_(profile.size()), devices_(cluster.devices()),
         max_replicas_(std::min(devices_, b_)), upper_bound_(upper_bound) {
     state_factor_ = 2 + options.optimizer_state_factor;
@@ -194,8 +195,8 @@ class Search {
       const double work = f + bw, ar = allreduce.at(weights);
       if (m * work + bound > upper_bound_) break;  // longer stages only work more
       if (last == n_ - 1) {
-        const double p = m * work;
-        if (p + bound <= upper_bound_) candidates.push_back({p, ar, 1, last, -1, -1});
+        const double p = m * work;  // the last stage: K = 1, so its loop is its own work
+        if (p + bound <= upper_bound_) candidates.push_back({p, ar, work, 1, last, -1, -1});
         continue;
       }
       for (int next = 1; next <= std::min(free_after, max_replicas_); ++next) {
@@ -205,13 +206,15 @@ class Search {
         for (std::size_t e = 0; e < fronts_[child].size(); ++e) {
           const Entry& c = fronts_[child][e];
           if (work + 2 * t + c.p + bound > upper_bound_) break;  // entries come in increasing P
-          const int stages = std::min(c.stages + 1, m_);
+          const int stages = std::min(c.stages + 1, m_);  // = K, the warm-up depth of this stage
           if (stages > fit) continue;
+          const double round_trip = work + 2 * t + c.round_trip;
           const double pc = std::max(m * 2 * t, 2 * t + c.p);
-          const double p = std::max(m * work, work + pc);
+          double p = std::max(m * work, work + pc);
+          if (stages < m_) p = std::max(p, round_trip * (1 + (m - 1) / stages));
           if (p + bound > upper_bound_) continue;
           const double a = std::max(ar, c.a - t - bw);
-          candidates.push_back({p, a, stages, last, child, static_cast<int>(e)});
+          candidates.push_back({p, a, round_trip, stages, last, child, static_cast<int>(e)});
         }
       }
     }
@@ -223,20 +226,41 @@ class Search {
     return id;
   }
 
-  // Keeps the entries no other entry beats in P, A and stages at once.
+  // Keeps the entries no other entry with the same stage count beats in P, A and round trip at
+  // once (the stage count is not ordered: more stages allow more micro-batches in flight but need
+  // more memory). The result is sorted by P.
   std::vector<Entry> pareto(std::vector<Entry> candidates) const {
     std::sort(candidates.begin(), candidates.end(), [](const Entry& x, const Entry& y) {
       if (x.p != y.p) return x.p < y.p;
       if (x.a != y.a) return x.a < y.a;
-      return x.stages < y.stages;
+      return x.round_trip < y.round_trip;
     });
-    std::vector<double> least_a(m_ + 2, kInfinity);  // least A kept so far with exactly k stages
+    std::vector<std::vector<const Entry*>> kept_by_stages(m_ + 1);
     std::vector<Entry> kept;
+    if (greedy_) {
+      // The quick pass: fewer stages counted as better and the round trip ignored, which keeps
+      // fronts small; its plan is only an upper bound for the exact pass.
+      std::vector<double> least_a(m_ + 2, kInfinity);
+      for (const Entry& c : candidates) {
+        bool dominated = false;
+        for (int k = 1; k <= c.stages && !dominated; ++k) dominated = least_a[k] <= c.a;
+        if (dominated) continue;
+        least_a[c.stages] = c.a;
+        kept.push_back(c);
+      }
+      return kept;
+    }
     for (const Entry& c : candidates) {
+      auto& same = kept_by_stages[c.stages];
       bool dominated = false;
-      for (int k = 1; k <= c.stages && !dominated; ++k) dominated = least_a[k] <= c.a;
+      for (const Entry* k : same) {
+        if (k->a <= c.a && k->round_trip <= c.round_trip) {
+          dominated = true;
+          break;
+        }
+      }
       if (dominated) continue;
-      least_a[c.stages] = c.a;
+      same.push_back(&c);
       kept.push_back(c);
     }
     return kept;
@@ -245,6 +269,7 @@ class Search {
   const Profile& profile_;
   const Cluster& cluster_;
   PlacementPolicy policy_;
+  bool greedy_;
   int m_, b_, n_, devices_, max_replicas_;
   double upper_bound_;
   double state_factor_ = 4;
@@ -293,6 +318,21 @@ std::vector<Plan> uniform_plans(const Profile& profile, const Cluster& cluster, 
   return plans;
 }
 
+Plan make_plan(const Profile& profile, const Cluster& cluster, int global_batch, int microbatches,
+               PlacementPolicy policy, const Search::Result& found) {
+  Plan plan;
+  plan.model = profile.model;
+  plan.planner = "dapple";
+  plan.placement = to_string(policy);
+  plan.global_batch = global_batch;
+  plan.microbatches = microbatches;
+  plan.schedule = ScheduleKind::Dapple;
+  const auto devices = place_stages(cluster.nodes, cluster.devices_per_node, found.replicas, policy);
+  for (std::size_t s = 0, first = 0; s < found.replicas.size(); first = found.last_layers[s] + 1, ++s)
+    plan.stages.push_back({static_cast<int>(first), found.last_layers[s], devices[s]});
+  return plan;
+}
+
 }  // namespace
 
 PlannerResult plan_dapple(const Profile& profile, const Cluster& cluster, int global_batch,
@@ -301,49 +341,43 @@ PlannerResult plan_dapple(const Profile& profile, const Cluster& cluster, int gl
   validate(profile);
   PlannerResult result;
   const std::vector<PlacementPolicy> policies = distinct_policies(cluster, options);
-  // A first upper bound from uniform plans prunes the exact searches; searching first the M whose
-  // uniform plans did best tightens it early. An M whose lower bound is no better is skipped.
+  // Upper bounds first, so that the exact searches can prune: uniform plans, then a quick pass of
+  // the search with smaller fronts (see Search::pareto). The exact pass then visits the M whose
+  // quick plans did best first, and skips an M whose lower bound cannot beat the best so far.
   double best = kInfinity;
   struct Candidate {
-    double uniform, bound;
+    double quick, bound;
     int m;
   };
   std::vector<Candidate> order;
   for (int m : microbatch_candidates(global_batch, options)) {
-    double uniform = kInfinity;
     for (const Plan& plan : uniform_plans(profile, cluster, global_batch, m, policies)) {
       const PlanCost cost = evaluate(profile, cluster, plan, options.cost);
-      if (cost.feasible) uniform = std::min(uniform, cost.step_ms);
+      if (cost.feasible) best = std::min(best, cost.step_ms * (1 + 1e-9));
     }
-    best = std::min(best, uniform * (1 + 1e-9));
-    order.push_back(
-        {uniform, Search(profile, cluster, global_batch, m, policies[0], options.cost, 0).lower_bound(), m});
   }
-  std::sort(order.begin(), order.end(), [](const Candidate& x, const Candidate& y) { return x.uniform < y.uniform; });
-  for (const Candidate& candidate : order) {
-    const int m = candidate.m;
-    if (candidate.bound > best) continue;
+  for (int m : microbatch_candidates(global_batch, options)) {
+    double quick = kInfinity;
     for (PlacementPolicy policy : policies) {
-      Search search(profile, cluster, global_batch, m, policy, options.cost, best);
+      Search search(profile, cluster, global_batch, m, policy, options.cost, best, true);
       const Search::Result found = search.run();
       result.search_states += search.states();
-
+      quick = std::min(quick, found.step_ms);
+    }
+    best = std::min(best, quick * (1 + 1e-9));
+    order.push_back(
+        {quick, Search(profile, cluster, global_batch, m, policies[0], options.cost, 0).lower_bound(), m});
+  }
+  std::sort(order.begin(), order.end(), [](const Candidate& x, const Candidate& y) { return x.quick < y.quick; });
+  for (const Candidate& candidate : order) {
+    if (candidate.bound > best) continue;
+    for (PlacementPolicy policy : policies) {
+      Search search(profile, cluster, global_batch, candidate.m, policy, options.cost, best);
+      const Search::Result found = search.run();
+      result.search_states += search.states();
       if (!(found.step_ms < best)) continue;
       best = found.step_ms;
-      Plan plan;
-      plan.model = profile.model;
-      plan.planner = "dapple";
-      plan.placement = to_string(policy);
-      plan.global_batch = global_batch;
-      plan.microbatches = m;
-      plan.schedule = ScheduleKind::Dapple;
-      const auto devices = place_stages(cluster.nodes, cluster.devices_per_node, found.replicas, policy);
-      int first = 0;
-      for (std::size_t s = 0; s < found.replicas.size(); ++s) {
-        plan.stages.push_back({first, found.last_layers[s], devices[s]});
-        first = found.last_layers[s] + 1;
-      }
-      result.plan = plan;
+      result.plan = make_plan(profile, cluster, global_batch, candidate.m, policy, found);
       result.found = true;
     }
   }

@@ -173,3 +173,25 @@ TEST_CASE("placement policies") {
   CHECK(scatter[2] == std::vector<int>{3, 6});
   CHECK_THROWS(place_stages(2, 4, {5, 4}, PlacementPolicy::FreshFirst));
 }
+
+TEST_CASE("round trip: with K_0 = 2 < M a slow boundary caps the first stage's loop") {
+  // Two stages on two nodes, F = B = 1 each (1 sample per micro-batch), the boundary takes 1 ms
+  // each way, M = 8. Stage 0 keeps at most K_0 = 2 micro-batches in flight, each for
+  // RT_0 = 2 + 2·1 + 2 = 6 ms, so LR_0 = 6 · (1 + 7/2) = 27, above LB_s1 = 4 + 8·2 = 20.
+  const Profile p = make_profile({{1, 1, 1e6, 1e6, 0}, {1, 1, 1e6, 0, 0}});
+  const Cluster c = make_cluster(2, 1, 100e9, 1e9, 1e12);
+  Plan plan;
+  plan.global_batch = 8;
+  plan.microbatches = 8;
+  plan.stages = {{0, 0, {0}}, {1, 1, {1}}};
+  const PlanCost cost = evaluate(p, c, plan);
+  CHECK(cost.stages[0].transfer_ms == Approx(1));
+  CHECK(cost.pivot == 0);
+  CHECK(cost.pivot_is_round_trip);
+  CHECK(cost.step_ms == Approx(27));
+  CHECK(cost.warmup_ms == Approx(1 + 1 + 1));  // the first micro-batch's forward to the end
+  CHECK(cost.steady_ms == Approx(7 * 3));      // (M − 1) · RT_0 / K_0
+  // With all micro-batches in flight there is no loop: M = 2 gives K_0 = M.
+  plan.microbatches = 2;
+  CHECK_FALSE(evaluate(p, c, plan).pivot_is_round_trip);
+}

@@ -2,21 +2,30 @@
 //
 // The pipeline is a sequence of elements: stage 0, the boundary transfer 0→1, stage 1, ..., each
 // with a per-micro-batch forward time F_e and backward time B_e (a transfer moves the activations
-// forward and their gradients back, F = B = its transfer time). For the DAPPLE schedule (1F1B,
-// early backward), element Q keeps the step at least as long as
-//     LB_Q = Σ_{e<Q} F_e  +  M·(F_Q + B_Q)  +  Σ_{e<Q} B_e
-// (the first micro-batch reaches Q, Q works through all M micro-batches, the last gradient drains
-// back to stage 0). The pivot Q is the element with the largest LB_Q (the latest one on ties);
-// this is DAPPLE's T_warmup + T_steady with the backward drain, i.e.
-//     T_warmup = Σ_{e≤Q} F_e,  T_steady = (M − 1)(F_Q + B_Q),  drain = Σ_{e≤Q} B_e.
-// Stage s finishes its last backward Σ_{e<s} B_e before the end of the drain; its gradient
-// allreduce AR_s starts then, so it stays hidden behind the later backwards while
-// AR_s ≤ Σ_{e<s} B_e. The step time is
-//     L = LB_Q + max_s (AR_s − Σ_{e<s} B_e)          (the s = 0 term is ≥ 0),
-// and T_end = L − T_warmup − T_steady. With Plan::overlap_allreduce, each layer's gradients are
-// allreduced as soon as the last backward has produced them (one after another, last layer
-// first), and AR_s is what of that still runs after the stage's last backward. GPipe (all forwards, then all backwards) is scored as two
-// flow shops, Σ F + (M − 1)·max F and Σ B + (M − 1)·max B, plus the same allreduce tail.
+// forward and their gradients back, F = B = its transfer time); w_e = F_e + B_e. For the DAPPLE
+// schedule (1F1B, early backward, K_s = min(S − s, M) warm-up forwards on stage s):
+//   * element Q keeps the step at least as long as
+//         LB_Q = Σ_{e<Q} w_e + M·w_Q          (+ the drain, already in Σ_{e<Q} w_e)
+//     (the first micro-batch reaches Q, Q works through all M micro-batches, the last gradient
+//     drains back to stage 0). This is DAPPLE's T_warmup + T_steady + backward drain with
+//     T_warmup = Σ_{e≤Q} F_e, T_steady = (M − 1)·w_Q, drain = Σ_{e≤Q} B_e.
+//   * stage s holds at most K_s micro-batches between its forward and its backward, and each
+//     stays there for the round trip RT_s = Σ_{e≥s} w_e through the rest of the pipeline. When
+//     K_s < M this caps its rate at K_s per RT_s: the loop of stage s takes
+//         LR_s = Σ_{e<s} w_e + RT_s·(1 + (M − 1)/K_s)
+//     (one round trip, then M − 1 micro-batches at RT_s / K_s each). With balanced stages and
+//     free transfers LR_s equals LB_last; it dominates when transfers are slow, which is why
+//     DAPPLE raises K then.
+// The pivot is the term with the largest value (on ties the later element, and at one stage LB). Stage s
+// finishes its last backward Σ_{e<s} B_e before the end of the drain; its gradient allreduce AR_s
+// starts then, so it stays hidden behind the later backwards while AR_s ≤ Σ_{e<s} B_e:
+//     L = max(max_Q LB_Q, max_s LR_s) + max_s (AR_s − Σ_{e<s} B_e)    (the s = 0 term is ≥ 0),
+// reported as T_warmup (Σ_{e≤Q} F_e; for a loop pivot, the first forward to the end),
+// T_steady ((M − 1)·w_Q or (M − 1)·RT_s/K_s) and T_end = L − T_warmup − T_steady.
+// With Plan::overlap_allreduce, each layer's gradients are allreduced as soon as the last backward
+// has produced them (one after another, last layer first), and AR_s is what of that still runs
+// after the stage's last backward. GPipe (all forwards, then all backwards) is scored as two flow
+// shops, Σ F + (M − 1)·max F and Σ B + (M − 1)·max B, plus the same allreduce tail.
 //
 // Costs: a stage replica computes ceil(b / R) rows of a micro-batch of b = global batch / M
 // samples (rows are split evenly, replica i gets rows [i·b/R, (i+1)·b/R)). A boundary transfer
@@ -59,9 +68,11 @@ struct PlanCost {
   bool feasible = true;
   std::string infeasible_reason;
   double step_ms = 0;
-  // DAPPLE schedule only: the pivot element (2s: stage s, 2s+1: the transfer after stage s).
+  // DAPPLE schedule only: the pivot element (2s: stage s, 2s+1: the transfer after stage s), and
+  // whether it is the round-trip loop of that stage rather than its work.
   // GPipe: warmup_ms is the forward phase, steady_ms the backward phase, end_ms the allreduce tail.
   int pivot = -1;
+  bool pivot_is_round_trip = false;
   double warmup_ms = 0, steady_ms = 0, end_ms = 0;
   double peak_memory_bytes = 0;
   std::vector<StageCost> stages;
@@ -90,13 +101,15 @@ struct LinearCost {
 LinearCost allreduce_cost(const Cluster& cluster, const std::vector<int>& devices);
 LinearCost transfer_cost(const Cluster& cluster, const std::vector<int>& from, const std::vector<int>& to, int rows);
 
-// The latency of a 1F1B pipeline of elements (F, B, AR) under the formula above.
+// The latency of a pipeline of elements (F, B, AR) under the formulas above; elements alternate
+// stage, transfer, stage, ..., so element 2s is stage s.
 struct Element {
   double forward_ms = 0, backward_ms = 0, allreduce_ms = 0;
 };
 struct PipelineLatency {
   double step_ms = 0;
   int pivot = 0;
+  bool pivot_is_round_trip = false;
   double warmup_ms = 0, steady_ms = 0, end_ms = 0;
   std::vector<double> allreduce_tail_ms;  // AR_e − Σ_{e'<e} B_e' per element
 };
