@@ -1,5 +1,5 @@
 // The central correctness test: K steps of pipelined training, for every synchronous schedule and
-// every (stages, replicas) that fits this world, give the same per-step losses and final weights as
+// every (stages, replicas) that fits this world, and with activation recomputation, give the same per-step losses and final weights as
 // the whole model trained sequentially on one rank (relative error <= 1e-5). Dropout is on (gpt).
 #include <catch2/catch.hpp>
 
@@ -46,11 +46,13 @@ TEST_CASE("pipelined training equals sequential training", "[train][mpi]") {
     const apps::TrainOptions base = small_model(model);
     const test::SequentialRun reference = test::train_sequentially(base);
     for (const auto& [stages, replicas] : layouts)
-      for (const std::string schedule : {"gpipe", "dapple", "interleaved", "zb-h1"}) {
+      for (const std::string variant : {"gpipe", "dapple", "interleaved", "zb-h1", "dapple+recompute"}) {
         apps::TrainOptions o = base;
         o.stages = stages;
         o.replicas = replicas;
-        o.schedule = schedule;
+        o.recompute = variant.ends_with("+recompute");
+        o.schedule = variant.substr(0, variant.find('+'));
+        const std::string& schedule = variant;
         o.allreduce = replicas > 1 && stages == 2 ? "ring" : "hierarchical";
         std::map<std::string, std::vector<double>> trained;
         const apps::TrainSummary summary = apps::train(o, [&](const apps::TrainedStage& stage) {
