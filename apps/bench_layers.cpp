@@ -1,6 +1,7 @@
 // `loom bench layers [--json]`: forward+backward time of loom's layers next to PyTorch's CPU
 // implementation on identical shapes and thread counts, in the same invocation: the command runs
-// /usr/bin/python3 (Debian's python3-torch) on an embedded script after timing loom. Each figure
+// /usr/bin/python3 (Debian's python3-torch) on an embedded script right after timing loom on the
+// same case, so both meet the same machine conditions. Each figure
 // is the median of several runs after warm-up; ratio = loom_ms / torch_ms (below 1: loom faster).
 // Both sides compute the input gradient and accumulate parameter gradients, in training mode.
 #include <algorithm>
@@ -192,11 +193,14 @@ std::vector<double> time_torch(const std::vector<BenchCase>& list, int threads, 
 void run(bool json, int threads, int warmup, int repeats, bool quick) {
   set_num_threads(threads > 0 ? threads : default_num_threads());
   const std::vector<BenchCase> list = cases(quick);
-  std::vector<double> loom_ms;
-  for (const BenchCase& c : list) loom_ms.push_back(time_loom(c, warmup, repeats));
-  const std::vector<double> torch_ms = time_torch(list, num_threads(), warmup, repeats);
-  LOOM_CHECK(torch_ms.size() == list.size(), "bench layers: PyTorch returned ", torch_ms.size(), " timings for ",
-             list.size(), " cases");
+  // Case by case, loom then PyTorch, so both see the same machine conditions.
+  std::vector<double> loom_ms, torch_ms;
+  for (const BenchCase& c : list) {
+    loom_ms.push_back(time_loom(c, warmup, repeats));
+    const std::vector<double> t = time_torch({c}, num_threads(), warmup, repeats);
+    LOOM_CHECK(t.size() == 1, "bench layers: PyTorch returned ", t.size(), " timings for one case");
+    torch_ms.push_back(t[0]);
+  }
   nlohmann::json rows = nlohmann::json::array();
   if (!json)
     std::printf("%-24s %-52s %10s %10s %7s   (threads %d, median of %d after %d warm-up)\n", "layer", "shape",

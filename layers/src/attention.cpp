@@ -6,6 +6,7 @@
 //   dq = dS k        dk = dS^T q
 #include <loom/layers/attention.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -16,6 +17,7 @@
 
 #include "cuda_kernels.h"
 #include "layer_util.h"
+#include "parallel.h"
 
 namespace loom {
 
@@ -25,30 +27,36 @@ namespace {
 template <typename T>
 void cpu_split_heads(const T* src, T* dst, std::int64_t B, std::int64_t Tn, std::int64_t W, std::int64_t offset,
                      std::int64_t H, std::int64_t D) {
-  for (std::int64_t b = 0; b < B; ++b)
-    for (std::int64_t h = 0; h < H; ++h)
+  detail::parallel_for(B * H, std::max<std::int64_t>(1, 16384 / (Tn * D)), [&](std::int64_t first, std::int64_t last) {
+    for (std::int64_t bh = first; bh < last; ++bh) {
+      const std::int64_t b = bh / H, h = bh % H;
       for (std::int64_t t = 0; t < Tn; ++t)
-        std::memcpy(dst + ((b * H + h) * Tn + t) * D, src + (b * Tn + t) * W + offset + h * D, sizeof(T) * D);
+        std::memcpy(dst + (bh * Tn + t) * D, src + (b * Tn + t) * W + offset + h * D, sizeof(T) * D);
+    }
+  });
 }
 
 // columns [offset, offset + H*D) of dst [B, T, W] <- src [B, H, T, D].
 template <typename T>
 void cpu_merge_heads(const T* src, T* dst, std::int64_t B, std::int64_t Tn, std::int64_t W, std::int64_t offset,
                      std::int64_t H, std::int64_t D) {
-  for (std::int64_t b = 0; b < B; ++b)
-    for (std::int64_t h = 0; h < H; ++h)
+  detail::parallel_for(B * H, std::max<std::int64_t>(1, 16384 / (Tn * D)), [&](std::int64_t first, std::int64_t last) {
+    for (std::int64_t bh = first; bh < last; ++bh) {
+      const std::int64_t b = bh / H, h = bh % H;
       for (std::int64_t t = 0; t < Tn; ++t)
-        std::memcpy(dst + (b * Tn + t) * W + offset + h * D, src + ((b * H + h) * Tn + t) * D, sizeof(T) * D);
+        std::memcpy(dst + (b * Tn + t) * W + offset + h * D, src + (bh * Tn + t) * D, sizeof(T) * D);
+    }
+  });
 }
 
 // In place over scores [B*H, T, S]: masked softmax; masked entries and all-masked rows become 0.
 template <typename T>
 void cpu_masked_softmax(T* scores, const T* key_padding, std::int64_t B, std::int64_t H, std::int64_t Tn,
                         std::int64_t S, bool causal) {
-  for (std::int64_t b = 0; b < B; ++b)
-    for (std::int64_t h = 0; h < H; ++h)
-      for (std::int64_t i = 0; i < Tn; ++i) {
-        T* row = scores + ((b * H + h) * Tn + i) * S;
+  detail::parallel_for(B * H * Tn, std::max<std::int64_t>(1, 8192 / S), [&](std::int64_t first, std::int64_t last) {
+      for (std::int64_t row_index = first; row_index < last; ++row_index) {
+        const std::int64_t b = row_index / (H * Tn), i = row_index % Tn;
+        T* row = scores + row_index * S;
         const T* pad = key_padding ? key_padding + b * S : nullptr;
         const std::int64_t limit = causal ? std::min(S, i + 1) : S;
         T m = -std::numeric_limits<T>::infinity();
@@ -67,6 +75,7 @@ void cpu_masked_softmax(T* scores, const T* key_padding, std::int64_t B, std::in
         const T inv = T(1) / sum;
         for (std::int64_t j = 0; j < S; ++j) row[j] *= inv;
       }
+  });
 }
 
 void split_heads(const Tensor& src, std::int64_t offset, std::int64_t H, Tensor& dst) {
@@ -168,10 +177,9 @@ TensorList MultiHeadAttention::forward(const TensorList& inputs, Context& ctx) {
   Tensor attended = probs;
   if (ctx.training && dropout_ > 0.0) {
     const std::uint64_t key = rng::stream_key(name() + ".attention_dropout", static_cast<std::uint64_t>(block_index()), ctx.step);
-    attended = dropout_keep_mask(Shape{B, H, Tn, S}, x.dtype(), x.device(), dropout_, ctx.seed, key, ctx.first_sample)
-                   .reshape(probs.shape());
-    ops::mul(probs, attended, attended);
-    ops::scale(attended, 1.0 / (1.0 - dropout_));
+    attended = Tensor::empty(Shape{B, H, Tn, S}, x.dtype(), x.device());
+    dropout_apply(probs.reshape(attended.shape()), attended, dropout_, ctx.seed, key, ctx.first_sample);
+    attended = attended.reshape(probs.shape());
   }
   Tensor heads = Tensor::empty(Shape{B * H, Tn, D}, x.dtype(), x.device());
   ops::gemm_strided_batched(attended, false, v, false, heads);
@@ -205,10 +213,8 @@ TensorList MultiHeadAttention::backward_input(const TensorList& grad_outputs, Co
   if (!attended.same_storage(probs)) {
     // Through the dropout: the keep-mask is regenerated, not saved.
     const std::uint64_t key = rng::stream_key(name() + ".attention_dropout", static_cast<std::uint64_t>(block_index()), ctx.step);
-    Tensor keep = dropout_keep_mask(Shape{B, H, Tn, S}, q.dtype(), q.device(), dropout_, ctx.seed, key, ctx.first_sample)
-                      .reshape(d_probs.shape());
-    ops::mul(d_probs, keep, d_probs);
-    ops::scale(d_probs, 1.0 / (1.0 - dropout_));
+    Tensor per_sample = d_probs.reshape(Shape{B, H, Tn, S});
+    dropout_apply(per_sample, per_sample, dropout_, ctx.seed, key, ctx.first_sample);
   }
   Tensor d_scores = Tensor::empty(Shape{BH, Tn, S}, q.dtype(), q.device());
   ops::softmax_backward(probs, d_probs, d_scores);

@@ -51,6 +51,9 @@ LOOM_CUDA_KERNEL(void split_heads(const Tensor& packed, std::int64_t offset, std
 LOOM_CUDA_KERNEL(void merge_heads(const Tensor& heads_tensor, std::int64_t offset, std::int64_t heads, Tensor& packed))
 LOOM_CUDA_KERNEL(void masked_softmax(Tensor& scores, const Tensor& key_padding, std::int64_t batch,
                                      std::int64_t heads, bool causal))
+// dropout.cu — out = x * keep / (1 - p) from the Bernoulli(keep) stream at first_index + i.
+LOOM_CUDA_KERNEL(void dropout_apply(const Tensor& x, Tensor& out, std::uint64_t seed, std::uint64_t key,
+                                    std::uint64_t first_index, float keep, double scale))
 }  // namespace loom::cuda_kernels
 
 #ifndef LOOM_WITH_CUDA

@@ -1,19 +1,60 @@
-// Dropout with partition-independent masks (see dropout.h); core ops only, so CPU and CUDA share it.
+// Dropout with partition-independent masks (see dropout.h): one fused pass (mask and scale) on the
+// CPU from vectorised Philox tiles, and a CUDA kernel; both draw exactly rng::bernoulli's stream.
 #include <loom/layers/dropout.h>
 
-#include <loom/core/ops.h>
+#include <algorithm>
+
 #include <loom/core/rng.h>
 
+#include "cuda_kernels.h"
 #include "layer_util.h"
+#include "parallel.h"
+#include "philox_cpu.h"
 
 namespace loom {
 
-Tensor dropout_keep_mask(const Shape& shape, DType dtype, Device device, double p, std::uint64_t seed,
-                         std::uint64_t key, std::int64_t first_sample) {
-  Tensor mask = Tensor::empty(shape, dtype, device);
+namespace {
+
+// Words come from philox_words in tiles; element i uses word first + i of the stream.
+template <typename T>
+void cpu_dropout(const T* x, T* out, std::int64_t n, std::uint64_t seed, std::uint64_t key, std::uint64_t first,
+                 float keep, T scale) {
+  const double threshold = static_cast<double>(keep);
+  detail::parallel_for(n, 1 << 14, [&](std::int64_t begin, std::int64_t end) {
+    constexpr int kTileBlocks = 256;
+    std::uint32_t words[4 * kTileBlocks];
+    std::int64_t i = begin;
+    while (i < end) {
+      const std::uint64_t index = first + static_cast<std::uint64_t>(i);
+      const std::uint64_t block = index >> 2;
+      const std::int64_t remaining = end - i + static_cast<std::int64_t>(index & 3);
+      const int blocks = static_cast<int>(std::min<std::int64_t>(kTileBlocks, (remaining + 3) / 4));
+      detail::philox_words(seed, key, block, blocks, words);
+      const std::int64_t count = std::min<std::int64_t>(end - i, 4 * blocks - static_cast<std::int64_t>(index & 3));
+      const std::uint32_t* w = words + (index & 3);
+      for (std::int64_t j = 0; j < count; ++j) {
+        const bool kept = (static_cast<double>(w[j]) + 0.5) * (1.0 / 4294967296.0) < threshold;
+        out[i + j] = kept ? x[i + j] * scale : T(0);
+      }
+      i += count;
+    }
+  });
+}
+
+}  // namespace
+
+void dropout_apply(const Tensor& x, Tensor& out, double p, std::uint64_t seed, std::uint64_t key,
+                   std::int64_t first_sample) {
+  const Shape& shape = x.shape();
   const std::int64_t per_sample = shape.rank() >= 1 && shape[0] > 0 ? shape.numel() / shape[0] : shape.numel();
-  rng::bernoulli(mask, seed, key, 1.0 - p, static_cast<std::uint64_t>(first_sample * per_sample));
-  return mask;
+  const auto first = static_cast<std::uint64_t>(first_sample * per_sample);
+  const float keep = static_cast<float>(1.0 - p);
+  const double scale = 1.0 / (1.0 - p);
+  if (x.device().is_cuda()) return cuda_kernels::dropout_apply(x, out, seed, key, first, keep, scale);
+  detail::dispatch_floating(x.dtype(), "dropout", [&](auto zero) {
+    using T = decltype(zero);
+    cpu_dropout<T>(x.data<T>(), out.data<T>(), x.numel(), seed, key, first, keep, static_cast<T>(scale));
+  });
 }
 
 Dropout::Dropout(double p) : p_(p) {
@@ -22,10 +63,9 @@ Dropout::Dropout(double p) : p_(p) {
 
 Tensor Dropout::apply_mask(const Tensor& x, const Context& ctx) const {
   const std::uint64_t key = rng::stream_key(name(), static_cast<std::uint64_t>(block_index()), ctx.step);
-  Tensor mask = dropout_keep_mask(x.shape(), x.dtype(), x.device(), p_, ctx.seed, key, ctx.first_sample);
-  ops::mul(x, mask, mask);
-  ops::scale(mask, 1.0 / (1.0 - p_));
-  return mask;
+  Tensor out = detail::empty_like(x);
+  dropout_apply(x, out, p_, ctx.seed, key, ctx.first_sample);
+  return out;
 }
 
 Tensor Dropout::forward_tensor(const Tensor& x, Context& ctx) {

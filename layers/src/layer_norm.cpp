@@ -3,11 +3,13 @@
 //   dgamma += sum_rows dy * xhat,  dbeta += sum_rows dy
 #include <loom/layers/layer_norm.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "cuda_kernels.h"
 #include "layer_util.h"
+#include "parallel.h"
 
 namespace loom {
 
@@ -16,7 +18,8 @@ namespace {
 template <typename T>
 void cpu_forward(const T* x, const T* gamma, const T* beta, T* y, T* mean, T* rstd, std::int64_t rows,
                  std::int64_t n, double eps) {
-  for (std::int64_t r = 0; r < rows; ++r) {
+  detail::parallel_for(rows, std::max<std::int64_t>(1, 8192 / n), [&](std::int64_t first, std::int64_t last) {
+  for (std::int64_t r = first; r < last; ++r) {
     const T* xr = x + r * n;
     T* yr = y + r * n;
     double sum = 0.0;
@@ -36,37 +39,46 @@ void cpu_forward(const T* x, const T* gamma, const T* beta, T* y, T* mean, T* rs
     mean[r] = m;
     rstd[r] = s;
   }
+  });
 }
 
 template <typename T>
 void cpu_backward(const T* x, const T* gamma, const T* mean, const T* rstd, const T* g, T* dx, T* dgamma, T* dbeta,
                   std::int64_t rows, std::int64_t n) {
-  std::vector<double> sum_gamma(gamma ? n : 0, 0.0), sum_beta(gamma ? n : 0, 0.0);
-  std::vector<T> xhat(n), dxhat(n);
-  for (std::int64_t r = 0; r < rows; ++r) {
-    const T* xr = x + r * n;
-    const T* gr = g + r * n;
-    T* dxr = dx + r * n;
-    double a = 0.0, b = 0.0;
-    for (std::int64_t j = 0; j < n; ++j) {
-      xhat[j] = (xr[j] - mean[r]) * rstd[r];
-      dxhat[j] = gamma ? gr[j] * gamma[j] : gr[j];
-      a += dxhat[j];
-      b += static_cast<double>(dxhat[j]) * xhat[j];
-    }
-    const T ma = static_cast<T>(a / static_cast<double>(n)), mb = static_cast<T>(b / static_cast<double>(n));
-    for (std::int64_t j = 0; j < n; ++j) dxr[j] = rstd[r] * (dxhat[j] - ma - xhat[j] * mb);
-    if (gamma)
+  detail::parallel_for(rows, std::max<std::int64_t>(1, 8192 / n), [&](std::int64_t first, std::int64_t last) {
+    std::vector<T> xhat(n), dxhat(n);
+    for (std::int64_t r = first; r < last; ++r) {
+      const T* xr = x + r * n;
+      const T* gr = g + r * n;
+      T* dxr = dx + r * n;
+      double a = 0.0, b = 0.0;
       for (std::int64_t j = 0; j < n; ++j) {
-        sum_gamma[j] += static_cast<double>(gr[j]) * xhat[j];
-        sum_beta[j] += gr[j];
+        xhat[j] = (xr[j] - mean[r]) * rstd[r];
+        dxhat[j] = gamma ? gr[j] * gamma[j] : gr[j];
+        a += dxhat[j];
+        b += static_cast<double>(dxhat[j]) * xhat[j];
       }
-  }
-  if (gamma)
-    for (std::int64_t j = 0; j < n; ++j) {
-      dgamma[j] += static_cast<T>(sum_gamma[j]);
-      dbeta[j] += static_cast<T>(sum_beta[j]);
+      const T ma = static_cast<T>(a / static_cast<double>(n)), mb = static_cast<T>(b / static_cast<double>(n));
+      for (std::int64_t j = 0; j < n; ++j) dxr[j] = rstd[r] * (dxhat[j] - ma - xhat[j] * mb);
     }
+  });
+  if (!gamma) return;
+  // Column sums over all rows, each thread owning a range of columns.
+  detail::parallel_for(n, 64, [&](std::int64_t first, std::int64_t last) {
+    std::vector<double> sum_gamma(last - first, 0.0), sum_beta(last - first, 0.0);
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const T* xr = x + r * n;
+      const T* gr = g + r * n;
+      for (std::int64_t j = first; j < last; ++j) {
+        sum_gamma[j - first] += static_cast<double>(gr[j]) * ((xr[j] - mean[r]) * rstd[r]);
+        sum_beta[j - first] += gr[j];
+      }
+    }
+    for (std::int64_t j = first; j < last; ++j) {
+      dgamma[j] += static_cast<T>(sum_gamma[j - first]);
+      dbeta[j] += static_cast<T>(sum_beta[j - first]);
+    }
+  });
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <loom/core/ops.h>
+#include <loom/core/rng.h>
 #include <loom/layers/dropout.h>
 
 #include "gradcheck.h"
@@ -76,4 +77,14 @@ TEST_CASE("Dropout backward uses the forward mask; matches PyTorch given that ma
   auto report = test::gradcheck(drop, {test::random_tensor(Shape{3, 4}, 4, -1, 1, DType::f64)});
   INFO(report.str());
   CHECK(report.ok);
+}
+
+TEST_CASE("Dropout's fused mask is exactly the core RNG's Bernoulli stream (the one CUDA uses)") {
+  Tensor x = Tensor::full(Shape{5, 1001}, 1.0);  // unaligned to Philox blocks, several tiles per row
+  Tensor y = Tensor::empty(Shape{5, 1001});
+  dropout_apply(x.slice(2, 5), y, 0.4, 77, 88, 2);  // rows 2..4 of the batch at their global positions
+  Tensor mask = Tensor::empty(Shape{3, 1001});
+  rng::bernoulli(mask, 77, 88, 0.6, 2 * 1001);
+  const auto got = y.slice(0, 3).to_double_vector(), expected = mask.to_double_vector();
+  for (std::size_t i = 0; i < expected.size(); ++i) CHECK(got[i] == Approx(expected[i] / 0.6));
 }

@@ -30,9 +30,11 @@ class Dropout : public Layer {
   double p_;
 };
 
-// The keep-mask (1 or 0, dtype of `like`) for rows of a micro-batch starting at global sample
-// first_sample; shared by Dropout and attention-probability dropout.
-Tensor dropout_keep_mask(const Shape& shape, DType dtype, Device device, double p, std::uint64_t seed,
-                         std::uint64_t key, std::int64_t first_sample);
+// out = x * keep / (1 - p) in one pass (out may be x), for rows of a micro-batch starting at
+// global sample first_sample: element i of the micro-batch is kept when element
+// first_sample * (elements per sample) + i of the Bernoulli(1 - p) stream (seed, key) is 1 —
+// exactly the mask rng::bernoulli draws. Shared by Dropout and attention-probability dropout.
+void dropout_apply(const Tensor& x, Tensor& out, double p, std::uint64_t seed, std::uint64_t key,
+                   std::int64_t first_sample);
 
 }  // namespace loom

@@ -1,0 +1,66 @@
+// The layers' CPU thread pool: every index exactly once, nested and concurrent callers, and a
+// transformer block giving the same results on 1 and 3 threads.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include <loom/core/threads.h>
+#include <loom/layers/transformer.h>
+
+#include "parallel.h"
+#include "torch_reference.h"
+
+using namespace loom;
+
+TEST_CASE("parallel_for visits every index once, also nested and from several threads") {
+  set_num_threads(3);
+  for (std::int64_t n : {0, 1, 7, 1000, 100000}) {
+    std::vector<std::atomic<int>> hits(static_cast<std::size_t>(n));
+    detail::parallel_for(n, 16, [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t i = begin; i < end; ++i) hits[static_cast<std::size_t>(i)]++;
+      detail::parallel_for(4, 1, [](std::int64_t, std::int64_t) {});  // nested: runs inline
+    });
+    for (auto& h : hits) CHECK(h.load() == 1);
+  }
+  std::atomic<std::int64_t> total{0};
+  std::vector<std::thread> callers;
+  for (int t = 0; t < 4; ++t)
+    callers.emplace_back([&] {
+      for (int k = 0; k < 50; ++k)
+        detail::parallel_for(1000, 10, [&](std::int64_t begin, std::int64_t end) { total += end - begin; });
+    });
+  for (auto& c : callers) c.join();
+  CHECK(total.load() == 4 * 50 * 1000);
+  set_num_threads(1);
+}
+
+TEST_CASE("a transformer block gives the same results on 1 and 3 threads") {
+  TransformerOptions o;
+  o.d_model = 64;
+  o.heads = 4;
+  o.d_ff = 128;
+  o.dropout = 0.1;
+  o.activation = ActivationKind::gelu;
+  std::vector<std::vector<double>> results;
+  for (int threads : {1, 3}) {
+    set_num_threads(threads);
+    TransformerEncoderLayer block(o);
+    block.initialize(3, 0, "enc");
+    Context ctx;
+    Tensor y = block.forward({test::random_tensor(Shape{4, 40, 64}, 1)}, ctx)[0];
+    Tensor dx = block.backward({test::random_tensor(Shape{4, 40, 64}, 2)}, ctx)[0];
+    std::vector<double> all = y.to_double_vector();
+    for (double v : dx.to_double_vector()) all.push_back(v);
+    for (auto& np : block.parameters())
+      for (double v : np.parameter->grad.to_double_vector()) all.push_back(v);
+    results.push_back(all);
+  }
+  set_num_threads(1);
+  REQUIRE(results[0].size() == results[1].size());
+  double worst = 0;
+  for (std::size_t i = 0; i < results[0].size(); ++i)
+    worst = std::max(worst, std::abs(results[0][i] - results[1][i]) / std::max(1.0, std::abs(results[0][i])));
+  CHECK(worst < 1e-5);
+}
