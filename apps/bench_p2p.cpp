@@ -1,7 +1,8 @@
 // `loom bench p2p`: latency and bandwidth of the stage-boundary path (StageLink) between world
 // ranks 0 and 1, next to plain MPI point-to-point, so the cost of loom's header and bookkeeping
 // shows. Latency: half a ping-pong round trip (activation forward, gradient back). Bandwidth:
-// a stream of --window micro-batches with receives posted early, as a pipeline stage runs.
+// a stream of --window micro-batches with receives posted early, as a pipeline stage runs. The
+// paths take turns in rounds and each figure is the median round.
 #include <algorithm>
 #include <cstdio>
 #include <string>
@@ -19,12 +20,18 @@ namespace loom::apps {
 
 namespace {
 
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
 struct P2pBenchOptions {
   bool json = false;
   std::int64_t min_bytes = 4;
   std::int64_t max_bytes = 64 << 20;
   int factor = 4;
-  int iterations = 0;  // 0: about 0.2 s per size
+  int iterations = 0;  // per round; 0: about 0.2 s per size and path
+  int rounds = 5;
   int window = 8;
 };
 
@@ -103,43 +110,51 @@ void run(const P2pBenchOptions& options) {
   std::int64_t tag = 0;
   for (std::int64_t bytes = options.min_bytes; bytes <= options.max_bytes; bytes *= options.factor) {
     const std::int64_t floats = std::max<std::int64_t>(1, bytes / 4);
-    for (const char* name : {"stage_link", "mpi"}) {
-      std::unique_ptr<Path> path;
-      if (std::string(name) == "mpi")
-        path = std::make_unique<MpiPath>(pair, floats);
-      else
-        path = std::make_unique<LinkPath>(pair, floats);
-      auto round_trip = [&] { rank == 0 ? path->ping(tag) : path->pong(tag); ++tag; };
-      auto stream = [&] {
-        rank == 0 ? path->stream_send(tag, options.window) : path->stream_receive(tag, options.window);
-        tag += options.window;
-      };
-      round_trip();
-      int iterations = options.iterations;
+    // The two paths take turns, round after round, so machine noise hits both alike; each
+    // figure is the median round.
+    std::vector<std::unique_ptr<Path>> paths;
+    paths.push_back(std::make_unique<LinkPath>(pair, floats));
+    paths.push_back(std::make_unique<MpiPath>(pair, floats));
+    const char* names[] = {"stage_link", "mpi"};
+    std::vector<std::vector<double>> latency(paths.size()), per_message(paths.size());
+    int iterations = options.iterations;
+    for (std::size_t p = 0; p < paths.size(); ++p) {
+      Path& path = *paths[p];
+      rank == 0 ? path.ping(tag) : path.pong(tag);  // warm-up
+      ++tag;
       if (iterations <= 0) {
         const double start = MPI_Wtime();
-        round_trip();
-        iterations = std::clamp(static_cast<int>(0.2 / std::max(MPI_Wtime() - start, 1e-7)), 3, 20000);
+        rank == 0 ? path.ping(tag) : path.pong(tag);
+        ++tag;
+        iterations = std::clamp(static_cast<int>(0.2 / options.rounds / std::max(MPI_Wtime() - start, 1e-7)), 2, 5000);
         MPI_Bcast(&iterations, 1, MPI_INT, 0, pair);
       }
-      MPI_Barrier(pair);
-      double start = MPI_Wtime();
-      for (int i = 0; i < iterations; ++i) round_trip();
-      const double latency = (MPI_Wtime() - start) / iterations / 2;
-      const int streams = std::max(1, iterations / options.window);
-      MPI_Barrier(pair);
-      start = MPI_Wtime();
-      for (int i = 0; i < streams; ++i) stream();
-      MPI_Barrier(pair);
-      const double per_message = (MPI_Wtime() - start) / (streams * options.window);
-      const double bandwidth = static_cast<double>(floats * 4) / per_message / 1e9;
-      if (rank != 0) continue;
+    }
+    const int streams = std::max(1, iterations / options.window);
+    for (int round = 0; round < options.rounds; ++round)
+      for (std::size_t p = 0; p < paths.size(); ++p) {
+        Path& path = *paths[p];
+        MPI_Barrier(pair);
+        double start = MPI_Wtime();
+        for (int i = 0; i < iterations; ++i, ++tag) rank == 0 ? path.ping(tag) : path.pong(tag);
+        latency[p].push_back((MPI_Wtime() - start) / iterations / 2);
+        MPI_Barrier(pair);
+        start = MPI_Wtime();
+        for (int i = 0; i < streams; ++i, tag += options.window)
+          rank == 0 ? path.stream_send(tag, options.window) : path.stream_receive(tag, options.window);
+        MPI_Barrier(pair);
+        per_message[p].push_back((MPI_Wtime() - start) / (streams * options.window));
+      }
+    if (rank != 0) continue;
+    for (std::size_t p = 0; p < paths.size(); ++p) {
+      const double one_way = median(latency[p]), streamed = median(per_message[p]);
+      const double bandwidth = static_cast<double>(floats * 4) / streamed / 1e9;
       if (options.json) {
-        rows.push_back({{"path", name}, {"bytes", floats * 4}, {"latency_us", latency * 1e6},
-                        {"stream_us", per_message * 1e6}, {"bandwidth_gbps", bandwidth}});
+        rows.push_back({{"path", names[p]}, {"bytes", floats * 4}, {"latency_us", one_way * 1e6},
+                        {"stream_us", streamed * 1e6}, {"bandwidth_gbps", bandwidth}});
       } else {
-        std::printf("%-10s %12lld %12.2f %14.2f %16.3f\n", name, static_cast<long long>(floats * 4), latency * 1e6,
-                    per_message * 1e6, bandwidth);
+        std::printf("%-10s %12lld %12.2f %14.2f %16.3f\n", names[p], static_cast<long long>(floats * 4), one_way * 1e6,
+                    streamed * 1e6, bandwidth);
         std::fflush(stdout);
       }
     }
@@ -160,7 +175,9 @@ void add_bench_p2p_command(CLI::App& bench) {
   cmd->add_option("--max-bytes", options.max_bytes, "largest message (suffixes K M G allowed)")
       ->transform(CLI::AsSizeValue(false));
   cmd->add_option("--factor", options.factor, "size step (default 4)");
-  cmd->add_option("--iterations", options.iterations, "round trips per size (default: about 0.2 s worth)");
+  cmd->add_option("--iterations", options.iterations, "round trips per round (default: about 0.2 s worth in all)");
+  cmd->add_option("--rounds", options.rounds, "rounds in which the paths take turns; the median round counts")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--window", options.window, "micro-batches in flight in the bandwidth stream");
   cmd->callback([] { run(options); });
 }
