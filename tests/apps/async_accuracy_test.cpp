@@ -3,6 +3,8 @@
 #include <catch2/catch.hpp>
 
 #include <cstdio>
+#include <map>
+#include <string>
 
 #include <loom/comm/runtime.h>
 
