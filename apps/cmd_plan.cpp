@@ -21,8 +21,9 @@ namespace {
 struct PlanOptions {
   std::string profile, cluster, planner = "all", out, optimizer = "adam", microbatches;
   int global_batch = 0;
+  int simulate_candidates = 50;
   double profile_batch = 0;
-  bool json = false;
+  bool json = false, overlap = false;
 };
 
 struct Row {
@@ -105,6 +106,9 @@ void run(const PlanOptions& o) {
   planner::PlannerOptions options;
   options.cost.optimizer_state_factor = optimizer_state_factor(o.optimizer);
   if (!o.microbatches.empty()) options.microbatch_counts = parse_counts(o.microbatches);
+  if (o.simulate_candidates < 0) LOOM_THROW("--simulate-candidates must be 0 or more");
+  options.simulate_candidates = o.simulate_candidates;
+  options.overlap_allreduce = o.overlap;
 
   std::vector<Row> rows;
   const bool all = o.planner == "all";
@@ -122,7 +126,7 @@ void run(const PlanOptions& o) {
     if (row.result.plan.stages.empty()) continue;
     row.simulated_ms = planner::simulate_plan(profile, cluster, row.result.plan, options.cost).step_ms;
     row.result.plan.simulated_step_ms = row.simulated_ms;
-    if (row.result.found && (!best || row.result.cost.step_ms < best->result.cost.step_ms)) best = &row;
+    if (row.result.found && (!best || row.simulated_ms < best->simulated_ms)) best = &row;
   }
   const double single = planner::single_device_step_ms(profile, o.global_batch);
   if (o.json) {
@@ -159,13 +163,21 @@ void add_plan_command(CLI::App& app) {
   cmd->add_option("--planner", o.planner, "dapple, pipedream, dp (with and without overlap), gpipe or all")
       ->check(CLI::IsMember({"dapple", "pipedream", "dp", "gpipe", "all"}))
       ->capture_default_str();
-  cmd->add_option("--out", o.out, "write the fastest plan that fits as a plan file for `loom train --plan`");
+  cmd->add_option("--out", o.out,
+                  "write the plan that fits and simulates fastest as a plan file for `loom train --plan`");
   cmd->add_flag("--json", o.json, "print JSON instead of a table");
+  cmd->add_flag("--overlap", o.overlap,
+                "dapple/pipedream/gpipe: allreduce layer by layer during the last backward (as loom's executor "
+                "does) instead of after it (DAPPLE's model); dp shows both anyway");
   cmd->add_option("--profile-batch", o.profile_batch,
                   "graph.txt only: the micro-batch it was profiled at (default: -pbs-N in the file name, else 1)");
   cmd->add_option("--optimizer", o.optimizer, "optimizer state per parameter: adam/adamw (2x), momentum (1x), sgd")
       ->capture_default_str();
   cmd->add_option("--microbatches", o.microbatches, "only these micro-batch counts, e.g. 8,16,32 (default: divisors)");
+  cmd->add_option("--simulate-candidates", o.simulate_candidates,
+                  "DAPPLE: replay this many of its best candidates in the schedule simulator and keep the fastest "
+                  "there (0: the cost model's optimum)")
+      ->capture_default_str();
   cmd->callback([] { run(o); });
 }
 

@@ -8,6 +8,8 @@
 #include <map>
 #include <unordered_map>
 
+#include <loom/planner/plan_simulation.h>
+
 #include "balanced_split.h"
 #include "fail.h"
 
@@ -41,14 +43,15 @@ struct Placed {
 class Search {
  public:
   Search(const Profile& profile, const Cluster& cluster, int global_batch, int microbatches, PlacementPolicy policy,
-         const CostOptions& options, double upper_bound, bool greedy = false)
-      : profile_(profile), cluster_(cluster), policy_(policy), greedy_(greedy), m_(microbatches),
+         const CostOptions& options, bool overlap, double upper_bound, bool greedy = false)
+      : profile_(profile), cluster_(cluster), policy_(policy), overlap_(overlap), greedy_(greedy), m_(microbatches),
         b_(global_batch / microbatches), n_(profile.size()), devices_(cluster.devices()),
         max_replicas_(std::min(devices_, b_)), upper_bound_(upper_bound) {
     state_factor_ = 2 + options.optimizer_state_factor;
     // Prefix sums per replica count r, at ceil(b / r) rows per replica.
     forward_.assign(max_replicas_ + 1, std::vector<double>(n_ + 1, 0));
     backward_ = activation_ = forward_;
+    layer_backward_.assign(max_replicas_ + 1, std::vector<double>(n_, 0));
     input_.assign(max_replicas_ + 1, std::vector<double>(n_, 0));
     params_.assign(n_ + 1, 0);
     for (int l = 0; l < n_; ++l) params_[l + 1] = params_[l] + profile.layers[l].parameter_bytes;
@@ -58,6 +61,7 @@ class Search {
         const LayerCost c = profile.cost_at(l, rows);
         forward_[r][l + 1] = forward_[r][l] + c.forward_ms;
         backward_[r][l + 1] = backward_[r][l] + c.backward_ms;
+        layer_backward_[r][l] = c.backward_ms;
         activation_[r][l + 1] = activation_[r][l] + c.activation_bytes;
         input_[r][l] = c.boundary_bytes;
       }
@@ -154,6 +158,27 @@ class Search {
     return placed_.emplace(key, std::move(p)).first->second;
   }
 
+  // With overlap: for every layer range of a stage placed like (usage, replicas), what of its
+  // layer-by-layer allreduce still runs after its last backward (cost_model.cpp's loop, last layer
+  // first), indexed first * n + last.
+  const std::vector<double>& overlap_tails(int usage, int replicas) {
+    const long key = static_cast<long>(usage) * (devices_ + 1) + replicas;
+    auto it = overlap_tails_.find(key);
+    if (it != overlap_tails_.end()) return it->second;
+    const LinearCost allreduce = placed(usage, replicas).allreduce;
+    std::vector<double> tails(static_cast<std::size_t>(n_) * n_, 0.0);
+    for (int last = 0; last < n_; ++last) {
+      double ready = 0, done = 0;
+      for (int first = last; first >= 0; --first) {
+        ready += layer_backward_[replicas][first];
+        const double t = allreduce.at(profile_.layers[first].parameter_bytes);
+        if (t > 0) done = std::max(done, ready) + t;
+        tails[static_cast<std::size_t>(first) * n_ + last] = std::max(0.0, done - ready);
+      }
+    }
+    return overlap_tails_.emplace(key, std::move(tails)).first->second;
+  }
+
   // The transfer from a stage of `replicas` placed on `usage` to the next stage of `next_replicas`.
   LinearCost transfer(int usage, int replicas, int next_replicas) {
     const long key = (static_cast<long>(usage) * (devices_ + 1) + replicas) * (devices_ + 1) + next_replicas;
@@ -176,6 +201,7 @@ class Search {
 
     const Placed& here = placed(usage, replicas);
     const LinearCost allreduce = here.allreduce;
+    const std::vector<double>* tails = overlap_ ? &overlap_tails(usage, replicas) : nullptr;
     const int next_usage = here.next_usage;
     const int used_before = used(usage);
     const int free_after = devices_ - used_before - replicas;
@@ -192,7 +218,8 @@ class Search {
       const double fit = activations > 0 ? std::floor((memory - fixed) / activations) : kInfinity;
       const double f = forward_[replicas][last + 1] - forward_[replicas][first];
       const double bw = backward_[replicas][last + 1] - backward_[replicas][first];
-      const double work = f + bw, ar = allreduce.at(weights);
+      const double work = f + bw;
+      const double ar = overlap_ ? (*tails)[static_cast<std::size_t>(first) * n_ + last] : allreduce.at(weights);
       if (m * work + bound > upper_bound_) break;  // longer stages only work more
       if (last == n_ - 1) {
         const double p = m * work;  // the last stage: K = 1, so its loop is its own work
@@ -269,11 +296,12 @@ class Search {
   const Profile& profile_;
   const Cluster& cluster_;
   PlacementPolicy policy_;
-  bool greedy_;
+  bool overlap_, greedy_;
   int m_, b_, n_, devices_, max_replicas_;
   double upper_bound_;
   double state_factor_ = 4;
-  std::vector<std::vector<double>> forward_, backward_, activation_, input_, prefix_bound_;
+  std::vector<std::vector<double>> forward_, backward_, activation_, input_, prefix_bound_, layer_backward_;
+  std::unordered_map<long, std::vector<double>> overlap_tails_;
   std::vector<double> params_, cut_bytes_;
   std::map<std::vector<int>, int> usage_ids_;
   std::vector<std::vector<int>> usages_;
@@ -294,7 +322,7 @@ std::vector<PlacementPolicy> distinct_policies(const Cluster& cluster, const Pla
 
 // Uniform plans (S stages of D / S replicas, compute-balanced cuts) for a first upper bound.
 std::vector<Plan> uniform_plans(const Profile& profile, const Cluster& cluster, int global_batch, int microbatches,
-                                const std::vector<PlacementPolicy>& policies) {
+                                const std::vector<PlacementPolicy>& policies, bool overlap) {
   std::vector<Plan> plans;
   const int b = global_batch / microbatches;
   for (int stages = 1; stages <= std::min(profile.size(), cluster.devices()); ++stages) {
@@ -309,8 +337,12 @@ std::vector<Plan> uniform_plans(const Profile& profile, const Cluster& cluster, 
       const auto devices =
           place_stages(cluster.nodes, cluster.devices_per_node, std::vector<int>(stages, replicas), policy);
       Plan plan;
+      plan.model = profile.model;
+      plan.planner = "dapple";
+      plan.placement = to_string(policy);
       plan.global_batch = global_batch;
       plan.microbatches = microbatches;
+      plan.overlap_allreduce = overlap;
       for (int s = 0, first = 0; s < stages; first = last[s] + 1, ++s) plan.stages.push_back({first, last[s], devices[s]});
       plans.push_back(std::move(plan));
     }
@@ -319,8 +351,9 @@ std::vector<Plan> uniform_plans(const Profile& profile, const Cluster& cluster, 
 }
 
 Plan make_plan(const Profile& profile, const Cluster& cluster, int global_batch, int microbatches,
-               PlacementPolicy policy, const Search::Result& found) {
+               PlacementPolicy policy, bool overlap, const Search::Result& found) {
   Plan plan;
+  plan.overlap_allreduce = overlap;
   plan.model = profile.model;
   plan.planner = "dapple";
   plan.placement = to_string(policy);
@@ -333,6 +366,27 @@ Plan make_plan(const Profile& profile, const Cluster& cluster, int global_batch,
   return plan;
 }
 
+// The best distinct plans seen by the search, by the cost model, for the simulator to settle.
+class Shortlist {
+ public:
+  explicit Shortlist(int capacity) : capacity_(capacity) {}
+
+  void add(double step_ms, const Plan& plan) {
+    if (capacity_ <= 0) return;
+    for (const auto& [ms, p] : plans_)
+      if (p.microbatches == plan.microbatches && p.stages == plan.stages) return;
+    plans_.push_back({step_ms, plan});
+    std::sort(plans_.begin(), plans_.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+    if (static_cast<int>(plans_.size()) > capacity_) plans_.pop_back();
+  }
+
+  const std::vector<std::pair<double, Plan>>& plans() const { return plans_; }
+
+ private:
+  int capacity_;
+  std::vector<std::pair<double, Plan>> plans_;
+};
+
 }  // namespace
 
 PlannerResult plan_dapple(const Profile& profile, const Cluster& cluster, int global_batch,
@@ -340,6 +394,7 @@ PlannerResult plan_dapple(const Profile& profile, const Cluster& cluster, int gl
   const auto start = std::chrono::steady_clock::now();
   validate(profile);
   PlannerResult result;
+  Shortlist shortlist(options.simulate_candidates);
   const std::vector<PlacementPolicy> policies = distinct_policies(cluster, options);
   // Upper bounds first, so that the exact searches can prune: uniform plans, then a quick pass of
   // the search with smaller fronts (see Search::pareto). The exact pass then visits the M whose
@@ -351,45 +406,64 @@ PlannerResult plan_dapple(const Profile& profile, const Cluster& cluster, int gl
   };
   std::vector<Candidate> order;
   for (int m : microbatch_candidates(global_batch, options)) {
-    for (const Plan& plan : uniform_plans(profile, cluster, global_batch, m, policies)) {
+    for (const Plan& plan : uniform_plans(profile, cluster, global_batch, m, policies, options.overlap_allreduce)) {
       const PlanCost cost = evaluate(profile, cluster, plan, options.cost);
-      if (cost.feasible) best = std::min(best, cost.step_ms * (1 + 1e-9));
+      if (!cost.feasible) continue;
+      best = std::min(best, cost.step_ms * (1 + 1e-9));
+      shortlist.add(cost.step_ms, plan);
     }
   }
   for (int m : microbatch_candidates(global_batch, options)) {
     double quick = kInfinity;
     for (PlacementPolicy policy : policies) {
-      Search search(profile, cluster, global_batch, m, policy, options.cost, best, true);
+      Search search(profile, cluster, global_batch, m, policy, options.cost, options.overlap_allreduce, best, true);
       const Search::Result found = search.run();
       result.search_states += search.states();
       quick = std::min(quick, found.step_ms);
+      if (found.step_ms < kInfinity)
+        shortlist.add(found.step_ms, make_plan(profile, cluster, global_batch, m, policy, options.overlap_allreduce, found));
     }
     best = std::min(best, quick * (1 + 1e-9));
     order.push_back(
-        {quick, Search(profile, cluster, global_batch, m, policies[0], options.cost, 0).lower_bound(), m});
+        {quick, Search(profile, cluster, global_batch, m, policies[0], options.cost, false, 0).lower_bound(), m});
   }
   std::sort(order.begin(), order.end(), [](const Candidate& x, const Candidate& y) { return x.quick < y.quick; });
   for (const Candidate& candidate : order) {
     if (candidate.bound > best) continue;
     for (PlacementPolicy policy : policies) {
-      Search search(profile, cluster, global_batch, candidate.m, policy, options.cost, best);
+      Search search(profile, cluster, global_batch, candidate.m, policy, options.cost, options.overlap_allreduce, best);
       const Search::Result found = search.run();
       result.search_states += search.states();
       if (!(found.step_ms < best)) continue;
       best = found.step_ms;
-      result.plan = make_plan(profile, cluster, global_batch, candidate.m, policy, found);
+      result.plan = make_plan(profile, cluster, global_batch, candidate.m, policy, options.overlap_allreduce, found);
       result.found = true;
+      shortlist.add(found.step_ms, result.plan);
     }
   }
-  if (result.found) {
+  if (!result.found) {
+    result.note = "no plan fits in device memory";
+  } else {
     result.cost = evaluate(profile, cluster, result.plan, options.cost);
     if (std::abs(result.cost.step_ms - best) > 1e-6 * std::max(1.0, best) || !result.cost.feasible)
       detail::fail("internal error: the DAPPLE search scored ", result.plan.strategy(), " at ", best,
                    " ms but the cost model says ", result.cost.step_ms, " ms");
+    if (!shortlist.plans().empty()) {
+      double fastest = kInfinity;
+      for (const auto& [ms, plan] : shortlist.plans()) {
+        const double simulated = simulate_plan(profile, cluster, plan, options.cost).step_ms;
+        if (simulated < fastest) {
+          fastest = simulated;
+          result.plan = plan;
+          result.plan.simulated_step_ms = simulated;
+        }
+      }
+      result.cost = evaluate(profile, cluster, result.plan, options.cost);
+      result.note = loom::detail::concat("fastest in the simulator of ", shortlist.plans().size(),
+                                   " candidates; the cost model's optimum is ", best, " ms");
+    }
     result.plan.predicted_step_ms = result.cost.step_ms;
     result.plan.peak_memory_bytes = result.cost.peak_memory_bytes;
-  } else {
-    result.note = "no plan fits in device memory";
   }
   result.planning_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();

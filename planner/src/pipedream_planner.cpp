@@ -146,6 +146,7 @@ PlannerResult plan_pipedream(const Profile& profile, const Cluster& cluster, int
     plan.global_batch = global_batch;
     plan.microbatches = m;
     plan.schedule = ScheduleKind::Dapple;
+    plan.overlap_allreduce = options.overlap_allreduce;
     plan.stages = partition.stages;
     candidates.push_back(std::move(plan));
   }

@@ -42,7 +42,7 @@ inline void for_each_replication(int stages, int devices, int cap,
 
 // The best feasible DAPPLE step time over every M, split, replication and placement policy.
 inline double brute_force_dapple(const Profile& profile, const Cluster& cluster, int global_batch,
-                                 const CostOptions& options = {}) {
+                                 bool overlap = false, const CostOptions& options = {}) {
   double best = std::numeric_limits<double>::infinity();
   for (int m = 1; m <= global_batch; ++m) {
     if (global_batch % m) continue;
@@ -56,6 +56,7 @@ inline double brute_force_dapple(const Profile& profile, const Cluster& cluster,
           Plan plan;
           plan.global_batch = global_batch;
           plan.microbatches = m;
+          plan.overlap_allreduce = overlap;
           int first = 0;
           for (int s = 0; s < stages; ++s) {
             plan.stages.push_back({first, last[s], devices[s]});

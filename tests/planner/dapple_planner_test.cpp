@@ -3,6 +3,7 @@
 #include <random>
 
 #include <loom/planner/dapple_planner.h>
+#include <loom/planner/plan_simulation.h>
 
 #include "brute_force.h"
 #include "instances.h"
@@ -43,6 +44,43 @@ TEST_CASE("DAPPLE planner: optimum equals brute force on random small instances"
   CHECK(feasible > 100);
   CHECK(pipelined > 20);
   CHECK(replicated_pipeline > 3);
+}
+
+TEST_CASE("DAPPLE planner: optimum equals brute force with overlapped allreduce too") {
+  std::mt19937 rng(99);
+  PlannerOptions options;
+  options.overlap_allreduce = true;
+  for (int trial = 0; trial < 60; ++trial) {
+    const Profile profile = random_profile(rng, 1 + static_cast<int>(rng() % 7));
+    const int nodes = 1 + static_cast<int>(rng() % 2), per_node = 2;
+    std::uniform_real_distribution<double> inter(0.3e9, 3e9), memory_scale(0.5, 3.0);
+    const Cluster cluster = make_cluster(nodes, per_node, 20e9, inter(rng),
+                                         profile.total_parameter_bytes() * 4 * memory_scale(rng) + 2e7);
+    const int global_batch = 4 << (rng() % 2);
+    INFO("trial " << trial);
+    const double expected = brute_force_dapple(profile, cluster, global_batch, true);
+    const PlannerResult got = plan_dapple(profile, cluster, global_batch, options);
+    REQUIRE(got.found == std::isfinite(expected));
+    if (!got.found) continue;
+    CHECK(got.plan.overlap_allreduce);
+    CHECK(got.cost.step_ms == Approx(expected).epsilon(1e-9));
+  }
+}
+
+TEST_CASE("DAPPLE planner: simulated candidates never do worse in the simulator than the optimum") {
+  std::mt19937 rng(5);
+  for (int trial = 0; trial < 20; ++trial) {
+    const Profile profile = random_profile(rng, 3 + static_cast<int>(rng() % 5));
+    const Cluster cluster = make_cluster(2, 2, 20e9, 0.5e9, 1e12);
+    PlannerOptions exact, simulated;
+    simulated.simulate_candidates = 16;
+    const PlannerResult a = plan_dapple(profile, cluster, 8, exact);
+    const PlannerResult b = plan_dapple(profile, cluster, 8, simulated);
+    REQUIRE(a.found);
+    REQUIRE(b.found);
+    CHECK(b.cost.step_ms >= a.cost.step_ms - 1e-9);  // a is the cost model's optimum
+    CHECK(b.plan.simulated_step_ms <= simulate_plan(profile, cluster, a.plan).step_ms + 1e-9);
+  }
 }
 
 TEST_CASE("DAPPLE planner: a memory limit forces a pipeline") {

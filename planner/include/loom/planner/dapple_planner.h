@@ -12,6 +12,11 @@
 // every Pareto-optimal (P, A, stages-to-the-end) triple of the rest of the pipeline (the last
 // decides the activations in flight, min(S − s, M), hence memory). Partial plans whose P plus
 // a lower bound of the work before them exceed the best step time found so far are dropped.
+//
+// The closed form cannot see everything the real 1F1B order does (two neighbouring stages with a
+// slow boundary between them wait on each other every other micro-batch), so with
+// PlannerOptions::simulate_candidates the planner replays its best candidates in the schedule
+// simulator and returns the one that runs fastest there.
 #pragma once
 
 #include <loom/planner/planner.h>

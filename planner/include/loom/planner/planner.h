@@ -17,6 +17,13 @@ struct PlannerOptions {
   CostOptions cost;
   std::vector<int> microbatch_counts;     // candidates for M; empty: every divisor of the global batch
   std::vector<PlacementPolicy> policies;  // DAPPLE's placement policies to try; empty: all three
+  // Plans allreduce each layer's gradients while the last backward runs (Plan::overlap_allreduce,
+  // as loom's executor does with gradient buckets) instead of after it (DAPPLE's model).
+  bool overlap_allreduce = false;
+  // DAPPLE planner: when > 0, its best candidates by the cost model (up to this many distinct
+  // plans from every stage of its search) are replayed in the schedule simulator, and the one
+  // that simulates fastest is returned. 0: the cost model's optimum.
+  int simulate_candidates = 0;
 };
 
 struct PlannerResult {
