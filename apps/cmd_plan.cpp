@@ -76,12 +76,26 @@ nlohmann::json row_json(const Row& row, double single_device_ms) {
   return out;
 }
 
+std::string ms_text(double ms) {
+  char text[32];
+  std::snprintf(text, sizeof text, ms < 100 ? "%.3f" : "%.1f", ms);
+  return text;
+}
+
+std::string bytes_text(double bytes) {
+  char text[32];
+  if (bytes >= 1e9) std::snprintf(text, sizeof text, "%.2f GB", bytes / 1e9);
+  else std::snprintf(text, sizeof text, "%.1f MB", bytes / 1e6);
+  return text;
+}
+
 void print_table(const std::vector<Row>& rows, const planner::Profile& profile, const planner::Cluster& cluster,
                  int global_batch, double single_device_ms) {
   std::printf("profile  %s: %d layers, profiled at micro-batch %g (%s)\n", profile.model.c_str(), profile.size(),
               profile.microbatch, profile.source.c_str());
   std::printf("cluster  %s: %s\n", cluster.name.c_str(), planner::describe(cluster).c_str());
-  std::printf("batch    %d samples per step; one device: %.1f ms per step\n\n", global_batch, single_device_ms);
+  std::printf("batch    %d samples per step; one device: %s ms per step\n\n", global_batch,
+              ms_text(single_device_ms).c_str());
   std::printf("%-11s %5s %11s %11s %8s %10s %9s  %s\n", "planner", "M", "step ms", "simulated", "speedup",
               "peak mem", "plan ms", "strategy (layers x replicas per stage)");
   for (const Row& row : rows) {
@@ -91,11 +105,11 @@ void print_table(const std::vector<Row>& rows, const planner::Profile& profile, 
                   r.note.c_str());
       continue;
     }
-    char simulated[32] = "-";
-    if (row.simulated_ms >= 0) std::snprintf(simulated, sizeof simulated, "%.1f", row.simulated_ms);
-    std::printf("%-11s %5d %11.1f %11s %7.2fx %7.2f GB %9.1f  %s%s\n", r.plan.planner.c_str(), r.plan.microbatches,
-                r.cost.step_ms, simulated, single_device_ms / r.cost.step_ms, r.cost.peak_memory_bytes / 1e9,
-                r.planning_ms, r.plan.strategy().c_str(), r.found ? "" : "  (does not fit in memory)");
+    const std::string simulated = row.simulated_ms >= 0 ? ms_text(row.simulated_ms) : "-";
+    std::printf("%-11s %5d %11s %11s %7.2fx %10s %9.1f  %s%s\n", r.plan.planner.c_str(), r.plan.microbatches,
+                ms_text(r.cost.step_ms).c_str(), simulated.c_str(), single_device_ms / r.cost.step_ms,
+                bytes_text(r.cost.peak_memory_bytes).c_str(), r.planning_ms, r.plan.strategy().c_str(),
+                r.found ? "" : "  (does not fit in memory)");
   }
 }
 

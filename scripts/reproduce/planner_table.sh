@@ -7,6 +7,7 @@
 #
 # Usage: scripts/reproduce/planner_table.sh [path/to/loom]           (default: build/apps/loom)
 # Environment: PROFILES (../shared/profiles next to the repository), CLUSTERS ("A B C"),
+#   OVERLAP (1: pass --overlap, allreduce during the last backward, to every planner),
 #   KEEP (a directory that keeps every `loom plan --json` output and plan file)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -16,6 +17,8 @@ profiles=${PROFILES:-$root/../shared/profiles}
 [ -d "$profiles/dapple" ] || { echo "no profiles at $profiles (set PROFILES)" >&2; exit 1; }
 clusters=${CLUSTERS:-A B C}
 keep=${KEEP:-$(mktemp -d)}
+extra=()
+[ "${OVERLAP:-0}" = 1 ] && extra+=(--overlap)
 mkdir -p "$keep"
 
 # model profile and global batch (the paper's batch sizes are of this order: 128 for the
@@ -29,9 +32,10 @@ for entry in "${models[@]}"; do
   for cluster in $clusters; do
     out="$keep/$name-$cluster.json"
     "$loom" plan --profile "$profiles/dapple/$name.txt" --cluster "$cluster" --global-batch "$batch" \
-      --planner all --json --out "$keep/$name-$cluster.plan.json" >"$out"
+      --planner all --json --out "$keep/$name-$cluster.plan.json" "${extra[@]}" >"$out"
     jq -r --arg name "$name" --arg cluster "$cluster" --arg batch "$batch" '
       def row(p): .planners[] | select(.planner == p);
+      def code(s): "`" + (s | gsub(" \\| "; " \\| ")) + "`";
       def x(v): if v == null then "—" else (v * 100 | round / 100 | tostring) + "×" end;
       def sim(r): "(" + x(.single_device_step_ms / r.simulated_step_ms) + ")";
       (row("dapple")) as $d | (row("pipedream")) as $p |
@@ -39,8 +43,8 @@ for entry in "${models[@]}"; do
       "| \($name) | \($cluster) | \($batch) | " +
       (if $dp == null then "does not fit" else x($dp.speedup) + " " + sim($dp) + ", M=\($dp.microbatches)" +
         (if $dp.planner == "dp-overlap" then " (overlap)" else "" end) end) + " | " +
-      (if $p.feasible then x($p.speedup) + " " + sim($p) else "does not fit" end) + " | `\($p.strategy)` M=\($p.microbatches) | " +
-      x($d.speedup) + " " + sim($d) + " | `\($d.strategy)` M=\($d.microbatches), \($d.placement) | " +
+      (if $p.feasible then x($p.speedup) + " " + sim($p) else "does not fit" end) + " | " + code($p.strategy) + " M=\($p.microbatches) | " +
+      x($d.speedup) + " " + sim($d) + " | " + code($d.strategy) + " M=\($d.microbatches), \($d.placement) | " +
       (if $p.feasible then x($p.predicted_step_ms / $d.predicted_step_ms) + " " +
         "(" + x($p.simulated_step_ms / $d.simulated_step_ms) + ")" else "—" end) + " | " +
       (if $dp == null then "—" else x($dp.predicted_step_ms / $d.predicted_step_ms) + " " +
