@@ -1,13 +1,58 @@
-// `loom profile` — not implemented yet (its issue fills this file).
-#include <loom/core/error.h>
+// `loom profile`: measure each block of one of loom's models on this machine (see profiler.h),
+// print a table and write the profile JSON that `loom plan --profile` reads.
+#include <cstdio>
+
+#include <loom/planner/profile_json.h>
 
 #include "commands.h"
+#include "profiler.h"
 
 namespace loom::apps {
 
+namespace {
+
+void print_profile(const planner::Profile& profile, const ModelSpec& spec) {
+  std::printf("loom profile: %s | micro-batch %g | %s\n", spec.describe().c_str(), profile.microbatch,
+              profile.device.c_str());
+  std::printf("%5s  %-14s %10s %10s %14s %14s %14s\n", "block", "name", "fwd ms", "bwd ms", "kept bytes",
+              "output bytes", "param bytes");
+  double forward = 0, backward = 0, kept = 0, parameters = 0;
+  for (int i = 0; i < profile.size(); ++i) {
+    const planner::LayerProfile& l = profile.layers[i];
+    std::printf("%5d  %-14s %10.3f %10.3f %14.0f %14.0f %14.0f\n", i, l.name.c_str(), l.cost.forward_ms,
+                l.cost.backward_ms, l.cost.activation_bytes, l.cost.boundary_bytes, l.parameter_bytes);
+    forward += l.cost.forward_ms;
+    backward += l.cost.backward_ms;
+    kept += l.cost.activation_bytes;
+    parameters += l.parameter_bytes;
+  }
+  std::printf("%5s  %-14s %10.3f %10.3f %14.0f %14s %14.0f\n", "", "total", forward, backward, kept, "", parameters);
+}
+
+}  // namespace
+
 void add_profile_command(CLI::App& app) {
-  CLI::App* cmd = app.add_subcommand("profile", "(not implemented yet)");
-  cmd->callback([] { LOOM_THROW("loom profile is not implemented yet"); });
+  static ProfileOptions o;
+  static std::string out;
+  CLI::App* cmd = app.add_subcommand("profile", "Measure each block of a model on this machine; write profile JSON");
+  cmd->add_option("--model", o.model, "model preset: mlp, cnn, gpt")->capture_default_str();
+  cmd->add_option("--set", o.overrides, "model setting overrides, e.g. hidden=512,layers=8");
+  cmd->add_option("--microbatch", o.microbatch, "samples per micro-batch the costs are measured at")
+      ->capture_default_str();
+  cmd->add_option("--out", out, "write the profile JSON here (the format `loom plan --profile` reads)");
+  cmd->add_option("--threads", o.threads, "CPU math threads (default: LOOM_NUM_THREADS or all cores)");
+  cmd->add_option("--repeats", o.repeats, "timed runs per block; the median is reported")->capture_default_str();
+  cmd->add_option("--warmup", o.warmup, "untimed runs per block before timing (at least one is always run)")
+      ->capture_default_str();
+  cmd->add_option("--seed", o.seed, "seed of parameters and synthetic data")->capture_default_str();
+  cmd->callback([] {
+    const planner::Profile profile = profile_model(o);
+    print_profile(profile, make_model(o.model, o.overrides));
+    if (!out.empty()) {
+      planner::write_profile_json(profile, out);
+      std::printf("wrote %s\n", out.c_str());
+    }
+  });
 }
 
 }  // namespace loom::apps

@@ -33,7 +33,8 @@ TensorList Sequential::forward(const TensorList& inputs, Context& ctx) {
 }
 
 TensorList Sequential::backward(const TensorList& grad_outputs, Context& ctx) {
-  MemoryCategoryScope scope(MemoryCategory::activations);
+  // Nothing a whole backward creates outlives it but the returned gradients: workspace.
+  MemoryCategoryScope scope(MemoryCategory::workspace);
   TensorList g = grad_outputs;
   for (std::size_t i = layers_.size(); i-- > 0;) g = layers_[i]->backward(g, ctx.child(i));
   ctx.clear();

@@ -181,7 +181,7 @@ void Executor::backward(ChunkState& chunk, const Action& action, bool final_for_
     } else {
       grad = chain.backward_input(grad, state.ctx);
     }
-    state.grad_inputs = std::move(grad);
+    if (!chunk.first) state.grad_inputs = std::move(grad);  // the first chunk's input gradient goes nowhere
   } else {  // BW
     MemoryCategoryScope scope(MemoryCategory::workspace);
     Chain& chain = *chunk.chain;

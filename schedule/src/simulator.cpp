@@ -80,7 +80,7 @@ SimulationResult simulate(const Schedule& schedule, const CostModel& costs) {
   for (int s = 0; s < stages; ++s) {
     const StageCost& c = costs.stage(s);
     detail::require(c.forward_ms >= 0 && c.backward_ms >= 0 && c.allreduce_ms >= 0 && c.step_ms >= 0 &&
-                        c.activation_bytes >= 0 && c.boundary_bytes >= 0,
+                        c.activation_bytes >= 0 && c.forward_transient_bytes >= 0 && c.boundary_bytes >= 0,
                     "cost model: negative cost for stage ", s);
   }
 
@@ -155,7 +155,8 @@ SimulationResult simulate(const Schedule& schedule, const CostModel& costs) {
     stats.peak_inflight = memory.peak_inflight;
     stats.peak_weight_versions = memory.peak_weight_versions;
     stats.peak_activation_units = static_cast<double>(memory.peak_inflight) / schedule.chunks;
-    stats.peak_activation_bytes = stats.peak_activation_units * costs.stage(s).activation_bytes;
+    stats.peak_activation_bytes = stats.peak_activation_units * costs.stage(s).activation_bytes +
+                                  (memory.peak_inflight > 0 ? costs.stage(s).forward_transient_bytes : 0);
   }
   result.bubble_fraction = result.step_ms > 0 ? 1.0 - busy / (stages * result.step_ms) : 0.0;
   result.ms_per_microbatch = schedule.microbatches > 0 ? result.step_ms / schedule.microbatches : 0;

@@ -1,6 +1,8 @@
 // Sequential: layers applied one after another inside one block (an MLP, a conv stack). The
 // outputs of layer i are the inputs of layer i+1; each layer keeps its state in ctx.child(i).
-// Forward and backward charge the tensors they create to MemoryCategory::activations.
+// Forward charges the tensors it creates to MemoryCategory::activations (what it saves lives until
+// backward); a whole backward charges its temporaries to MemoryCategory::workspace; the split
+// backward charges to activations, since backward_input keeps what backward_weight needs.
 #pragma once
 
 #include <string>

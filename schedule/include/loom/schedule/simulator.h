@@ -26,6 +26,9 @@ struct StageCost {
   double step_ms = 0;               // one STEP
   double activation_bytes = 0;      // activations saved by F for one micro-batch, freed by B/BW
   double boundary_bytes = 0;        // output activation sent to the next stage (its gradient comes back)
+  // What a forward holds above what it keeps, only while it runs (temporaries, outputs not kept):
+  // the peak of a stage is reached during a forward, so it adds once, on top of the kept bytes.
+  double forward_transient_bytes = 0;
 };
 
 // A directed stage-to-stage link. The defaults make communication free.
@@ -68,7 +71,7 @@ struct StageStats {
   double idle_ms = 0;            // step time − busy
   int peak_inflight = 0;         // (micro-batch, chunk) pairs between F and their B/BW, at most
   double peak_activation_units = 0;  // the same in micro-batch activations of the stage (chunk = 1/v)
-  double peak_activation_bytes = 0;  // units × activation_bytes
+  double peak_activation_bytes = 0;  // units × activation_bytes + forward_transient_bytes
   int peak_weight_versions = 1;  // weight versions alive at once (PipeDream stashing)
 };
 

@@ -1,0 +1,257 @@
+// The block profiler and the stage activation probe (see profiler.h).
+#include "profiler.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include <loom/core/error.h>
+#include <loom/core/memory.h>
+#include <loom/core/threads.h>
+#include <loom/core/timer.h>
+#include <loom/models/dataset.h>
+
+namespace loom::apps {
+
+namespace {
+
+std::int64_t live(MemoryCategory category) { return memory_stats().live(category); }
+
+std::int64_t bytes_of(const TensorList& tensors) {
+  std::int64_t total = 0;
+  for (const Tensor& t : tensors)
+    if (t.defined()) total += static_cast<std::int64_t>(t.nbytes());
+  return total;
+}
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+// A fresh training context for one micro-batch, as the executor prepares it.
+void prepare(Context& ctx, std::uint64_t seed) {
+  ctx.clear();
+  ctx.training = true;
+  ctx.seed = seed;
+  ctx.step = 0;
+  ctx.first_sample = 0;
+}
+
+// One micro-batch of synthetic data shaped for the model.
+struct Microbatch {
+  Tensor inputs, targets;
+  double loss_denominator = 1;
+};
+
+Microbatch read_microbatch(const ModelSpec& spec, std::int64_t rows, std::uint64_t seed) {
+  LOOM_CHECK(rows >= 1, "the micro-batch must hold at least one sample, got ", rows);
+  const auto data = open_dataset("synthetic", DatasetSplit::train, spec.data, seed);
+  LOOM_CHECK(rows <= data->size(), "a micro-batch of ", rows, " samples is larger than the synthetic dataset (",
+             data->size(), ")");
+  std::vector<std::int64_t> indices(static_cast<std::size_t>(rows));
+  std::iota(indices.begin(), indices.end(), 0);
+  Microbatch mb;
+  data->read(indices, mb.inputs, mb.targets);
+  mb.loss_denominator = static_cast<double>(rows) * static_cast<double>(spec.targets_per_sample);
+  return mb;
+}
+
+// Runs one block (and the loss, for the last block) forward and backward as the executor does.
+class BlockRunner {
+ public:
+  BlockRunner(Layer& block, Layer* loss, const Microbatch& mb, std::uint64_t seed)
+      : block_(block), loss_(loss), mb_(mb), seed_(seed) {}
+
+  // The block's outputs (the logits for the last block); the loss value stays in loss_output_.
+  TensorList forward(const TensorList& inputs) {
+    prepare(ctx_, seed_);
+    MemoryCategoryScope scope(MemoryCategory::activations);
+    TensorList outputs = block_.forward(inputs, ctx_);
+    if (loss_) {
+      LOOM_CHECK(!outputs.empty(), "profile: the last block produced no output");
+      prepare(loss_ctx_, seed_);
+      loss_ctx_.loss_denominator = mb_.loss_denominator;
+      loss_output_ = loss_->forward({outputs[0], mb_.targets}, loss_ctx_);
+    }
+    return outputs;
+  }
+
+  void backward() {
+    MemoryCategoryScope scope(MemoryCategory::workspace);
+    TensorList grad = grad_outputs_;
+    if (loss_) {
+      const Tensor& value = loss_output_.at(0);
+      grad = {loss_->backward({Tensor::full({}, 1.0, value.dtype(), value.device())}, loss_ctx_).at(0)};
+      loss_output_.clear();
+    }
+    block_.backward(grad, ctx_);
+    ctx_.clear();
+  }
+
+  // Gradients for the outputs of a block that is not the last (any values do for timing).
+  void set_output_gradients(const TensorList& outputs) {
+    MemoryCategoryScope scope(MemoryCategory::workspace);
+    grad_outputs_.clear();
+    for (const Tensor& out : outputs)
+      grad_outputs_.push_back(out.defined() && is_floating(out.dtype())
+                                  ? Tensor::full(out.shape(), 1e-3, out.dtype(), out.device())
+                                  : Tensor());
+  }
+
+  void release() {
+    ctx_.clear();
+    loss_ctx_.clear();
+    loss_output_.clear();
+  }
+
+ private:
+  Layer& block_;
+  Layer* loss_;
+  const Microbatch& mb_;
+  std::uint64_t seed_;
+  Context ctx_, loss_ctx_;
+  TensorList loss_output_;
+  TensorList grad_outputs_;
+};
+
+// What one block's forward does to activation memory, from loom's memory accounting. Its input
+// is a copy charged to MemoryCategory::communication (as a received boundary tensor is), so the
+// bytes the block keeps of its input show up there.
+struct BlockMemory {
+  std::int64_t kept_own = 0;             // allocated by the block, kept by its context
+  std::int64_t outputs_kept_by_self = 0;  // the part of kept_own that is its outputs
+  std::int64_t input_kept = 0;           // bytes of its input its context keeps
+  std::int64_t output_bytes = 0;
+};
+
+BlockMemory probe_block(BlockRunner& runner, const TensorList& inputs) {
+  BlockMemory m;
+  TensorList input_copy;
+  {
+    MemoryCategoryScope scope(MemoryCategory::communication);
+    for (const Tensor& t : inputs) input_copy.push_back(t.defined() ? t.clone() : t);
+  }
+  const std::int64_t before = live(MemoryCategory::activations);
+  TensorList outputs = runner.forward(input_copy);
+  const std::int64_t with_outputs = live(MemoryCategory::activations) - before;
+  m.output_bytes = bytes_of(outputs);
+  outputs.clear();
+  m.kept_own = live(MemoryCategory::activations) - before;
+  m.outputs_kept_by_self = std::max<std::int64_t>(0, m.output_bytes - (with_outputs - m.kept_own));
+  const std::int64_t comm_before = live(MemoryCategory::communication);
+  const std::int64_t input_bytes = bytes_of(input_copy);
+  input_copy.clear();
+  m.input_kept = input_bytes - (comm_before - live(MemoryCategory::communication));
+  runner.release();
+  return m;
+}
+
+}  // namespace
+
+planner::Profile profile_model(const ProfileOptions& o) {
+  LOOM_CHECK(o.repeats >= 1, "--repeats must be at least 1, got ", o.repeats);
+  LOOM_CHECK(o.warmup >= 0, "--warmup must not be negative, got ", o.warmup);
+  set_num_threads(o.threads > 0 ? o.threads : default_num_threads());
+  const ModelSpec spec = make_model(o.model, o.overrides);
+  const Microbatch mb = read_microbatch(spec, o.microbatch, o.seed);
+  auto chain = spec.build_all();
+  chain->initialize(o.seed);
+  LayerPtr loss = spec.make_loss();
+
+  planner::Profile profile;
+  profile.model = spec.name;
+  profile.microbatch = static_cast<double>(o.microbatch);
+  profile.device = "cpu, " + std::to_string(num_threads()) + (num_threads() == 1 ? " thread" : " threads");
+  const std::int64_t blocks = spec.blocks();
+  std::vector<BlockMemory> memory;
+  TensorList inputs = {mb.inputs};
+  for (std::int64_t i = 0; i < blocks; ++i) {
+    Layer& block = chain->block(static_cast<std::size_t>(i));
+    const bool last = i + 1 == blocks;
+    BlockRunner runner(block, last ? loss.get() : nullptr, mb, o.seed);
+    TensorList outputs = runner.forward(inputs);
+    if (!last) runner.set_output_gradients(outputs);
+    runner.backward();
+    for (int w = 1; w < o.warmup; ++w) {
+      runner.forward(inputs);
+      runner.backward();
+    }
+    memory.push_back(probe_block(runner, inputs));
+    std::vector<double> forward_ms, backward_ms;
+    for (int r = 0; r < o.repeats; ++r) {
+      Stopwatch watch;
+      outputs = runner.forward(inputs);
+      forward_ms.push_back(watch.elapsed_ms());
+      watch.reset();
+      runner.backward();
+      backward_ms.push_back(watch.elapsed_ms());
+    }
+    planner::LayerProfile layer;
+    layer.name = spec.block_names.at(static_cast<std::size_t>(i));
+    layer.cost.forward_ms = median(forward_ms);
+    layer.cost.backward_ms = median(backward_ms);
+    layer.cost.boundary_bytes = static_cast<double>(memory.back().output_bytes);
+    layer.parameter_bytes = static_cast<double>(block.parameter_bytes());
+    profile.layers.push_back(layer);
+    inputs = std::move(outputs);
+  }
+  // Each block is charged what it made and something keeps: its own kept bytes, plus its outputs
+  // when only the next block keeps them.
+  for (std::int64_t i = 0; i < blocks; ++i) {
+    const BlockMemory& m = memory[static_cast<std::size_t>(i)];
+    std::int64_t kept = m.kept_own;
+    if (i + 1 < blocks)
+      kept += std::max<std::int64_t>(0, memory[static_cast<std::size_t>(i + 1)].input_kept - m.outputs_kept_by_self);
+    profile.layers[static_cast<std::size_t>(i)].cost.activation_bytes = static_cast<double>(kept);
+  }
+  chain->zero_grad();
+  planner::validate(profile);
+  return profile;
+}
+
+StageActivations measure_stage_activations(const ModelSpec& spec, std::int64_t first, std::int64_t last,
+                                           std::int64_t rows, std::uint64_t seed) {
+  LOOM_CHECK(0 <= first && first < last && last <= spec.blocks(), "stage blocks [", first, ", ", last,
+             ") outside model ", spec.name, " (", spec.blocks(), " blocks)");
+  const Microbatch mb = read_microbatch(spec, rows, seed);
+  // The stage's input comes from outside it (the data, or a receive): not activations.
+  TensorList inputs = {mb.inputs};
+  if (first > 0) {
+    MemoryCategoryScope scope(MemoryCategory::communication);
+    auto before = spec.build(0, first);
+    before->initialize(seed);
+    Context ctx;
+    prepare(ctx, seed);
+    inputs = before->forward(inputs, ctx);
+  }
+  auto stage = spec.build(first, last);
+  stage->initialize(seed);
+  LayerPtr loss = last == spec.blocks() ? spec.make_loss() : nullptr;
+
+  const std::int64_t before = live(MemoryCategory::activations);
+  reset_peak_memory();
+  Context ctx, loss_ctx;
+  TensorList outputs;
+  {
+    prepare(ctx, seed);
+    MemoryCategoryScope scope(MemoryCategory::activations);
+    outputs = stage->forward(inputs, ctx);
+    if (loss) {
+      prepare(loss_ctx, seed);
+      loss_ctx.loss_denominator = mb.loss_denominator;
+      outputs = loss->forward({outputs.at(0), mb.targets}, loss_ctx);  // the loss value waits for backward
+    }
+  }
+  const std::int64_t peak = memory_stats().peak(MemoryCategory::activations) - before;
+  StageActivations result;
+  if (!loss) {
+    result.output_bytes = bytes_of(outputs);
+    outputs.clear();  // sent to the next stage
+  }
+  result.kept_bytes = live(MemoryCategory::activations) - before;
+  result.transient_bytes = peak - result.kept_bytes;
+  return result;
+}
+
+}  // namespace loom::apps

@@ -1,0 +1,50 @@
+// The profiler behind `loom profile`: measures loom's own model, block by block, on this machine
+// and returns it as the planners' Profile (planner/profile.h), so that plans for loom's models rest
+// on measured costs rather than on published ones.
+//
+// Every block sees the input it would see inside the model (the forward of the blocks before it on
+// one synthetic micro-batch) and is measured as the executor runs it: forward under
+// MemoryCategory::activations, backward under MemoryCategory::workspace. The last block includes
+// the loss (its forward, backward and what it keeps), since the last stage runs the loss.
+//   forward_ms, backward_ms  medians over `repeats` timed runs after `warmup` untimed ones
+//   boundary_bytes           bytes of the block's outputs (what crosses a cut after it)
+//   activation_bytes         bytes the block's forward allocates that stay alive until backward:
+//                            what its own context keeps, plus its outputs when only the next
+//                            block keeps them (each tensor is charged to the block that made it,
+//                            so a stage's blocks add up to the stage; at a cut the sender then
+//                            counts an output that in fact only the receiver keeps, as a copy)
+//   parameter_bytes          Layer::parameter_bytes (trainable parameters and buffers)
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <loom/models/model.h>
+#include <loom/planner/profile.h>
+
+namespace loom::apps {
+
+struct ProfileOptions {
+  std::string model = "mlp";
+  std::string overrides;         // --set key=value,...
+  std::int64_t microbatch = 32;  // samples per micro-batch
+  int threads = 0;               // 0: LOOM_NUM_THREADS or cores / local ranks
+  int repeats = 10;
+  int warmup = 2;
+  std::uint64_t seed = 1;
+};
+
+planner::Profile profile_model(const ProfileOptions& options);
+
+// Activation memory of one micro-batch of `rows` samples through blocks [first, last) of a model,
+// as the executor charges it to a stage (its input arrives from outside: data or a receive; the
+// last stage runs the loss). The simulator predicts a stage's peak from these numbers.
+struct StageActivations {
+  std::int64_t kept_bytes = 0;       // alive from the forward until its backward
+  std::int64_t transient_bytes = 0;  // the forward's peak above kept_bytes (temporaries, outputs)
+  std::int64_t output_bytes = 0;     // what the stage sends on (0 for the last stage)
+};
+StageActivations measure_stage_activations(const ModelSpec& spec, std::int64_t first, std::int64_t last,
+                                           std::int64_t rows, std::uint64_t seed);
+
+}  // namespace loom::apps
