@@ -33,7 +33,7 @@ struct TrainOptions {
   double lr = 0.05;
   double momentum = 0.9;
   double weight_decay = 0.0;
-  std::string lr_schedule = "constant";  // constant | linear | cosine (after warmup_steps)
+  std::string lr_schedule = "cosine";  // constant | linear | cosine (decay to 0 after warmup_steps)
   std::int64_t warmup_steps = 0;
   double clip_norm = 0.0;         // global gradient-norm clipping (0: off)
   bool recompute = false;
