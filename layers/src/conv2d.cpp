@@ -9,6 +9,7 @@
 #include "conv2d_cuda.h"
 #include "im2col.h"
 #include "layer_util.h"
+#include "parallel.h"
 #include "strided_copy.h"
 #include "winograd.h"
 
@@ -26,6 +27,34 @@ std::int64_t images_per_chunk(std::int64_t batch, std::int64_t rows, std::int64_
   const std::int64_t affordable =
       kMaxColumnBytes / std::max<std::int64_t>(rows * out_plane * static_cast<std::int64_t>(element), 1);
   return std::clamp<std::int64_t>(std::min(wanted, affordable), 1, std::max<std::int64_t>(batch, 1));
+}
+
+// im2col of images [first, first + count) of x into one column matrix (row length `cols`),
+// spread over threads by (image, channel): each writes its own rows and columns.
+template <typename T>
+void columns_from_images(const T* x, std::int64_t first, std::int64_t count, std::int64_t channels, const WindowGeometry& g, T* col,
+           std::int64_t cols) {
+  const std::int64_t taps = g.window(), out_plane = g.out_plane();
+  detail::parallel_for(count * channels, 1, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t ic = begin; ic < end; ++ic) {
+      const std::int64_t i = ic / channels, c = ic % channels;
+      detail::im2col(x + ((first + i) * channels + c) * g.plane(), 1, g, col + c * taps * cols + i * out_plane, cols);
+    }
+  });
+}
+
+// col2im of a column matrix back onto images [first, first + count) of grad_x (accumulating);
+// each (image, channel) plane is written by one thread.
+template <typename T>
+void images_from_columns(const T* col, std::int64_t cols, std::int64_t first, std::int64_t count, std::int64_t channels,
+           const WindowGeometry& g, T* grad_x) {
+  const std::int64_t taps = g.window(), out_plane = g.out_plane();
+  detail::parallel_for(count * channels, 1, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t ic = begin; ic < end; ++ic) {
+      const std::int64_t i = ic / channels, c = ic % channels;
+      detail::col2im(col + c * taps * cols + i * out_plane, cols, 1, g, grad_x + ((first + i) * channels + c) * g.plane());
+    }
+  });
 }
 
 // A 1x1 convolution with unit stride and no padding: the input plane is its own column matrix.
@@ -163,9 +192,7 @@ TensorList Conv2d::forward(const TensorList& inputs, Context& ctx) {
         col = image_matrix(x, first);
       } else {
         col = as_matrix(columns, rows, cols);
-        for (std::int64_t i = 0; i < count; ++i)
-          detail::im2col(x.data<T>() + (first + i) * o.in_channels * g.plane(), o.in_channels, g,
-                         col.data<T>() + i * out_plane, cols);
+        columns_from_images(x.data<T>(), first, count, o.in_channels, g, col.data<T>(), cols);
       }
       Tensor out = count == 1 ? image_matrix(y, first) : as_matrix(outputs, o.out_channels, cols);
       for (std::int64_t grp = 0; grp < o.groups; ++grp) {
@@ -224,9 +251,7 @@ Tensor Conv2d::input_gradient(const Shape& input_shape, const Tensor& grad_y) co
                   rows_of(dy, grp * group_out, (grp + 1) * group_out), false, col_rows);
       }
       if (direct) continue;
-      for (std::int64_t i = 0; i < count; ++i)
-        detail::col2im(col.data<T>() + i * out_plane, cols, o.in_channels, g,
-                       grad_x.data<T>() + (first + i) * o.in_channels * g.plane());
+      images_from_columns(col.data<T>(), cols, first, count, o.in_channels, g, grad_x.data<T>());
     }
   });
   return grad_x;
@@ -268,9 +293,7 @@ void Conv2d::accumulate_weight_gradient(const Tensor& x, const Tensor& grad_y) {
         col = image_matrix(x, first);
       } else {
         col = as_matrix(columns, rows, cols);
-        for (std::int64_t i = 0; i < count; ++i)
-          detail::im2col(x.data<T>() + (first + i) * o.in_channels * g.plane(), o.in_channels, g,
-                         col.data<T>() + i * out_plane, cols);
+        columns_from_images(x.data<T>(), first, count, o.in_channels, g, col.data<T>(), cols);
       }
       for (std::int64_t grp = 0; grp < o.groups; ++grp) {
         Tensor grad_rows = rows_of(grad_weights, grp * group_out, (grp + 1) * group_out);

@@ -19,6 +19,7 @@
 #include "layer_util.h"
 #include "lstm_cell.h"
 #include "lstm_cuda.h"
+#include "parallel.h"
 #include "strided_copy.h"
 
 namespace loom {
@@ -47,7 +48,8 @@ void cell_forward_cpu(std::int64_t rows, std::int64_t hidden, T* gates, const T*
   const std::int64_t H = hidden;
   if constexpr (std::is_same_v<T, float>) {
     const ConstRow<T> bi(bias, H), bf(bias + H, H), bg(bias + 2 * H, H), bo(bias + 3 * H, H);
-    for (std::int64_t n = 0; n < rows; ++n) {
+    detail::parallel_for(rows, 1, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t n = begin; n < end; ++n) {
       T* g = gates + n * 4 * H;
       Row<T> i(g, H), f(g + H, H), cand(g + 2 * H, H), o(g + 3 * H, H);
       i = (i + bi).logistic();
@@ -61,6 +63,7 @@ void cell_forward_cpu(std::int64_t rows, std::int64_t hidden, T* gates, const T*
         cell = i * cand;
       out = o * cell.tanh();
     }
+    });
   } else {
     for (std::int64_t n = 0; n < rows; ++n)
       for (std::int64_t j = 0; j < H; ++j)
@@ -74,8 +77,9 @@ void cell_backward_cpu(std::int64_t rows, std::int64_t hidden, const T* gates, c
                        T* grad_gates) {
   const std::int64_t H = hidden;
   if constexpr (std::is_same_v<T, float>) {
+    detail::parallel_for(rows, 1, [&](std::int64_t begin, std::int64_t end) {
     Eigen::Array<T, Eigen::Dynamic, 1> tanh_c(H), dh(H), dcell(H);
-    for (std::int64_t n = 0; n < rows; ++n) {
+    for (std::int64_t n = begin; n < end; ++n) {
       const T* g = gates + n * 4 * H;
       const ConstRow<T> i(g, H), f(g + H, H), cand(g + 2 * H, H), o(g + 3 * H, H);
       T* dg = grad_gates + n * 4 * H;
@@ -94,6 +98,7 @@ void cell_backward_cpu(std::int64_t rows, std::int64_t hidden, const T* gates, c
       d_o = dh * tanh_c * o * (T(1) - o);
       dc = dcell * f;
     }
+    });
   } else {
     for (std::int64_t n = 0; n < rows; ++n)
       for (std::int64_t j = 0; j < H; ++j) {

@@ -14,6 +14,7 @@
 #include <loom/core/ops.h>
 
 #include "layer_util.h"
+#include "parallel.h"
 
 namespace loom::detail::winograd {
 
@@ -46,9 +47,10 @@ template <typename T>
 void transform_inputs(const T* x, std::int64_t channels, const Tiling& g, std::int64_t first, std::int64_t count,
                       T* v) {
   const std::int64_t T_total = count * g.tiles(), tw = g.tiles_w, span = 2 * tw + 2;
-  std::vector<T> rows(4 * span), t(4 * span);
-  for (std::int64_t n = 0; n < count; ++n)
-    for (std::int64_t c = 0; c < channels; ++c) {
+  parallel_for(count * channels, 1, [&](std::int64_t begin, std::int64_t end) {
+    std::vector<T> rows(4 * span), t(4 * span);
+    for (std::int64_t nc = begin; nc < end; ++nc) {
+      const std::int64_t n = nc / channels, c = nc % channels;
       const T* plane = x + ((first + n) * channels + c) * g.height * g.width;
       for (std::int64_t ty = 0; ty < g.tiles_h; ++ty) {
         // The 4 input rows of this row of tiles, zero-padded: element b is input column b - padding.
@@ -86,6 +88,7 @@ void transform_inputs(const T* x, std::int64_t channels, const Tiling& g, std::i
         }
       }
     }
+  });
 }
 
 // y tiles = A^T m A (+ bias) from M [16, O, T], clipped at odd output sizes.
@@ -93,9 +96,10 @@ template <typename T>
 void transform_outputs(const T* m, std::int64_t channels, const Tiling& g, std::int64_t first, std::int64_t count,
                        const T* bias, T* y) {
   const std::int64_t T_total = count * g.tiles(), tw = g.tiles_w;
-  std::vector<T> s(8 * tw), out(2 * tw);
-  for (std::int64_t n = 0; n < count; ++n)
-    for (std::int64_t o = 0; o < channels; ++o) {
+  parallel_for(count * channels, 1, [&](std::int64_t begin, std::int64_t end) {
+    std::vector<T> s(8 * tw), out(2 * tw);
+    for (std::int64_t no = begin; no < end; ++no) {
+      const std::int64_t n = no / channels, o = no % channels;
       T* plane = y + ((first + n) * channels + o) * g.out_height * g.out_width;
       const T b = bias ? bias[o] : T(0);
       for (std::int64_t ty = 0; ty < g.tiles_h; ++ty) {
@@ -121,6 +125,7 @@ void transform_outputs(const T* m, std::int64_t channels, const Tiling& g, std::
         }
       }
     }
+  });
 }
 
 // dM [16, O, T] = A e A^T for the output-gradient tiles e (zero beyond the output).
@@ -128,9 +133,10 @@ template <typename T>
 void transform_output_gradients(const T* grad_y, std::int64_t channels, const Tiling& g, std::int64_t first,
                                 std::int64_t count, T* dm) {
   const std::int64_t T_total = count * g.tiles(), tw = g.tiles_w;
-  std::vector<T> e(2 * 2 * tw), r(4 * 2 * tw);
-  for (std::int64_t n = 0; n < count; ++n)
-    for (std::int64_t o = 0; o < channels; ++o) {
+  parallel_for(count * channels, 1, [&](std::int64_t begin, std::int64_t end) {
+    std::vector<T> e(2 * 2 * tw), r(4 * 2 * tw);
+    for (std::int64_t no = begin; no < end; ++no) {
+      const std::int64_t n = no / channels, o = no % channels;
       const T* plane = grad_y + ((first + n) * channels + o) * g.out_height * g.out_width;
       for (std::int64_t ty = 0; ty < g.tiles_h; ++ty) {
         for (int i = 0; i < 2; ++i) {  // the two output rows, zero beyond the output
@@ -164,6 +170,7 @@ void transform_output_gradients(const T* grad_y, std::int64_t channels, const Ti
         }
       }
     }
+  });
 }
 
 // u[16] = G g G^T for one 3x3 filter g (row-major).
