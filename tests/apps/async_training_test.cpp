@@ -42,6 +42,7 @@ void check_async(const std::string& kind, int stages, int replicas) {
   o.quiet = true;
   o.lr = 0.2;
   o.momentum = 0.9;
+  o.lr_schedule = "constant";  // the reference steps with a constant rate
   o.stages = stages;
   o.replicas = replicas;
   o.schedule = kind;

@@ -29,6 +29,7 @@ apps::TrainOptions small_model(const std::string& model) {
   o.optimizer = "sgd";
   o.lr = model == "mlp" ? 0.1 : 0.05;
   o.momentum = 0.9;
+  o.lr_schedule = "constant";  // the reference steps with a constant rate
   o.bucket_mb = 0.001;  // several buckets even for these small models
   return o;
 }
