@@ -116,6 +116,45 @@ std::array<std::int64_t, kMemoryCategoryCount + 1> world_peaks(MPI_Comm world) {
   return global;
 }
 
+// Every rank's executed actions, gathered to rank 0 and written as one Chrome trace (a track per rank).
+void write_trace(const std::string& path, const std::vector<schedule::TraceEvent>& events,
+                 const comm::ParallelLayout& layout, int stages) {
+  const int rank = comm::world_rank(), world = comm::world_size();
+  nlohmann::json mine = nlohmann::json::array();
+  for (const auto& e : events)
+    mine.push_back({e.name, e.category, e.start_ms, e.duration_ms, e.microbatch, e.chunk, e.version, e.stage});
+  const std::string text = mine.dump();
+  int length = static_cast<int>(text.size());
+  std::vector<int> lengths(static_cast<std::size_t>(world)), offsets(static_cast<std::size_t>(world), 0);
+  MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
+  for (int r = 1; r < world; ++r) offsets[r] = offsets[r - 1] + lengths[r - 1];
+  std::string all(rank == 0 ? static_cast<std::size_t>(offsets.back() + lengths.back()) : 0, '\0');
+  MPI_Gatherv(text.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(), MPI_CHAR, 0, MPI_COMM_WORLD);
+  if (rank != 0) return;
+  schedule::Trace trace;
+  for (int r = 0; r < world; ++r) {
+    std::string name = "rank " + std::to_string(r);
+    for (const auto& p : layout.positions(r))
+      name += " (stage " + std::to_string(p.stage % stages) + ", replica " + std::to_string(p.replica) + ")";
+    trace.track_names.push_back(name);
+    for (const auto& e : nlohmann::json::parse(all.substr(static_cast<std::size_t>(offsets[r]),
+                                                          static_cast<std::size_t>(lengths[r])))) {
+      schedule::TraceEvent event;
+      event.track = r;
+      event.name = e[0];
+      event.category = e[1];
+      event.start_ms = e[2];
+      event.duration_ms = e[3];
+      event.microbatch = e[4];
+      event.chunk = e[5];
+      event.version = e[6];
+      event.stage = e[7];
+      trace.events.push_back(std::move(event));
+    }
+  }
+  schedule::write_chrome_trace(trace, path);
+}
+
 }  // namespace
 
 TrainSummary train(const TrainOptions& o, const std::function<void(const TrainedStage&)>& on_finish) {
@@ -145,7 +184,6 @@ TrainSummary train(const TrainOptions& o, const std::function<void(const Trained
     schedule_kind = planner::to_string(plan->schedule);
   }
   LOOM_CHECK(microbatches >= 1, "--microbatches must be at least 1, got ", microbatches);
-  const bool async = is_asynchronous(schedule_kind);
   const int per_batch = schedule_kind == "pipedream" ? 1 : microbatches;
   LOOM_CHECK(global_batch % per_batch == 0, "--global-batch ", global_batch, " is not divisible by ", per_batch,
              " micro-batches");
@@ -169,7 +207,7 @@ TrainSummary train(const TrainOptions& o, const std::function<void(const Trained
 
   // ---- schedule, layout, groups -----------------------------------------------------------------
   // Asynchronous schedules run a window of minibatches without a flush: one epoch (or all steps).
-  const std::int64_t window = async ? (o.epochs > 0 ? steps_per_epoch : total_steps) : 1;
+  const std::int64_t window = is_asynchronous(schedule_kind) ? (o.epochs > 0 ? steps_per_epoch : total_steps) : 1;
   schedule::ScheduleOptions so;
   so.kind = schedule_kind;
   so.stages = stages;
@@ -370,45 +408,8 @@ TrainSummary train(const TrainOptions& o, const std::function<void(const Trained
                 static_cast<long long>(summary.samples), summary.seconds,
                 static_cast<double>(summary.samples) / std::max(summary.seconds, 1e-9));
 
-  if (!o.trace.empty()) {
-    // Gather every rank's events to rank 0 as JSON text.
-    schedule::Trace local;
-    local.events = trace_events;
-    const std::string text = schedule::chrome_trace(local).dump();
-    int length = static_cast<int>(text.size());
-    std::vector<int> lengths(static_cast<std::size_t>(world));
-    MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
-    std::vector<int> offsets(static_cast<std::size_t>(world), 0);
-    for (int r = 1; r < world; ++r) offsets[r] = offsets[r - 1] + lengths[r - 1];
-    std::string all(rank == 0 ? static_cast<std::size_t>(offsets.back() + lengths.back()) : 0, '\0');
-    MPI_Gatherv(text.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(), MPI_CHAR, 0, MPI_COMM_WORLD);
-    if (rank == 0) {
-      schedule::Trace merged;
-      for (int r = 0; r < world; ++r) {
-        std::string name = "rank " + std::to_string(r);
-        for (const auto& p : layout.positions(r))
-          name += " (stage " + std::to_string(p.stage % stages) + ", replica " + std::to_string(p.replica) + ")";
-        merged.track_names.push_back(name);
-      }
-      for (int r = 0; r < world; ++r) {
-        const auto part_json = nlohmann::json::parse(all.substr(static_cast<std::size_t>(offsets[r]),
-                                                                static_cast<std::size_t>(lengths[r])));
-        for (const auto& e : part_json.at("traceEvents")) {
-          if (!e.contains("ph") || e["ph"] == "M") continue;
-          schedule::TraceEvent event;
-          event.track = r;
-          event.name = e.value("name", "");
-          event.category = e.value("cat", "");
-          event.start_ms = e.value("ts", 0.0) / 1000.0;
-          event.duration_ms = e.value("dur", 0.0) / 1000.0;
-          merged.events.push_back(event);
-        }
-      }
-      schedule::write_chrome_trace(merged, o.trace);
-    }
-  }
+  if (!o.trace.empty()) write_trace(o.trace, trace_events, layout, stages);
   if (on_finish) on_finish({stage, chunk_ptrs});
-  (void)async;
   return summary;
 }
 

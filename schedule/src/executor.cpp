@@ -134,7 +134,7 @@ void Executor::run_forward(ChunkState& chunk, MicrobatchState& state, bool save)
   state.outputs = std::move(outputs);
 }
 
-void Executor::forward(ChunkState& chunk, int microbatch, std::int64_t first_batch, const BatchReader& reader) {
+void Executor::forward(ChunkState& chunk, int microbatch, const BatchReader& reader) {
   MicrobatchState& state = chunk.microbatches[microbatch];
   if (chunk.first || chunk.last) {
     TensorList inputs;
@@ -143,7 +143,6 @@ void Executor::forward(ChunkState& chunk, int microbatch, std::int64_t first_bat
     if (chunk.first) state.inputs = std::move(inputs);
     if (chunk.last) state.targets = std::move(targets);
   }
-  (void)first_batch;
   run_forward(chunk, state, !options_.recompute);
   if (!options_.recompute) state.inputs.clear();
 }
@@ -296,7 +295,7 @@ StepResult Executor::run(std::int64_t first_batch, const BatchReader& reader) {
         enter_version(a.version);
         if (record_weights_) weight_uses_.push_back({a, weight_checksum()});
         if (a.op == Op::Forward) {
-          forward(chunk, a.microbatch, first_batch, reader);
+          forward(chunk, a.microbatch, reader);
           if (chunk.last) {
             MicrobatchState& state = chunk.microbatches.at(a.microbatch);
             result.loss_sums.at(static_cast<std::size_t>(state.rows.batch - first_batch)) += state.outputs.at(0).item();

@@ -112,7 +112,7 @@ class Executor {
   };
   Rows rows_of(int virtual_stage, int microbatch, std::int64_t first_batch) const;
   void run_forward(ChunkState& chunk, MicrobatchState& state, bool save);
-  void forward(ChunkState& chunk, int microbatch, std::int64_t first_batch, const BatchReader& reader);
+  void forward(ChunkState& chunk, int microbatch, const BatchReader& reader);
   void backward(ChunkState& chunk, const Action& action, bool final_for_batch);
   void enter_version(int version);
   void leave_version();
