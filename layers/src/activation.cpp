@@ -56,6 +56,10 @@ void cpu_backward(activation_math::Kind kind, const T* saved, const T* g, T* dx,
 }
 
 // f32 on the CPU: the same formulas over Eigen arrays, whose erf/exp/tanh are vectorised.
+// GCC 12 reports Eigen's AVX-512 intrinsics (_mm512_undefined_ps) as maybe-uninitialised: a false
+// positive, silenced for these two functions only.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 using Array = Eigen::Array<float, Eigen::Dynamic, 1>;
 using ArrayMap = Eigen::Map<Array>;
 using ConstArrayMap = Eigen::Map<const Array>;
@@ -85,6 +89,7 @@ void eigen_backward(activation_math::Kind kind, const float* saved_ptr, const fl
     case activation_math::Kind::sigmoid: dx = g * s * (1.0f - s); break;
   }
 }
+#pragma GCC diagnostic pop
 
 template <typename T>
 void forward_chunk(activation_math::Kind kind, const T* x, T* y, std::int64_t n) {
