@@ -55,6 +55,8 @@ TEST_CASE("pipelined training equals sequential training", "[train][mpi]") {
         o.schedule = variant.substr(0, variant.find('+'));
         const std::string& schedule = variant;
         o.allreduce = replicas > 1 && stages == 2 ? "ring" : "hierarchical";
+        // One rank per pretend node: replica groups span "nodes", so the inter-node step runs.
+        o.ranks_per_node = "1";
         std::map<std::string, std::vector<double>> trained;
         const apps::TrainSummary summary = apps::train(o, [&](const apps::TrainedStage& stage) {
           for (Chain* chunk : stage.chunks)
