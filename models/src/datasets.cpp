@@ -15,21 +15,10 @@ namespace loom {
 
 namespace {
 
-void check_indices(const Dataset& d, std::span<const std::int64_t> indices) {
-  for (const std::int64_t i : indices)
-    LOOM_CHECK(i >= 0 && i < d.size(), d.name(), ": sample ", i, " out of range (", d.size(), " samples)");
-}
-
-Tensor make_inputs(const DataShape& s, std::int64_t n) {
-  std::vector<std::int64_t> dims{n};
-  for (const auto d : s.sample_shape.vec()) dims.push_back(d);
-  return Tensor::empty(Shape(dims), s.input_dtype);
-}
-
-Tensor make_targets(const DataShape& s, std::int64_t n) {
-  std::vector<std::int64_t> dims{n};
-  for (const auto d : s.target_shape.vec()) dims.push_back(d);
-  return Tensor::empty(Shape(dims), DType::i64);
+Tensor with_rows(std::int64_t rows, const Shape& sample, DType dtype) {
+  std::vector<std::int64_t> dims{rows};
+  for (const auto d : sample.vec()) dims.push_back(d);
+  return Tensor::empty(Shape(dims), dtype);
 }
 
 // Images normalised to [0, 1] then standardised with the dataset's mean and std.
@@ -54,11 +43,8 @@ class FashionMnist final : public Dataset {
   std::string name() const override { return "fashion-mnist"; }
   std::int64_t size() const override { return images_.dims[0]; }
   DataShape shape() const override { return shape_; }
-  void read(std::span<const std::int64_t> indices, Tensor& inputs, Tensor& targets) const override {
-    check_indices(*this, indices);
+  void fill(std::span<const std::int64_t> indices, Tensor& inputs, Tensor& targets) const override {
     const auto n = static_cast<std::int64_t>(indices.size());
-    inputs = make_inputs(shape_, n);
-    targets = make_targets(shape_, n);
     float* x = inputs.data<float>();
     std::int64_t* y = targets.data<std::int64_t>();
     constexpr float kMean = 0.2860f, kStd = 0.3530f;  // Fashion-MNIST training-set pixel statistics
@@ -96,11 +82,8 @@ class TextBytes final : public Dataset {
   std::string name() const override { return "text:" + path_; }
   std::int64_t size() const override { return count_; }
   DataShape shape() const override { return shape_; }
-  void read(std::span<const std::int64_t> indices, Tensor& inputs, Tensor& targets) const override {
-    check_indices(*this, indices);
+  void fill(std::span<const std::int64_t> indices, Tensor& inputs, Tensor& targets) const override {
     const auto n = static_cast<std::int64_t>(indices.size());
-    inputs = make_inputs(shape_, n);
-    targets = make_targets(shape_, n);
     std::int64_t* x = inputs.data<std::int64_t>();
     std::int64_t* y = targets.data<std::int64_t>();
     for (std::int64_t r = 0; r < n; ++r) {
@@ -137,11 +120,8 @@ class Synthetic final : public Dataset {
   std::string name() const override { return "synthetic"; }
   std::int64_t size() const override { return size_; }
   DataShape shape() const override { return shape_; }
-  void read(std::span<const std::int64_t> indices, Tensor& inputs, Tensor& targets) const override {
-    check_indices(*this, indices);
+  void fill(std::span<const std::int64_t> indices, Tensor& inputs, Tensor& targets) const override {
     const auto n = static_cast<std::int64_t>(indices.size());
-    inputs = make_inputs(shape_, n);
-    targets = make_targets(shape_, n);
     const std::int64_t features = shape_.sample_shape.numel();
     for (std::int64_t r = 0; r < n; ++r) {
       const auto sample = static_cast<std::uint64_t>(offset_ + indices[r]);
@@ -192,6 +172,17 @@ class Synthetic final : public Dataset {
 };
 
 }  // namespace
+
+void Dataset::read(std::span<const std::int64_t> indices, Tensor& inputs, Tensor& targets) const {
+  const std::int64_t count = size();
+  for (const std::int64_t i : indices)
+    LOOM_CHECK(i >= 0 && i < count, name(), ": sample ", i, " out of range (", count, " samples)");
+  const DataShape s = shape();
+  const auto n = static_cast<std::int64_t>(indices.size());
+  inputs = with_rows(n, s.sample_shape, s.input_dtype);
+  targets = with_rows(n, s.target_shape, DType::i64);
+  fill(indices, inputs, targets);
+}
 
 std::string fashion_mnist_dir() {
   const char* dir = std::getenv("LOOM_FASHION_MNIST_DIR");

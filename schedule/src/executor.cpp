@@ -134,15 +134,26 @@ void Executor::run_forward(ChunkState& chunk, MicrobatchState& state, bool save)
   state.outputs = std::move(outputs);
 }
 
+void Executor::read_rows(const ChunkState& chunk, MicrobatchState& state, const BatchReader& reader) {
+  if (!chunk.first && !chunk.last) return;
+  TensorList inputs;
+  Tensor targets;
+  reader({state.rows.batch, state.rows.first, state.rows.count, chunk.first, chunk.last}, inputs, targets);
+  if (chunk.first) state.inputs = std::move(inputs);
+  if (chunk.last) state.targets = std::move(targets);
+}
+
+void Executor::flush_links() {
+  for (auto& chunk : chunks_) {
+    if (!chunk->last) groups_.link(chunk->virtual_stage).flush();
+    if (!chunk->first) groups_.link(chunk->virtual_stage - 1).flush();
+    chunk->microbatches.clear();
+  }
+}
+
 void Executor::forward(ChunkState& chunk, int microbatch, const BatchReader& reader) {
   MicrobatchState& state = chunk.microbatches[microbatch];
-  if (chunk.first || chunk.last) {
-    TensorList inputs;
-    Tensor targets;
-    reader({state.rows.batch, state.rows.first, state.rows.count, chunk.first, chunk.last}, inputs, targets);
-    if (chunk.first) state.inputs = std::move(inputs);
-    if (chunk.last) state.targets = std::move(targets);
-  }
+  read_rows(chunk, state, reader);
   run_forward(chunk, state, !options_.recompute);
   if (!options_.recompute) state.inputs.clear();
 }
@@ -336,11 +347,7 @@ StepResult Executor::run(std::int64_t first_batch, const BatchReader& reader) {
     }
     if (observer_) observer_({a, stage_, start, now_us()});
   }
-  for (auto& chunk : chunks_) {
-    if (!chunk->last) groups_.link(chunk->virtual_stage).flush();
-    if (!chunk->first) groups_.link(chunk->virtual_stage - 1).flush();
-    chunk->microbatches.clear();
-  }
+  flush_links();
   LOOM_CHECK(stashed_.empty(), "executor: ", stashed_.size(), " stashed weight versions outlived the run");
   return result;
 }
@@ -374,13 +381,7 @@ void Executor::evaluate(std::int64_t batch, std::int64_t batch_size, const Batch
           .send(comm::Direction::forward, a.microbatch, state.outputs, state.rows.microbatch_rows);
       state.outputs.clear();
     } else {
-      if (chunk.first || chunk.last) {
-        TensorList inputs;
-        Tensor targets;
-        reader({state.rows.batch, state.rows.first, state.rows.count, chunk.first, chunk.last}, inputs, targets);
-        if (chunk.first) state.inputs = std::move(inputs);
-        if (chunk.last) state.targets = std::move(targets);
-      }
+      read_rows(chunk, state, reader);
       MemoryCategoryScope scope(MemoryCategory::workspace);
       Context ctx;
       ctx.training = false;
@@ -395,10 +396,7 @@ void Executor::evaluate(std::int64_t batch, std::int64_t batch_size, const Batch
       }
     }
   }
-  for (auto& chunk : chunks_) {
-    if (!chunk->last) groups_.link(chunk->virtual_stage).flush();
-    chunk->microbatches.clear();
-  }
+  flush_links();
 }
 
 }  // namespace loom::schedule

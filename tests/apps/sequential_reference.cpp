@@ -8,6 +8,27 @@
 
 namespace loom::test {
 
+namespace {
+// Global batch `step` (the epoch's seeded order) through the whole model: the loss is the batch
+// mean, gradients accumulate into the parameters.
+double forward_backward(const apps::TrainOptions& o, const Dataset& data, std::int64_t step, Layer& model,
+                        Layer& loss) {
+  const std::int64_t per_epoch = data.size() / o.global_batch;
+  const auto order = epoch_order(data.size(), o.seed, step / per_epoch);
+  const std::int64_t base = (step % per_epoch) * o.global_batch;
+  std::vector<std::int64_t> indices(order.begin() + base, order.begin() + base + o.global_batch);
+  Tensor x, y;
+  data.read(indices, x, y);
+  Context ctx, loss_ctx;
+  ctx.seed = loss_ctx.seed = o.seed;
+  ctx.step = loss_ctx.step = static_cast<std::uint64_t>(step);
+  const Tensor logits = model.forward({x}, ctx).at(0);
+  const double value = loss.forward({logits, y}, loss_ctx).at(0).item();
+  model.backward({loss.backward({Tensor::full({}, 1.0)}, loss_ctx).at(0)}, ctx);
+  return value;
+}
+}  // namespace
+
 SequentialRun train_sequentially(const apps::TrainOptions& o) {
   const ModelSpec spec = make_model(o.model, o.overrides);
   auto model = spec.build_all();
@@ -20,22 +41,9 @@ SequentialRun train_sequentially(const apps::TrainOptions& o) {
   else
     optimizer = std::make_unique<Adam>(trainable_parameters(*model),
                                        AdamOptions{0.9, 0.999, 1e-8, o.weight_decay, o.optimizer == "adamw"});
-  const std::int64_t per_epoch = data->size() / o.global_batch;
   SequentialRun run;
   for (std::int64_t step = 0; step < o.steps; ++step) {
-    const auto order = epoch_order(data->size(), o.seed, step / per_epoch);
-    const std::int64_t base = (step % per_epoch) * o.global_batch;
-    std::vector<std::int64_t> indices(order.begin() + base, order.begin() + base + o.global_batch);
-    Tensor x, y;
-    data->read(indices, x, y);
-    Context ctx, loss_ctx;
-    ctx.seed = loss_ctx.seed = o.seed;
-    ctx.step = loss_ctx.step = static_cast<std::uint64_t>(step);
-    const Tensor logits = model->forward({x}, ctx).at(0);
-    const Tensor value = loss->forward({logits, y}, loss_ctx).at(0);  // the batch mean (no scaling)
-    run.losses.push_back(value.item());
-    const Tensor grad = loss->backward({Tensor::full({}, 1.0)}, loss_ctx).at(0);
-    model->backward({grad}, ctx);
+    run.losses.push_back(forward_backward(o, *data, step, *model, *loss));
     optimizer->step(o.lr);
     optimizer->zero_grad();
   }
@@ -71,22 +79,11 @@ SequentialRun train_with_versions(const apps::TrainOptions& o, const std::vector
   for (const NamedParameter& p : params) stage_of_param.push_back(stage_of_block.at(std::stoi(p.name)));
   std::vector<std::vector<Tensor>> history{{}};  // history[k][i]: parameter i after k updates
   for (const NamedParameter& p : params) history[0].push_back(p.parameter->value.clone());
-  const std::int64_t per_epoch = data->size() / o.global_batch;
   SequentialRun run;
   for (std::int64_t n = 0; n < o.steps; ++n) {
     for (std::size_t i = 0; i < params.size(); ++i)
       params[i].parameter->value = history.at(version.at(stage_of_param[i]).at(n))[i].clone();
-    const auto order = epoch_order(data->size(), o.seed, n / per_epoch);
-    const std::int64_t base = (n % per_epoch) * o.global_batch;
-    std::vector<std::int64_t> indices(order.begin() + base, order.begin() + base + o.global_batch);
-    Tensor x, y;
-    data->read(indices, x, y);
-    Context ctx, loss_ctx;
-    ctx.seed = loss_ctx.seed = o.seed;
-    ctx.step = loss_ctx.step = static_cast<std::uint64_t>(n);
-    const Tensor logits = model->forward({x}, ctx).at(0);
-    run.losses.push_back(loss->forward({logits, y}, loss_ctx).at(0).item());
-    model->backward({loss->backward({Tensor::full({}, 1.0)}, loss_ctx).at(0)}, ctx);
+    run.losses.push_back(forward_backward(o, *data, n, *model, *loss));
     for (std::size_t i = 0; i < params.size(); ++i) params[i].parameter->value = history.back()[i].clone();
     optimizer.step(o.lr);
     optimizer.zero_grad();

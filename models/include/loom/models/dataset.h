@@ -31,8 +31,12 @@ class Dataset {
   virtual std::string name() const = 0;
   virtual std::int64_t size() const = 0;
   virtual DataShape shape() const = 0;
-  // Inputs [n, sample...] and i64 targets [n, target...] for the given global sample indices.
-  virtual void read(std::span<const std::int64_t> indices, Tensor& inputs, Tensor& targets) const = 0;
+  // Inputs [n, sample...] and i64 targets [n, target...] for the given sample indices (checked).
+  void read(std::span<const std::int64_t> indices, Tensor& inputs, Tensor& targets) const;
+
+ protected:
+  // Fills row r of the allocated `inputs` and `targets` with sample indices[r].
+  virtual void fill(std::span<const std::int64_t> indices, Tensor& inputs, Tensor& targets) const = 0;
 };
 
 // Opens `spec` ("fashion-mnist", "text:PATH", "synthetic") for a model expecting `expected`.

@@ -112,7 +112,9 @@ class Executor {
   };
   Rows rows_of(int virtual_stage, int microbatch, std::int64_t first_batch) const;
   void run_forward(ChunkState& chunk, MicrobatchState& state, bool save);
+  void read_rows(const ChunkState& chunk, MicrobatchState& state, const BatchReader& reader);
   void forward(ChunkState& chunk, int microbatch, const BatchReader& reader);
+  void flush_links();  // waits for every send of this rank's links and drops micro-batch state
   void backward(ChunkState& chunk, const Action& action, bool final_for_batch);
   void enter_version(int version);
   void leave_version();
