@@ -91,6 +91,8 @@ std::size_t Sequential::activation_bytes(const std::vector<Shape>& input_shapes)
 Chain Chain::extract(std::size_t begin, std::size_t end) {
   LOOM_CHECK(begin <= end && end <= layers_.size(), "Chain::extract: range [", begin, ", ", end, ") outside ",
              layers_.size(), " blocks");
+  LOOM_CHECK(begin == 0 || end == layers_.size(), "Chain::extract: [", begin, ", ", end,
+             ") is neither a prefix nor a suffix; the blocks left behind would change their global indices");
   Chain part(first_index_ + static_cast<std::int64_t>(begin));
   for (std::size_t i = begin; i < end; ++i) part.add(std::move(layers_[i]), names_[i]);
   layers_.erase(layers_.begin() + static_cast<std::ptrdiff_t>(begin), layers_.begin() + static_cast<std::ptrdiff_t>(end));

@@ -53,6 +53,12 @@ TEST_CASE("initial values depend only on seed, block index and name, not on the 
   Chain stage2 = whole.extract(2, 4);  // blocks 2..3 as another rank would hold them
   stage2.initialize(11);
   CHECK(stage2.first_block_index() == 2);
+  Chain stage0 = whole.extract(0, 1), stage1 = whole.extract(0, 1);
+  CHECK(stage1.first_block_index() == 1);
+  CHECK(stage1.block_name(0) == "1");
+  CHECK(whole.size() == 0);
+  Chain another = make_chain();
+  CHECK_THROWS_WITH(another.extract(1, 2), Catch::Contains("neither a prefix nor a suffix"));
   auto a = full.parameters(), b = stage2.parameters();
   REQUIRE(b.size() == 4);
   for (std::size_t i = 0; i < b.size(); ++i) {

@@ -36,7 +36,8 @@ class Chain : public Sequential {
   const std::string& block_name(std::size_t index) const { return layer_name(index); }
 
   // Moves blocks [begin, end) into a new Chain (the blocks keep their global indices and names);
-  // this chain is left without them.
+  // this chain is left without them. The range must be a prefix or a suffix (a stage's blocks are
+  // taken off the front one stage at a time), so the blocks left keep their indices too.
   Chain extract(std::size_t begin, std::size_t end);
 
   // Each block is initialised from (seed, its own global index, its full name); `block_index` is
