@@ -369,6 +369,9 @@ TrainSummary train(const TrainOptions& o, const std::function<void(const Trained
       }
       if (progress_bar) {
         const std::int64_t in_epoch = step % steps_per_epoch + 1;
+        // Without a terminal the bar is a log line: about 20 per epoch, not one per step.
+        if (!tty && in_epoch % std::max<std::int64_t>(1, steps_per_epoch / 20) != 0 && in_epoch != steps_per_epoch)
+          continue;
         const double elapsed = total.elapsed_ms() / 1000.0;
         const double eta = elapsed / static_cast<double>(step + 1) * static_cast<double>(total_steps - step - 1);
         const int width = 30, filled = static_cast<int>(width * in_epoch / steps_per_epoch);
