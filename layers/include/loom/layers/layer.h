@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -92,8 +93,9 @@ class Context {
  private:
   void collect_storages(std::vector<const Storage*>& storages) const;
 
-  std::vector<std::pair<std::string, Tensor>> saved_;
-  std::vector<std::pair<std::string, Shape>> shapes_;
+  // Deques: a reference returned by get() stays valid while later save() calls add entries.
+  std::deque<std::pair<std::string, Tensor>> saved_;
+  std::deque<std::pair<std::string, Shape>> shapes_;
   std::vector<std::unique_ptr<Context>> children_;
 };
 
