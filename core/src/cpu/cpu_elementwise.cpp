@@ -126,8 +126,14 @@ void bias_grad(const Tensor& grad, Tensor& grad_bias) {
   by_float_type(grad.dtype(), [&](auto zero) {
     using T = decltype(zero);
     const std::int64_t n = grad_bias.numel();
-    Rows<T> rows(static_cast<T*>(grad.raw_data()), grad.numel() / std::max<std::int64_t>(n, 1), n);
-    Eigen::Map<Eigen::Matrix<T, 1, Eigen::Dynamic>>(static_cast<T*>(grad_bias.raw_data()), n) += rows.colwise().sum();
+    if (n == 0) return;
+    // Row by row into a contiguous accumulator: unit-stride, vectorised (a column-wise reduction of
+    // a row-major matrix strides through memory).
+    Eigen::Array<T, Eigen::Dynamic, 1> total = Eigen::Array<T, Eigen::Dynamic, 1>::Zero(n);
+    const T* g = static_cast<const T*>(grad.raw_data());
+    for (std::int64_t r = 0, rows = grad.numel() / n; r < rows; ++r)
+      total += Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>(g + r * n, n);
+    Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>(static_cast<T*>(grad_bias.raw_data()), n) += total;
   });
 }
 

@@ -53,25 +53,38 @@ LOOM_HD float to_unit_float(std::uint32_t bits) {
   return (static_cast<float>(bits >> 8) + 1.0f) * (1.0f / 16777216.0f);
 }
 
-// Element i of a uniform stream on [lo, hi).
-LOOM_HD float uniform(std::uint64_t seed, std::uint64_t key, std::uint64_t i, float lo, float hi) {
-  const float u = to_unit_float(word(seed, key, i)) - (1.0f / 16777216.0f);  // [0, 1)
+// The value of one uniform on [lo, hi) from one random word.
+LOOM_HD float uniform_from_word(std::uint32_t word, float lo, float hi) {
+  const float u = to_unit_float(word) - (1.0f / 16777216.0f);  // [0, 1)
   return lo + (hi - lo) * u;
 }
 
-// Element i of a normal stream: Box-Muller from the two words 2i, 2i+1 of the stream (computed
-// in double so host and device round identically).
-LOOM_HD float normal(std::uint64_t seed, std::uint64_t key, std::uint64_t i, float mean, float stddev) {
-  const double u1 = to_unit_float(word(seed, key, 2 * i));
-  const double u2 = to_unit_float(word(seed, key, 2 * i + 1));
-  const double r = sqrt(-2.0 * log(u1));
-  const double z = r * cos(6.283185307179586 * u2);
+// One normal from two random words: Box-Muller, computed in double so host and device round alike.
+LOOM_HD float normal_from_words(std::uint32_t first, std::uint32_t second, float mean, float stddev) {
+  const double u1 = to_unit_float(first);
+  const double u2 = to_unit_float(second);
+  const double z = sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
   return mean + stddev * static_cast<float>(z);
+}
+
+// 1 with probability p, from one random word.
+LOOM_HD bool bernoulli_from_word(std::uint32_t word, float p) {
+  return (static_cast<double>(word) + 0.5) * (1.0 / 4294967296.0) < static_cast<double>(p);
+}
+
+// Element i of a uniform stream on [lo, hi).
+LOOM_HD float uniform(std::uint64_t seed, std::uint64_t key, std::uint64_t i, float lo, float hi) {
+  return uniform_from_word(word(seed, key, i), lo, hi);
+}
+
+// Element i of a normal stream: from the words 2i and 2i + 1 of the stream.
+LOOM_HD float normal(std::uint64_t seed, std::uint64_t key, std::uint64_t i, float mean, float stddev) {
+  return normal_from_words(word(seed, key, 2 * i), word(seed, key, 2 * i + 1), mean, stddev);
 }
 
 // Element i of a Bernoulli(p) stream: 1 with probability p.
 LOOM_HD bool bernoulli(std::uint64_t seed, std::uint64_t key, std::uint64_t i, float p) {
-  return (static_cast<double>(word(seed, key, i)) + 0.5) * (1.0 / 4294967296.0) < static_cast<double>(p);
+  return bernoulli_from_word(word(seed, key, i), p);
 }
 
 }  // namespace loom::philox
