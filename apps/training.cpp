@@ -247,8 +247,7 @@ TrainSummary train(const TrainOptions& o, const std::function<void(const Trained
     if (o.clip_norm > 0) {
       double local = contributes_norm ? optimizer.local_grad_sum_of_squares() : 0.0, global = 0;
       MPI_Allreduce(&local, &global, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-      const double norm = std::sqrt(global);
-      if (norm > o.clip_norm) scale = o.clip_norm / (norm + 1e-6);
+      scale = clip_scale(global, o.clip_norm);
     }
     optimizer.step(optimizer_steps++, scale);
   };

@@ -2,6 +2,7 @@
 // with the CUDA kernels (optimizer_math.h); dispatch by the parameter's device happens here.
 #include <loom/layers/optimizer.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include <loom/core/ops.h>
@@ -173,6 +174,11 @@ double LrSchedule::at(std::int64_t step) const {
   const double progress = std::min(1.0, static_cast<double>(step - warmup_steps) / static_cast<double>(decay_steps));
   if (kind == Kind::linear) return min_lr + (base_lr - min_lr) * (1.0 - progress);
   return min_lr + (base_lr - min_lr) * 0.5 * (1.0 + std::cos(3.14159265358979323846 * progress));
+}
+
+double clip_scale(double sum_of_squares, double max_norm) {
+  LOOM_CHECK(max_norm > 0, "gradient clipping needs a positive max norm, got ", max_norm);
+  return std::min(1.0, max_norm / (std::sqrt(sum_of_squares) + 1e-6));
 }
 
 std::vector<NamedParameter> trainable_parameters(Layer& layer, const std::string& prefix) {

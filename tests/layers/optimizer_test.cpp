@@ -18,6 +18,7 @@ struct Case {
   std::string kind;
   double lr, momentum, weight_decay;
   bool nesterov;
+  double clip = 0;  // max gradient norm (0: no clipping)
 };
 
 void check_against_torch(const Case& c) {
@@ -42,13 +43,13 @@ void check_against_torch(const Case& c) {
       params[i].parameter->grad.copy_from(g);
       inputs.emplace_back(params[i].name + ".grad" + std::to_string(step), g);
     }
-    optimizer->step(c.lr);
+    optimizer->step(c.lr, c.clip > 0 ? clip_scale(optimizer->grad_sum_of_squares(), c.clip) : 1.0);
   }
   CHECK(optimizer->steps() == steps);
   const auto reference = test::run_torch("optim", inputs,
                                          {{"kind", c.kind}, {"lr", c.lr}, {"momentum", c.momentum},
                                           {"nesterov", c.nesterov}, {"weight_decay", c.weight_decay},
-                                          {"steps", steps}, {"params", names}});
+                                          {"steps", steps}, {"params", names}, {"clip", c.clip}});
   for (const NamedParameter& p : params) {
     INFO(c.kind << " momentum " << c.momentum << " nesterov " << c.nesterov << " wd " << c.weight_decay << " "
                 << p.name);
@@ -58,10 +59,12 @@ void check_against_torch(const Case& c) {
 
 }  // namespace
 
-TEST_CASE("SGD, Adam and AdamW equal torch.optim over several steps", "[optimizer][torch]") {
+TEST_CASE("SGD, Adam and AdamW (with and without clipping) equal torch.optim over several steps",
+          "[optimizer][torch]") {
   for (const Case& c : {Case{"sgd", 0.1, 0.0, 0.0, false}, Case{"sgd", 0.1, 0.9, 0.01, false},
                         Case{"sgd", 0.05, 0.9, 0.0, true}, Case{"adam", 0.01, 0, 0.0, false},
-                        Case{"adam", 0.01, 0, 0.1, false}, Case{"adamw", 0.01, 0, 0.1, false}})
+                        Case{"adam", 0.01, 0, 0.1, false}, Case{"adamw", 0.01, 0, 0.1, false},
+                        Case{"sgd", 0.1, 0.9, 0.0, false, 0.5}, Case{"adam", 0.01, 0, 0.0, false, 0.5}})
     check_against_torch(c);
 }
 

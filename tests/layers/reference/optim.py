@@ -20,6 +20,8 @@ def compute(inputs, config):
     for step in range(config["steps"]):
         for name, p in zip(names, params):
             p.grad = inputs[f"{name}.grad{step}"].clone()
+        if config.get("clip", 0) > 0:
+            torch.nn.utils.clip_grad_norm_(params, config["clip"])
         opt.step()
     return {name: p.detach() for name, p in zip(names, params)}
 

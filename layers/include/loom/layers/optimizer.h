@@ -92,6 +92,11 @@ struct LrSchedule {
   double at(std::int64_t step) const;          // step counts from 0
 };
 
+// Global gradient-norm clipping as torch.nn.utils.clip_grad_norm_: the factor min(1, max_norm /
+// (norm + 1e-6)) for norm = sqrt(sum_of_squares), the sum over every stage and replica's share.
+// Pass it to Optimizer::step as grad_scale.
+double clip_scale(double sum_of_squares, double max_norm);
+
 // Trainable parameters of a layer (with full names), the usual argument of an optimizer.
 std::vector<NamedParameter> trainable_parameters(Layer& layer, const std::string& prefix = "");
 
