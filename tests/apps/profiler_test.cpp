@@ -90,7 +90,7 @@ TEST_CASE("profile options are checked", "[profile]") {
   CHECK_THROWS_WITH(apps::profile_model(o), Catch::Contains("--repeats"));
   o = small_mlp();
   o.microbatch = 0;
-  CHECK_THROWS_WITH(apps::profile_model(o), Catch::Contains("micro-batch"));
+  CHECK_THROWS_WITH(apps::profile_model(o), Catch::Contains("--microbatch"));
   o = small_mlp();
   o.model = "resnet-9000";
   CHECK_THROWS_WITH(apps::profile_model(o), Catch::Contains("unknown model"));
