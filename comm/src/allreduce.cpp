@@ -40,10 +40,10 @@ void hierarchical_allreduce(ReduceGroup& group, void* data, std::int64_t count, 
   const Partition shards = Partition::even(count, group.shards());
   char* base = static_cast<char*>(data);
   const std::size_t element = dtype_size(dtype);
-  group.intra().reduce_scatter(data, local_parts, dtype);
+  group.intra().reduce_scatter(data, local_parts, dtype, 1.0, Exchange::halving);
   for (int shard = static_cast<int>(group.owned_shards().begin); shard < group.owned_shards().end; ++shard)
     ring_allreduce(group.inter(shard), base + shards.part(shard).begin * element, shards.part(shard).size(), dtype, scale);
-  group.intra().allgather(data, local_parts, dtype);
+  group.intra().allgather(data, local_parts, dtype, Exchange::halving);
 }
 
 }  // namespace

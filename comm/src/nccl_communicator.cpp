@@ -98,7 +98,7 @@ void NcclCommunicator::allreduce(void* data, std::int64_t count, DType dtype, do
   finish("ncclAllReduce");
 }
 
-void NcclCommunicator::reduce_scatter(void* data, const Partition& parts, DType dtype, double scale) {
+void NcclCommunicator::reduce_scatter(void* data, const Partition& parts, DType dtype, double scale, Exchange) {
   LOOM_CHECK(parts.parts() == size(), "reduce_scatter: partition of ", parts.parts(), " parts for ", size(), " members");
   if (parts.total() == 0) return;
   begin();
@@ -121,7 +121,7 @@ void NcclCommunicator::reduce_scatter(void* data, const Partition& parts, DType 
   finish("NCCL reduce-scatter");
 }
 
-void NcclCommunicator::allgather(void* data, const Partition& parts, DType dtype) {
+void NcclCommunicator::allgather(void* data, const Partition& parts, DType dtype, Exchange) {
   LOOM_CHECK(parts.parts() == size(), "allgather: partition of ", parts.parts(), " parts for ", size(), " members");
   if (parts.total() == 0) return;
   begin();

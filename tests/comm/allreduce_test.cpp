@@ -200,3 +200,34 @@ TEST_CASE("hierarchical shards on uneven nodes") {
   if (rank >= 6) CHECK(local.part(0) == Range{0, 7});
   if (rank >= 6) CHECK(local.part(1) == Range{7, 10});
 }
+
+TEST_CASE("reduce-scatter and allgather on uneven partitions, ring and halving exchanges") {
+  auto comm = make_communicator(Backend::mpi, MPI_COMM_WORLD);
+  const int n = comm->size(), r = comm->rank();
+  std::vector<std::int64_t> offsets{0};
+  for (int p = 0; p < n; ++p) offsets.push_back(offsets.back() + (p * 3) % 5);  // sizes 0, 3, 1, 4, 2, 0, ...
+  const Partition parts(offsets);
+  for (Exchange exchange : {Exchange::ring, Exchange::halving}) {
+    INFO((exchange == Exchange::ring ? "ring" : "halving"));
+    // Multiples of 2^-20: every summation order gives the exact sum.
+    std::vector<double> data(parts.total());
+    for (std::int64_t i = 0; i < parts.total(); ++i) data[i] = dyadic_value(r, i, 5);
+    comm->reduce_scatter(data.data(), parts, DType::f64, 0.5, exchange);
+    bool exact = true;
+    for (std::int64_t i = parts.part(r).begin; i < parts.part(r).end; ++i) {
+      double sum = 0;
+      for (int member = 0; member < n; ++member) sum += dyadic_value(member, i, 5);
+      exact = exact && data[i] == 0.5 * sum;
+    }
+    CHECK(exact);
+
+    std::vector<std::int32_t> gathered(parts.total(), -1);
+    for (std::int64_t i = parts.part(r).begin; i < parts.part(r).end; ++i) gathered[i] = 1000 * r + static_cast<int>(i);
+    comm->allgather(gathered.data(), parts, DType::i32, exchange);
+    bool complete = true;
+    for (int p = 0; p < n; ++p)
+      for (std::int64_t i = parts.part(p).begin; i < parts.part(p).end; ++i)
+        complete = complete && gathered[i] == 1000 * p + static_cast<int>(i);
+    CHECK(complete);
+  }
+}

@@ -29,6 +29,11 @@ enum class Backend : std::uint8_t { mpi, nccl };
 std::string_view backend_name(Backend backend);
 Backend parse_backend(std::string_view name);  // "mpi" or "nccl"
 
+// How reduce_scatter and allgather exchange data. `ring`: n-1 steps between ring neighbours.
+// `halving`: recursive halving (reduce-scatter) and doubling (allgather), log2(n) steps with the
+// same bytes, used when n is a power of two (else ring). A hint: NCCL picks its own.
+enum class Exchange : std::uint8_t { ring, halving };
+
 class Communicator {
  public:
   virtual ~Communicator();
@@ -48,9 +53,10 @@ class Communicator {
   virtual void allreduce(void* data, std::int64_t count, DType dtype, double scale = 1.0) = 0;
   // Afterwards member p's part `parts.part(p)` holds scale * the sum of that part over members;
   // the other parts hold unspecified partial sums.
-  virtual void reduce_scatter(void* data, const Partition& parts, DType dtype, double scale = 1.0) = 0;
+  virtual void reduce_scatter(void* data, const Partition& parts, DType dtype, double scale = 1.0,
+                              Exchange exchange = Exchange::ring) = 0;
   // Afterwards every member holds every part, each copied from the member that owns it.
-  virtual void allgather(void* data, const Partition& parts, DType dtype) = 0;
+  virtual void allgather(void* data, const Partition& parts, DType dtype, Exchange exchange = Exchange::ring) = 0;
   virtual void broadcast(void* data, std::int64_t count, DType dtype, int root) = 0;
   virtual void barrier() = 0;
   // Collective: members passing the same color >= 0 form a new communicator of this backend,

@@ -1,10 +1,12 @@
 // The host-memory communicator.
 //
-// allreduce is MPI_Allreduce. reduce_scatter and allgather are loom's own ring over MPI
-// point-to-point: n - 1 steps, each sending one part to the right neighbour and receiving one from
-// the left. Reduce-scatter transfers are cut into segments received into a small window of
-// scratch slots, so each segment is added while it is still in cache and while later segments
-// are in flight. Scratch is charged to MemoryCategory::communication and kept for reuse.
+// allreduce is MPI_Allreduce. reduce_scatter and allgather are loom's own, over MPI point-to-
+// point: a ring (n - 1 steps, each sending one part to the right neighbour and receiving one from
+// the left) or, for Exchange::halving on a power-of-two group, recursive halving / doubling
+// (log2(n) steps, each exchanging half of the remaining range with one partner). Reduce-scatter
+// transfers are cut into segments received into a small window of scratch slots, so each segment
+// is added while it is still in cache and while later segments are in flight. Scratch is charged
+// to MemoryCategory::communication and kept for reuse.
 #pragma once
 
 #include <cstdint>
@@ -29,8 +31,9 @@ class MpiCommunicator final : public Communicator {
   Backend backend() const override { return Backend::mpi; }
   Device device() const override { return Device::cpu(); }
   void allreduce(void* data, std::int64_t count, DType dtype, double scale = 1.0) override;
-  void reduce_scatter(void* data, const Partition& parts, DType dtype, double scale = 1.0) override;
-  void allgather(void* data, const Partition& parts, DType dtype) override;
+  void reduce_scatter(void* data, const Partition& parts, DType dtype, double scale = 1.0,
+                      Exchange exchange = Exchange::ring) override;
+  void allgather(void* data, const Partition& parts, DType dtype, Exchange exchange = Exchange::ring) override;
   void broadcast(void* data, std::int64_t count, DType dtype, int root) override;
   void barrier() override;
   std::unique_ptr<Communicator> split(int color, int key) override;
@@ -39,10 +42,14 @@ class MpiCommunicator final : public Communicator {
   void set_ring_options(const RingOptions& ring);
 
  private:
-  void reduce_step(const char* send, std::int64_t send_count, char* accumulate, std::int64_t recv_count, DType dtype,
-                   int tag);
-  void gather_step(const char* send, std::int64_t send_count, char* receive, std::int64_t recv_count, DType dtype,
-                   int tag);
+  // One exchange: send `send_count` elements to member `to` while receiving `recv_count` from
+  // member `from`, added into `accumulate` (reduce) or written to `receive` (gather).
+  void reduce_step(const char* send, std::int64_t send_count, int to, char* accumulate, std::int64_t recv_count,
+                   int from, DType dtype, int tag);
+  void gather_step(const char* send, std::int64_t send_count, int to, char* receive, std::int64_t recv_count, int from,
+                   DType dtype, int tag);
+  void halving_reduce_scatter(char* data, const Partition& parts, DType dtype);
+  void doubling_allgather(char* data, const Partition& parts, DType dtype);
   char* scratch(std::size_t bytes);
 
   RingOptions ring_;
