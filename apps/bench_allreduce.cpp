@@ -1,8 +1,8 @@
 // `loom bench allreduce`: time every allreduce algorithm over the world, nccl-tests style.
 //
-// Run under mpirun. For each size (min..max bytes, times --factor): warm-up, then rounds in which
-// the algorithms take turns; a round's time is the slowest rank's mean per call and an algorithm's
-// time is its median round. algbw = bytes / time and
+// Run under mpirun. For each size (min..max bytes, times --factor): warm-up, then short rounds in
+// which the algorithms take turns; a round's time is the slowest rank's mean per call and an
+// algorithm's time is its median round (robust on a shared, oversubscribed machine). algbw = bytes / time and
 // busbw = algbw * 2(n-1)/n (what each rank's link carries, comparable across rank counts).
 // --ranks-per-node pretends the machine is several nodes (the hierarchical algorithm's layout);
 // --shape-intra-gbps / --shape-inter-gbps slow loom's own point-to-point traffic down to given
@@ -37,9 +37,10 @@ struct AllreduceBenchOptions {
   std::int64_t max_bytes = 256 << 20;
   int factor = 4;
   std::string ranks_per_node;
-  int iterations = 0;  // per round; 0: enough for about --seconds per size and algorithm
-  double seconds = 0.5;
-  int rounds = 5;
+  int iterations = 0;  // calls per round; 0: about round_ms worth
+  double round_ms = 20;
+  double seconds = 3;  // per size, all algorithms together
+  int rounds = 0;      // 0: as many as fit in `seconds` (at least 7)
   int warmup = 2;
   std::int64_t segment_kb = 0;
   double shape_intra_gbps = 0;
@@ -99,24 +100,29 @@ void run(const AllreduceBenchOptions& options) {
       MemoryCategoryScope category(MemoryCategory::communication);
       buffer = Tensor::zeros(Shape{count});
     }
-    // Algorithms take turns, round after round, so machine noise hits them alike; each
-    // algorithm's time is its median round.
-    std::vector<int> iterations(algorithms.size(), options.iterations);
+    // Algorithms take turns in short rounds (about --round-ms each), as many rounds as fit in
+    // --seconds, so machine noise hits them alike; each algorithm's time is its median round.
+    std::vector<int> calls(algorithms.size(), options.iterations);
+    std::vector<double> probe(algorithms.size());
     std::vector<std::vector<double>> round_seconds(algorithms.size());
     for (std::size_t a = 0; a < algorithms.size(); ++a) {
       auto call = [&] { comm::allreduce(group, buffer, comm::ReduceOp::sum, algorithms[a]); };
       for (int i = 0; i < options.warmup; ++i) call();
-      if (iterations[a] <= 0) {
-        const double probe = time_calls(call, 1);
-        const double per_round = options.seconds / options.rounds;
-        iterations[a] = std::clamp(static_cast<int>(per_round / std::max(probe, 1e-7)), 1, 1000);
-        MPI_Bcast(&iterations[a], 1, MPI_INT, 0, MPI_COMM_WORLD);
-      }
+      probe[a] = std::max(time_calls(call, 1), 1e-7);
+      if (calls[a] <= 0) calls[a] = std::clamp(static_cast<int>(options.round_ms * 1e-3 / probe[a]), 1, 1000);
     }
-    for (int round = 0; round < options.rounds; ++round)
+    int rounds = options.rounds;
+    if (rounds <= 0) {
+      double round_cost = 0;
+      for (std::size_t a = 0; a < algorithms.size(); ++a) round_cost += calls[a] * probe[a];
+      rounds = std::clamp(static_cast<int>(options.seconds / round_cost), 7, 301);
+    }
+    MPI_Bcast(calls.data(), static_cast<int>(calls.size()), MPI_INT, 0, MPI_COMM_WORLD);
+    MPI_Bcast(&rounds, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    for (int round = 0; round < rounds; ++round)
       for (std::size_t a = 0; a < algorithms.size(); ++a)
         round_seconds[a].push_back(
-            time_calls([&] { comm::allreduce(group, buffer, comm::ReduceOp::sum, algorithms[a]); }, iterations[a]));
+            time_calls([&] { comm::allreduce(group, buffer, comm::ReduceOp::sum, algorithms[a]); }, calls[a]));
     for (std::size_t a = 0; a < algorithms.size(); ++a) {
       const comm::AllreduceAlgorithm algorithm = algorithms[a];
       std::sort(round_seconds[a].begin(), round_seconds[a].end());
@@ -169,10 +175,11 @@ void add_bench_allreduce_command(CLI::App& bench) {
   cmd->add_option("--factor", options.factor, "size step (default 4: 4K 16K 64K ...)");
   cmd->add_option("--ranks-per-node", options.ranks_per_node,
                   "pretend nodes: K ranks each, or sizes like 3,3,2 (default: LOOM_RANKS_PER_NODE, else physical)");
-  cmd->add_option("--iterations", options.iterations, "timed calls per round (default: about --seconds worth in all)");
-  cmd->add_option("--rounds", options.rounds, "rounds in which the algorithms take turns; the median round counts")
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--seconds", options.seconds, "time to spend per size and algorithm when --iterations is not given");
+  cmd->add_option("--iterations", options.iterations, "timed calls per round (default: about --round-ms worth)");
+  cmd->add_option("--round-ms", options.round_ms, "length of one algorithm's turn when --iterations is not given");
+  cmd->add_option("--rounds", options.rounds,
+                  "rounds in which the algorithms take turns; the median round counts (default: what fits in --seconds)");
+  cmd->add_option("--seconds", options.seconds, "time to spend per size, all algorithms together (default 3)");
   cmd->add_option("--warmup", options.warmup, "untimed calls first");
   cmd->add_option("--segment-kb", options.segment_kb, "ring segment size in KiB (default: LOOM_RING_SEGMENT_KB or 1024)");
   cmd->add_option("--shape-intra-gbps", options.shape_intra_gbps, "shape loom's intra-node links to this many GB/s");
