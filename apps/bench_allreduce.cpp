@@ -58,6 +58,7 @@ double time_calls(const std::function<void()>& call, int iterations) {
 }
 
 void run(const AllreduceBenchOptions& options) {
+  comm::ensure_mpi();  // errors below then name the rank
   LOOM_CHECK(options.min_bytes >= 4 && options.min_bytes <= options.max_bytes, "--min-bytes ", options.min_bytes,
              " and --max-bytes ", options.max_bytes, " make no range");
   LOOM_CHECK(options.factor >= 2, "--factor must be at least 2");
