@@ -1,5 +1,10 @@
 #include <loom/comm/gradient_bucketer.h>
 
+#include <chrono>
+#include <cstdio>
+
+#include <mpi.h>
+
 #include <loom/comm/runtime.h>
 #include <loom/comm/watchdog.h>
 #include <loom/core/log.h>
@@ -51,10 +56,19 @@ GradientBucketer::GradientBucketer(ReduceGroup& group, std::vector<Tensor> gradi
 GradientBucketer::~GradientBucketer() {
   if (!worker_.joinable()) return;
   {
-    std::lock_guard lock(mutex_);
+    std::unique_lock lock(mutex_);
     stopping_ = true;
+    changed_.notify_all();
+    if (std::uncaught_exceptions() > 0 &&
+        !changed_.wait_for(lock, std::chrono::seconds(2), [&] { return !worker_busy_; })) {
+      std::fprintf(stderr,
+                   "loom: error (rank %d): an exception is unwinding while gradient bucket %d is still being "
+                   "allreduced; aborting the job\n",
+                   error_rank(), next_to_run_);
+      std::fflush(stderr);
+      MPI_Abort(MPI_COMM_WORLD, 1);
+    }
   }
-  changed_.notify_all();
   worker_.join();
 }
 
@@ -137,6 +151,7 @@ void GradientBucketer::worker_loop() {
     if (stopping_) return;
     const int next = next_to_run_;
     emit(BucketEvent::Kind::started, next);
+    worker_busy_ = true;
     lock.unlock();
     std::exception_ptr error;
     try {
@@ -145,6 +160,7 @@ void GradientBucketer::worker_loop() {
       error = std::current_exception();
     }
     lock.lock();
+    worker_busy_ = false;
     if (error) {
       error_ = error;
       changed_.notify_all();

@@ -1,6 +1,7 @@
 #include <loom/comm/stage_link.h>
 
 #include <array>
+#include <exception>
 #include <string>
 
 #include <loom/comm/link_shaper.h>
@@ -195,11 +196,20 @@ StageLink::StageLink(MPI_Comm comm, int link, std::vector<int> upstream, std::ve
 StageLink::~StageLink() {
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (!finalized) {
-    try {
-      flush();
-    } catch (...) {
+  if (finalized) return;
+  if (std::uncaught_exceptions() > 0) {
+    // This rank is failing: the peers may never receive, so do not wait. The pending sends and
+    // their buffers are left to MPI (leaked) rather than freed under it.
+    for (auto& pending : sends_) {
+      for (MPI_Request& request : pending->requests)
+        if (request != MPI_REQUEST_NULL) MPI_Request_free(&request);
+      static_cast<void>(pending.release());
     }
+    return;
+  }
+  try {
+    flush();
+  } catch (...) {
   }
 }
 

@@ -133,3 +133,23 @@ TEST_CASE("boundary misuse is a clear error") {
   CHECK_THROWS_AS(StageLink(comm, 64, {0}, {1}), Error);
   MPI_Comm_free(&comm);
 }
+
+TEST_CASE("a failing rank's link does not wait for receivers that never come") {
+  if (world_size() < 2) return;
+  MPI_Comm comm;
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  if (world_rank() == 0) {
+    bool caught = false;
+    try {
+      StageLink link(comm, 9, {0}, {1});
+      // 4 MB: too large to complete without a matching receive, which rank 1 never posts.
+      link.send(Direction::forward, 0, {Tensor::zeros(Shape{1 << 20, 1})}, 1 << 20);
+      throw std::runtime_error("a layer failed");
+    } catch (const std::runtime_error&) {
+      caught = true;  // reached only if ~StageLink returned without waiting
+    }
+    CHECK(caught);
+  }
+  MPI_Barrier(comm);
+  MPI_Comm_free(&comm);
+}

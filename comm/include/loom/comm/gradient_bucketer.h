@@ -19,6 +19,10 @@
 // gradients were marked at that moment) go to an optional observer, called from the thread where
 // they happen with the bucketer's lock held (it must not call back into the bucketer), so tests can
 // check that buckets launch, and even finish, before backward ends.
+//
+// Destroyed while an exception unwinds (this rank failed mid-step), the bucketer gives a bucket in
+// flight 2 s to finish; if it is still waiting for peers (which may be stuck behind this rank's
+// failure) it aborts the job with a message rather than hang until the watchdog fires.
 #pragma once
 
 #include <condition_variable>
@@ -105,6 +109,7 @@ class GradientBucketer {
   int marked_count_ = 0;
   int next_to_run_ = 0;  // buckets run strictly in this order
   bool stopping_ = false;
+  bool worker_busy_ = false;
   bool running_inline_ = false;
   std::exception_ptr error_;
   std::thread worker_;

@@ -10,7 +10,8 @@
 // and shape, so shapes may change between micro-batches (variable sequence lengths), then one
 // message per tensor carries the rows, received straight into place. Receives are posted early
 // (post_receive posts the headers; data receives follow as headers land, in test() or wait());
-// sends are non-blocking and completed by later calls or flush(). A receiver that owns no rows
+// sends are non-blocking and completed by later calls, flush() or the destructor (which does
+// not wait while an exception unwinds: peers may never receive). A receiver that owns no rows
 // still gets a header (from sender 0) so it learns the shapes. Received tensors are charged to
 // MemoryCategory::communication. Transfers go through MPI; CUDA tensors are staged through host
 // memory (no CUDA-aware MPI assumed).
