@@ -2,6 +2,7 @@
 #include "profiler.h"
 
 #include <algorithm>
+#include <memory>
 #include <numeric>
 
 #include <loom/core/error.h>
@@ -77,26 +78,19 @@ class BlockRunner {
     return outputs;
   }
 
-  void backward() {
+  // Backward from the gradient of the block's outputs (ignored by the last block, which starts
+  // from its loss); returns the gradient of its inputs.
+  TensorList backward(const TensorList& grad_outputs) {
     MemoryCategoryScope scope(MemoryCategory::workspace);
-    TensorList grad = grad_outputs_;
+    TensorList grad = grad_outputs;
     if (loss_) {
       const Tensor& value = loss_output_.at(0);
       grad = {loss_->backward({Tensor::full({}, 1.0, value.dtype(), value.device())}, loss_ctx_).at(0)};
       loss_output_.clear();
     }
-    block_.backward(grad, ctx_);
+    TensorList grad_inputs = block_.backward(grad, ctx_);
     ctx_.clear();
-  }
-
-  // Gradients for the outputs of a block that is not the last (any values do for timing).
-  void set_output_gradients(const TensorList& outputs) {
-    MemoryCategoryScope scope(MemoryCategory::workspace);
-    grad_outputs_.clear();
-    for (const Tensor& out : outputs)
-      grad_outputs_.push_back(out.defined() && is_floating(out.dtype())
-                                  ? Tensor::full(out.shape(), 1e-3, out.dtype(), out.device())
-                                  : Tensor());
+    return grad_inputs;
   }
 
   void release() {
@@ -112,7 +106,6 @@ class BlockRunner {
   std::uint64_t seed_;
   Context ctx_, loss_ctx_;
   TensorList loss_output_;
-  TensorList grad_outputs_;
 };
 
 // What one block's forward does to activation memory, from loom's memory accounting. Its input
@@ -165,37 +158,46 @@ planner::Profile profile_model(const ProfileOptions& o) {
   profile.microbatch = static_cast<double>(o.microbatch);
   profile.device = "cpu, " + std::to_string(num_threads()) + (num_threads() == 1 ? " thread" : " threads");
   const std::int64_t blocks = spec.blocks();
+  std::vector<std::unique_ptr<BlockRunner>> runners;
+  for (std::int64_t i = 0; i < blocks; ++i)
+    runners.push_back(std::make_unique<BlockRunner>(chain->block(static_cast<std::size_t>(i)),
+                                                    i + 1 == blocks ? loss.get() : nullptr, mb, o.seed));
+  // Blocks are timed inside whole passes (every forward, then every backward), as a stage runs
+  // them: a block timed alone, over and over, finds its weights in cache and looks faster.
+  std::vector<std::vector<double>> forward_ms(blocks), backward_ms(blocks);
+  auto pass = [&](bool timed) {
+    TensorList x = {mb.inputs};
+    for (std::int64_t i = 0; i < blocks; ++i) {
+      Stopwatch watch;
+      x = runners[i]->forward(x);
+      if (timed) forward_ms[i].push_back(watch.elapsed_ms());
+    }
+    TensorList grad;
+    for (std::int64_t i = blocks; i-- > 0;) {
+      Stopwatch watch;
+      grad = runners[i]->backward(grad);
+      if (timed) backward_ms[i].push_back(watch.elapsed_ms());
+    }
+  };
+  for (int w = 0; w < std::max(o.warmup, 1); ++w) pass(false);
+
   std::vector<BlockMemory> memory;
   TensorList inputs = {mb.inputs};
   for (std::int64_t i = 0; i < blocks; ++i) {
-    Layer& block = chain->block(static_cast<std::size_t>(i));
-    const bool last = i + 1 == blocks;
-    BlockRunner runner(block, last ? loss.get() : nullptr, mb, o.seed);
-    TensorList outputs = runner.forward(inputs);
-    if (!last) runner.set_output_gradients(outputs);
-    runner.backward();
-    for (int w = 1; w < o.warmup; ++w) {
-      runner.forward(inputs);
-      runner.backward();
-    }
-    memory.push_back(probe_block(runner, inputs));
-    std::vector<double> forward_ms, backward_ms;
-    for (int r = 0; r < o.repeats; ++r) {
-      Stopwatch watch;
-      outputs = runner.forward(inputs);
-      forward_ms.push_back(watch.elapsed_ms());
-      watch.reset();
-      runner.backward();
-      backward_ms.push_back(watch.elapsed_ms());
-    }
+    memory.push_back(probe_block(*runners[i], inputs));
+    inputs = runners[i]->forward(inputs);
+    runners[i]->release();
+  }
+  for (int r = 0; r < o.repeats; ++r) pass(true);
+
+  for (std::int64_t i = 0; i < blocks; ++i) {
     planner::LayerProfile layer;
     layer.name = spec.block_names.at(static_cast<std::size_t>(i));
-    layer.cost.forward_ms = median(forward_ms);
-    layer.cost.backward_ms = median(backward_ms);
-    layer.cost.boundary_bytes = static_cast<double>(memory.back().output_bytes);
-    layer.parameter_bytes = static_cast<double>(block.parameter_bytes());
+    layer.cost.forward_ms = median(forward_ms[i]);
+    layer.cost.backward_ms = median(backward_ms[i]);
+    layer.cost.boundary_bytes = static_cast<double>(memory[i].output_bytes);
+    layer.parameter_bytes = static_cast<double>(chain->block(static_cast<std::size_t>(i)).parameter_bytes());
     profile.layers.push_back(layer);
-    inputs = std::move(outputs);
   }
   // Each block is charged what it made and something keeps: its own kept bytes, plus its outputs
   // when only the next block keeps them.

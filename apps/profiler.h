@@ -2,11 +2,11 @@
 // and returns it as the planners' Profile (planner/profile.h), so that plans for loom's models rest
 // on measured costs rather than on published ones.
 //
-// Every block sees the input it would see inside the model (the forward of the blocks before it on
-// one synthetic micro-batch) and is measured as the executor runs it: forward under
-// MemoryCategory::activations, backward under MemoryCategory::workspace. The last block includes
-// the loss (its forward, backward and what it keeps), since the last stage runs the loss.
-//   forward_ms, backward_ms  medians over `repeats` timed runs after `warmup` untimed ones
+// Blocks run as a stage runs them, on one synthetic micro-batch: a pass is every block's forward
+// (under MemoryCategory::activations) and then every block's backward (under workspace), so each
+// block sees its real input and gradient, and a block's weights are as cold in cache as they are
+// in training. The last block includes the loss (its forward, backward and what it keeps).
+//   forward_ms, backward_ms  medians over `repeats` timed passes after `warmup` untimed ones
 //   boundary_bytes           bytes of the block's outputs (what crosses a cut after it)
 //   activation_bytes         bytes the block's forward allocates that stay alive until backward:
 //                            what its own context keeps, plus its outputs when only the next
