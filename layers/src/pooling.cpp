@@ -117,13 +117,18 @@ cuda_kernels::PoolMode average_mode(const Pool2dOptions& o) {
 
 }  // namespace
 
+// The window of a max or average pool over an NCHW input (stride defaults to the kernel).
+namespace {
+WindowGeometry pool_geometry(const Pool2dOptions& options, const Shape& input) {
+  return {input[2], input[3], options.kernel, options.stride.value_or(options.kernel), options.padding};
+}
+}  // namespace
+
 // ---- MaxPool2d -------------------------------------------------------------------------------
 
 MaxPool2d::MaxPool2d(const Pool2dOptions& options) : options_(options) { check_pool_options("MaxPool2d", options_); }
 
-WindowGeometry MaxPool2d::geometry(const Shape& input) const {
-  return {input[2], input[3], options_.kernel, options_.stride.value_or(options_.kernel), options_.padding};
-}
+WindowGeometry MaxPool2d::geometry(const Shape& input) const { return pool_geometry(options_, input); }
 
 TensorList MaxPool2d::forward(const TensorList& inputs, Context& ctx) {
   detail::check_inputs(*this, inputs, 1);
@@ -186,9 +191,7 @@ std::size_t MaxPool2d::activation_bytes(const std::vector<Shape>& input_shapes) 
 
 AvgPool2d::AvgPool2d(const Pool2dOptions& options) : options_(options) { check_pool_options("AvgPool2d", options_); }
 
-WindowGeometry AvgPool2d::geometry(const Shape& input) const {
-  return {input[2], input[3], options_.kernel, options_.stride.value_or(options_.kernel), options_.padding};
-}
+WindowGeometry AvgPool2d::geometry(const Shape& input) const { return pool_geometry(options_, input); }
 
 TensorList AvgPool2d::forward(const TensorList& inputs, Context& ctx) {
   detail::check_inputs(*this, inputs, 1);
