@@ -1,5 +1,5 @@
 // `loom bench gemm`: loom's CPU gemm next to OpenBLAS's cblas_sgemm called directly, same
-// threads, same run, interleaved repetitions so machine noise hits both alike.
+// threads, same run, best of several repetitions of each.
 #include <algorithm>
 #include <cstdio>
 #include <string>
@@ -27,7 +27,7 @@ struct GemmCase {
 std::string trans_name(const GemmCase& c) { return std::string(c.ta ? "T" : "N") + (c.tb ? "T" : "N"); }
 
 // Best of the repetitions: the same deterministic work on a shared machine, so the fastest run is
-// the least disturbed one (both sides are measured the same way, alternately).
+// the least disturbed one (both sides are measured the same way).
 double best(const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); }
 
 void run(bool json, int threads, int repeats) {
@@ -65,13 +65,16 @@ void run(bool json, int threads, int repeats) {
                   out.data<float>(), static_cast<int>(c.n));
       return w.elapsed_ms();
     };
-    time_loom();  // warm-up
-    time_blas();
+    // loom runs OpenBLAS on one thread and splits the work over its own pool; the reference is
+    // OpenBLAS threading itself. Each side runs as a block (after a warm-up), because OpenBLAS's
+    // idle threads spin for a while after a call and would slow loom's pool if the two alternated.
     std::vector<double> loom_ms, blas_ms;
-    for (int r = 0; r < reps; ++r) {
-      loom_ms.push_back(time_loom());
-      blas_ms.push_back(time_blas());
-    }
+    time_loom();
+    for (int r = 0; r < reps; ++r) loom_ms.push_back(time_loom());
+    openblas_set_num_threads(num_threads());
+    time_blas();
+    for (int r = 0; r < reps; ++r) blas_ms.push_back(time_blas());
+    openblas_set_num_threads(1);
     const double loom_gflops = flops / best(loom_ms) / 1e6, blas_gflops = flops / best(blas_ms) / 1e6;
     const double ratio = loom_gflops / blas_gflops;
     if (json) {

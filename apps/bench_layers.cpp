@@ -1,19 +1,17 @@
 // `loom bench layers [--json]`: forward+backward time of loom's layers next to PyTorch's CPU
-// implementation on identical shapes and thread counts, in the same invocation: the command runs
-// /usr/bin/python3 (Debian's python3-torch) on an embedded script right after timing loom on the
-// same case, so both meet the same machine conditions. Each figure
-// is the median of several runs after warm-up; ratio = loom_ms / torch_ms (below 1: loom faster).
-// Both sides compute the input gradient and accumulate parameter gradients, in training mode.
+// implementation on identical shapes and thread counts, in the same invocation: the command keeps a
+// /usr/bin/python3 worker (Debian's python3-torch) and alternates one loom run with one PyTorch run,
+// so both meet the same machine conditions. Each figure is the median of several runs after
+// warm-up; ratio = loom_ms / torch_ms (below 1: loom faster). Both sides compute the input gradient
+// and accumulate parameter gradients, in training mode.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <functional>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
@@ -34,13 +32,13 @@ namespace loom::apps {
 
 namespace {
 
-// The PyTorch side: builds the same layer for each case and times forward + backward.
-constexpr const char* kTorchScript = R"PY(
+// The PyTorch side: a long-lived worker that builds the same layer for each case and times one
+// forward + backward per request, so loom's and PyTorch's runs alternate one by one.
+constexpr const char* kTorchWorker = R"PY(
 import json, sys, time
 import torch
 
-cases = json.loads(sys.argv[1]); threads = int(sys.argv[2]); warmup = int(sys.argv[3]); repeats = int(sys.argv[4])
-torch.set_num_threads(threads)
+torch.set_num_threads(int(sys.argv[1]))
 torch.manual_seed(0)
 
 def build(c):
@@ -65,23 +63,20 @@ def forward(module, kind, x):
         return module(x, x, x, need_weights=False)[0]
     return module(x)
 
-results = []
-for c in cases:
-    module = build(c).train()
-    x = torch.rand(c["x"]) * 2 - 1
-    x.requires_grad_(True)
-    with torch.no_grad():
-        g = torch.ones_like(forward(module, c["layer"], x))
-    times = []
-    for i in range(warmup + repeats):
+for line in sys.stdin:
+    request = json.loads(line)
+    if "case" in request:
+        c = request["case"]
+        module = build(c).train()
+        x = (torch.rand(c["x"]) * 2 - 1).requires_grad_(True)
+        with torch.no_grad():
+            g = torch.ones_like(forward(module, c["layer"], x))
+        print("ready", flush=True)
+    else:
         x.grad = None
         start = time.perf_counter()
         forward(module, c["layer"], x).backward(g)
-        if i >= warmup:
-            times.append((time.perf_counter() - start) * 1000.0)
-    times.sort()
-    results.append(times[len(times) // 2])
-print(json.dumps(results))
+        print((time.perf_counter() - start) * 1000.0, flush=True)
 )PY";
 
 struct BenchCase {
@@ -136,82 +131,120 @@ std::vector<BenchCase> cases(bool quick) {
   return out;
 }
 
-double time_loom(const BenchCase& c, int warmup, int repeats) {
-  LayerPtr layer = c.build();
-  layer->initialize(1, 0, "bench");
-  Tensor x = Tensor::empty(c.input);
-  rng::uniform(x, 1, 1, -1, 1);
-  TensorList grads;
-  for (const Shape& s : layer->output_shapes({c.input})) grads.push_back(grads.empty() ? Tensor::full(s, 1.0) : Tensor());
-  std::vector<double> times;
-  for (int i = 0; i < warmup + repeats; ++i) {
+// /usr/bin/python3 (Debian's python3-torch) running kTorchWorker, spoken to a line at a time.
+class TorchWorker {
+ public:
+  explicit TorchWorker(int threads) {
+    int to_child[2], from_child[2];
+    LOOM_CHECK(::pipe(to_child) == 0 && ::pipe(from_child) == 0, "bench layers: cannot create pipes");
+    const std::string n = std::to_string(threads);
+    pid_ = ::fork();
+    LOOM_CHECK(pid_ >= 0, "bench layers: cannot start /usr/bin/python3");
+    if (pid_ == 0) {
+      ::dup2(to_child[0], STDIN_FILENO);
+      ::dup2(from_child[1], STDOUT_FILENO);
+      for (int fd : {to_child[0], to_child[1], from_child[0], from_child[1]}) ::close(fd);
+      // torch.set_num_threads() bounds PyTorch's own pool but not the BLAS it was built against
+      // (Debian's torch calls the system libblas, OpenBLAS with threads of its own): bound that too.
+      // With two pools, PyTorch's OpenMP threads spinning between regions starve OpenBLAS's (an LSTM
+      // ran 3x slower at 2 threads than at 1); a passive wait policy is PyTorch's best setting here.
+      for (const char* name : {"OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"}) ::setenv(name, n.c_str(), 1);
+      ::setenv("OMP_WAIT_POLICY", "passive", 1);
+      ::execl("/usr/bin/python3", "python3", "-c", kTorchWorker, n.c_str(), static_cast<char*>(nullptr));
+      std::_Exit(127);
+    }
+    ::close(to_child[0]);
+    ::close(from_child[1]);
+    to_ = ::fdopen(to_child[1], "w");
+    from_ = ::fdopen(from_child[0], "r");
+  }
+  TorchWorker(const TorchWorker&) = delete;
+  TorchWorker& operator=(const TorchWorker&) = delete;
+  ~TorchWorker() {
+    std::fclose(to_);  // end of input ends the worker
+    std::fclose(from_);
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+  }
+
+  // Sends one request line and returns the worker's one-line answer.
+  std::string ask(const std::string& request) {
+    std::fprintf(to_, "%s\n", request.c_str());
+    std::fflush(to_);
+    char line[256];
+    LOOM_CHECK(std::fgets(line, sizeof line, from_) != nullptr,
+               "bench layers: the PyTorch side stopped; it needs /usr/bin/python3 with Debian's python3-torch");
+    return line;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  std::FILE* to_ = nullptr;
+  std::FILE* from_ = nullptr;
+};
+
+// One loom forward + backward of a fresh context, in milliseconds.
+struct LoomRunner {
+  explicit LoomRunner(const BenchCase& c) : layer(c.build()), x(Tensor::empty(c.input)) {
+    layer->initialize(1, 0, "bench");
+    rng::uniform(x, 1, 1, -1, 1);
+    for (const Shape& s : layer->output_shapes({c.input})) grads.push_back(grads.empty() ? Tensor::full(s, 1.0) : Tensor());
+  }
+  double run() {
     Context ctx;
-    ctx.step = static_cast<std::uint64_t>(i);
+    ctx.step = step++;
     Stopwatch watch;
     layer->forward({x}, ctx);
     layer->backward(grads, ctx);
-    if (i >= warmup) times.push_back(watch.elapsed_ms());
+    return watch.elapsed_ms();
   }
-  return median(times);
-}
+  LayerPtr layer;
+  Tensor x;
+  TensorList grads;
+  std::uint64_t step = 0;
+};
 
-std::string shell_quote(const std::string& text) {
-  std::string out = "'";
-  for (char ch : text) out += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
-  return out + "'";
-}
-
-std::vector<double> time_torch(const std::vector<BenchCase>& list, int threads, int warmup, int repeats) {
-  nlohmann::json specs = nlohmann::json::array();
-  for (const BenchCase& c : list) {
-    nlohmann::json spec = c.torch;
-    spec["x"] = c.input.vec();
-    specs.push_back(spec);
+// Medians of loom's and PyTorch's times for one case, their runs alternating (and which goes first
+// alternating too) so that both meet the same machine conditions however the load drifts.
+std::pair<double, double> time_case(const BenchCase& c, TorchWorker& torch, int warmup, int repeats) {
+  nlohmann::json spec = c.torch;
+  spec["x"] = c.input.vec();
+  const std::string ready = torch.ask(nlohmann::json{{"case", spec}}.dump());
+  LOOM_CHECK(ready.rfind("ready", 0) == 0, "bench layers: the PyTorch side answered '", ready, "' to a new case");
+  LoomRunner loom(c);
+  std::vector<double> loom_ms, torch_ms;
+  for (int i = 0; i < warmup + repeats; ++i) {
+    double l = 0, t = 0;
+    if (i % 2 == 0) {
+      l = loom.run();
+      t = std::stod(torch.ask("{}"));
+    } else {
+      t = std::stod(torch.ask("{}"));
+      l = loom.run();
+    }
+    if (i < warmup) continue;
+    loom_ms.push_back(l);
+    torch_ms.push_back(t);
   }
-  const auto dir = std::filesystem::temp_directory_path();
-  const std::string script = (dir / ("loom_bench_layers_" + std::to_string(::getpid()) + ".py")).string();
-  const std::string output = script + ".out";
-  std::ofstream(script) << kTorchScript;
-  const std::string command = "/usr/bin/python3 " + shell_quote(script) + " " + shell_quote(specs.dump()) + " " +
-                              std::to_string(threads) + " " + std::to_string(warmup) + " " + std::to_string(repeats) +
-                              " > " + shell_quote(output);
-  const int status = std::system(command.c_str());
-  std::filesystem::remove(script);
-  std::ifstream in(output);
-  std::stringstream text;
-  text << in.rdbuf();
-  std::filesystem::remove(output);
-  LOOM_CHECK(status == 0, "bench layers: the PyTorch side failed (status ", status,
-             "); it needs /usr/bin/python3 with Debian's python3-torch");
-  try {
-    return nlohmann::json::parse(text.str()).get<std::vector<double>>();
-  } catch (const nlohmann::json::exception&) {
-    LOOM_THROW("bench layers: unreadable PyTorch timings: ", text.str());
-  }
+  return {median(loom_ms), median(torch_ms)};
 }
 
 void run(bool json, int threads, int warmup, int repeats, bool quick) {
   set_num_threads(threads > 0 ? threads : default_num_threads());
   const std::vector<BenchCase> list = cases(quick);
-  // Case by case, loom then PyTorch, so both see the same machine conditions.
-  std::vector<double> loom_ms, torch_ms;
-  for (const BenchCase& c : list) {
-    loom_ms.push_back(time_loom(c, warmup, repeats));
-    const std::vector<double> t = time_torch({c}, num_threads(), warmup, repeats);
-    LOOM_CHECK(t.size() == 1, "bench layers: PyTorch returned ", t.size(), " timings for one case");
-    torch_ms.push_back(t[0]);
-  }
+  TorchWorker torch(num_threads());
   nlohmann::json rows = nlohmann::json::array();
   if (!json)
     std::printf("%-24s %-52s %10s %10s %7s   (threads %d, median of %d after %d warm-up)\n", "layer", "shape",
                 "loom ms", "torch ms", "ratio", num_threads(), repeats, warmup);
-  for (std::size_t i = 0; i < list.size(); ++i) {
-    const double ratio = loom_ms[i] / torch_ms[i];
-    rows.push_back({{"layer", list[i].layer}, {"shape", list[i].shape}, {"loom_ms", loom_ms[i]},
-                    {"torch_ms", torch_ms[i]}, {"ratio", ratio}});
-    if (!json)
-      std::printf("%-24s %-52s %10.3f %10.3f %7.2f\n", list[i].layer.c_str(), list[i].shape.c_str(), loom_ms[i],
-                  torch_ms[i], ratio);
+  for (const BenchCase& c : list) {
+    const auto [loom_ms, torch_ms] = time_case(c, torch, warmup, repeats);
+    const double ratio = loom_ms / torch_ms;
+    rows.push_back({{"layer", c.layer}, {"shape", c.shape}, {"loom_ms", loom_ms}, {"torch_ms", torch_ms}, {"ratio", ratio}});
+    if (!json) {
+      std::printf("%-24s %-52s %10.3f %10.3f %7.2f\n", c.layer.c_str(), c.shape.c_str(), loom_ms, torch_ms, ratio);
+      std::fflush(stdout);
+    }
   }
   if (json) std::printf("%s\n", rows.dump(1).c_str());
 }
@@ -221,7 +254,7 @@ void run(bool json, int threads, int warmup, int repeats, bool quick) {
 void add_bench_layers_command(CLI::App& bench) {
   CLI::App* cmd = bench.add_subcommand("layers", "forward+backward time of loom's layers next to PyTorch CPU");
   static bool json = false, quick = false;
-  static int threads = 0, warmup = 2, repeats = 7;
+  static int threads = 0, warmup = 2, repeats = 9;
   cmd->add_flag("--json", json, "print a JSON array of {layer, shape, loom_ms, torch_ms, ratio}");
   cmd->add_option("--threads", threads, "CPU threads for both loom and PyTorch (default: loom's default)");
   cmd->add_option("--warmup", warmup, "untimed runs before measuring")->check(CLI::NonNegativeNumber);

@@ -40,8 +40,12 @@ enum class RandomKind { uniform, normal, bernoulli };
 
 namespace cpu {
 LOOM_BACKEND_FUNCTIONS
-void* allocate(std::size_t bytes);
-void deallocate(void* data, std::size_t bytes);
+// Host allocator caching large blocks (cpu_memory.cpp): returns (pointer, rounded block size);
+// new_system_allocation set on a miss. deallocate and release_cache return the bytes given back
+// to the system.
+void* allocate(std::size_t bytes, std::size_t& block_bytes, bool& new_system_allocation);
+std::int64_t deallocate(void* data, std::size_t bytes);
+std::int64_t release_cache();
 }  // namespace cpu
 
 #ifdef LOOM_WITH_CUDA

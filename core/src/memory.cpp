@@ -33,9 +33,6 @@ thread_local MemoryCategory t_category = MemoryCategory::other;
   LOOM_THROW("tensor on ", device.str(), " but this build of loom has no CUDA backend (configure with -DLOOM_CUDA=ON)");
 }
 
-// CPU blocks are 64-byte aligned; their reserved size is the request rounded up to 64.
-std::size_t cpu_block_bytes(std::size_t bytes) { return (bytes + 63) / 64 * 64; }
-
 }  // namespace
 
 std::string_view memory_category_name(MemoryCategory category) {
@@ -69,14 +66,18 @@ void reset_peak_memory(Device device) {
 }
 
 void empty_cache(Device device) {
-  if (!device.is_cuda()) return;
+  std::int64_t released = 0;
+  if (device.is_cpu()) {
+    released = cpu::release_cache();
+  } else {
 #ifdef LOOM_WITH_CUDA
-  const std::int64_t released = cuda::release_cache(device.index);
+    released = cuda::release_cache(device.index);
+#else
+    no_cuda(device);
+#endif
+  }
   std::lock_guard lock(g_mutex);
   ledger(device).stats.reserved_bytes -= released;
-#else
-  no_cuda(device);
-#endif
 }
 
 Allocation allocate(Device device, std::size_t bytes) {
@@ -84,8 +85,7 @@ Allocation allocate(Device device, std::size_t bytes) {
   std::size_t reserved = 0;
   bool system_allocation = true;
   if (device.is_cpu()) {
-    reserved = cpu_block_bytes(bytes);
-    allocation.data = cpu::allocate(reserved);
+    allocation.data = cpu::allocate(bytes, reserved, system_allocation);
   } else {
 #ifdef LOOM_WITH_CUDA
     allocation.data = cuda::allocate(device.index, bytes, reserved, system_allocation);
@@ -109,8 +109,9 @@ Allocation allocate(Device device, std::size_t bytes) {
 }
 
 void deallocate(const Allocation& allocation) {
+  std::int64_t released = 0;
   if (allocation.device.is_cpu()) {
-    cpu::deallocate(allocation.data, cpu_block_bytes(allocation.bytes));
+    released = cpu::deallocate(allocation.data, allocation.bytes);
   } else {
 #ifdef LOOM_WITH_CUDA
     cuda::deallocate(allocation.device.index, allocation.data, allocation.bytes);
@@ -121,7 +122,7 @@ void deallocate(const Allocation& allocation) {
   const auto c = static_cast<std::size_t>(allocation.category);
   s.live_bytes -= static_cast<std::int64_t>(allocation.bytes);
   s.live_by_category[c] -= static_cast<std::int64_t>(allocation.bytes);
-  if (allocation.device.is_cpu()) s.reserved_bytes -= static_cast<std::int64_t>(cpu_block_bytes(allocation.bytes));
+  s.reserved_bytes -= released;
 }
 
 }  // namespace loom

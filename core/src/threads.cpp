@@ -1,13 +1,11 @@
-// CPU threads: OpenBLAS does the heavy math; loom's own loops are single-threaded per rank
-// (ranks are the unit of parallelism), so the knob here is the BLAS thread count.
+// CPU threads: how many threads loom's pool (parallel.h) runs its loops and GEMM panels on. OpenBLAS
+// itself stays on one thread per call (cpu_gemm.cpp): loom's pool splits the GEMMs.
 #include <loom/core/threads.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <string>
 #include <thread>
-
-#include <cblas.h>
 
 #include <loom/core/error.h>
 
@@ -30,7 +28,6 @@ int env_int(const char* name) {
 void set_num_threads(int threads) {
   LOOM_CHECK(threads >= 1, "thread count must be at least 1, got ", threads);
   g_threads = threads;
-  openblas_set_num_threads(threads);
 }
 
 int num_threads() { return g_threads > 0 ? g_threads : default_num_threads(); }

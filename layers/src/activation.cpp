@@ -7,10 +7,11 @@
 #include <Eigen/Core>
 #include <unsupported/Eigen/SpecialFunctions>
 
+#include <loom/core/parallel.h>
+
 #include "activation_math.h"
 #include "cuda_kernels.h"
 #include "layer_util.h"
-#include "parallel.h"
 
 namespace loom {
 
@@ -138,7 +139,7 @@ Tensor Activation::forward_tensor(const Tensor& x, Context& ctx) {
       using T = decltype(zero);
       const T* in = x.data<T>();
       T* out = y.data<T>();
-      detail::parallel_for(x.numel(), 1 << 14, [&](std::int64_t begin, std::int64_t end) {
+      parallel_for(x.numel(), 1 << 14, [&](std::int64_t begin, std::int64_t end) {
         forward_chunk(kind, in + begin, out + begin, end - begin);
       });
     });
@@ -161,7 +162,7 @@ Tensor Activation::backward_tensor(const Tensor& grad_y, Context& ctx) {
       const T* s = saved.data<T>();
       const T* g = grad_y.data<T>();
       T* dx = grad_x.data<T>();
-      detail::parallel_for(saved.numel(), 1 << 14, [&](std::int64_t begin, std::int64_t end) {
+      parallel_for(saved.numel(), 1 << 14, [&](std::int64_t begin, std::int64_t end) {
         backward_chunk(kind, s + begin, g + begin, dx + begin, end - begin);
       });
     });

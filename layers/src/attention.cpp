@@ -11,13 +11,15 @@
 #include <cstring>
 #include <limits>
 
+#include <Eigen/Core>
+
 #include <loom/core/ops.h>
+#include <loom/core/parallel.h>
 #include <loom/core/rng.h>
 #include <loom/layers/dropout.h>
 
 #include "cuda_kernels.h"
 #include "layer_util.h"
-#include "parallel.h"
 
 namespace loom {
 
@@ -27,7 +29,7 @@ namespace {
 template <typename T>
 void cpu_split_heads(const T* src, T* dst, std::int64_t B, std::int64_t Tn, std::int64_t W, std::int64_t offset,
                      std::int64_t H, std::int64_t D) {
-  detail::parallel_for(B * H, std::max<std::int64_t>(1, 16384 / (Tn * D)), [&](std::int64_t first, std::int64_t last) {
+  parallel_for(B * H, std::max<std::int64_t>(1, 16384 / (Tn * D)), [&](std::int64_t first, std::int64_t last) {
     for (std::int64_t bh = first; bh < last; ++bh) {
       const std::int64_t b = bh / H, h = bh % H;
       for (std::int64_t t = 0; t < Tn; ++t)
@@ -40,7 +42,7 @@ void cpu_split_heads(const T* src, T* dst, std::int64_t B, std::int64_t Tn, std:
 template <typename T>
 void cpu_merge_heads(const T* src, T* dst, std::int64_t B, std::int64_t Tn, std::int64_t W, std::int64_t offset,
                      std::int64_t H, std::int64_t D) {
-  detail::parallel_for(B * H, std::max<std::int64_t>(1, 16384 / (Tn * D)), [&](std::int64_t first, std::int64_t last) {
+  parallel_for(B * H, std::max<std::int64_t>(1, 16384 / (Tn * D)), [&](std::int64_t first, std::int64_t last) {
     for (std::int64_t bh = first; bh < last; ++bh) {
       const std::int64_t b = bh / H, h = bh % H;
       for (std::int64_t t = 0; t < Tn; ++t)
@@ -50,15 +52,25 @@ void cpu_merge_heads(const T* src, T* dst, std::int64_t B, std::int64_t Tn, std:
 }
 
 // In place over scores [B*H, T, S]: masked softmax; masked entries and all-masked rows become 0.
+// GCC 12 reports Eigen's AVX-512 intrinsics as maybe-uninitialised: a false positive, silenced here.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 template <typename T>
 void cpu_masked_softmax(T* scores, const T* key_padding, std::int64_t B, std::int64_t H, std::int64_t Tn,
                         std::int64_t S, bool causal) {
-  detail::parallel_for(B * H * Tn, std::max<std::int64_t>(1, 8192 / S), [&](std::int64_t first, std::int64_t last) {
+  parallel_for(B * H * Tn, std::max<std::int64_t>(1, 8192 / S), [&](std::int64_t first, std::int64_t last) {
       for (std::int64_t row_index = first; row_index < last; ++row_index) {
         const std::int64_t b = row_index / (H * Tn), i = row_index % Tn;
         T* row = scores + row_index * S;
         const T* pad = key_padding ? key_padding + b * S : nullptr;
         const std::int64_t limit = causal ? std::min(S, i + 1) : S;
+        if (pad == nullptr && limit > 0) {  // the common case, in SIMD registers through Eigen
+          Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>> kept(row, limit);
+          kept = (kept - kept.maxCoeff()).exp();
+          kept *= T(1) / kept.sum();
+          std::fill(row + limit, row + S, T(0));
+          continue;
+        }
         T m = -std::numeric_limits<T>::infinity();
         for (std::int64_t j = 0; j < limit; ++j)
           if (!pad || pad[j] == T(0)) m = std::max(m, row[j]);
@@ -77,6 +89,7 @@ void cpu_masked_softmax(T* scores, const T* key_padding, std::int64_t B, std::in
       }
   });
 }
+#pragma GCC diagnostic pop
 
 void split_heads(const Tensor& src, std::int64_t offset, std::int64_t H, Tensor& dst) {
   const std::int64_t B = src.size(0), Tn = src.size(1), W = src.size(2), D = dst.size(2);

@@ -5,11 +5,11 @@
 
 #include <loom/core/memory.h>
 #include <loom/core/ops.h>
+#include <loom/core/parallel.h>
 
 #include "conv2d_cuda.h"
 #include "im2col.h"
 #include "layer_util.h"
-#include "parallel.h"
 #include "strided_copy.h"
 #include "winograd.h"
 
@@ -35,7 +35,7 @@ template <typename T>
 void columns_from_images(const T* x, std::int64_t first, std::int64_t count, std::int64_t channels, const WindowGeometry& g, T* col,
            std::int64_t cols) {
   const std::int64_t taps = g.window(), out_plane = g.out_plane();
-  detail::parallel_for(count * channels, 1, [&](std::int64_t begin, std::int64_t end) {
+  parallel_for(count * channels, 1, [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t ic = begin; ic < end; ++ic) {
       const std::int64_t i = ic / channels, c = ic % channels;
       detail::im2col(x + ((first + i) * channels + c) * g.plane(), 1, g, col + c * taps * cols + i * out_plane, cols);
@@ -49,7 +49,7 @@ template <typename T>
 void images_from_columns(const T* col, std::int64_t cols, std::int64_t first, std::int64_t count, std::int64_t channels,
            const WindowGeometry& g, T* grad_x) {
   const std::int64_t taps = g.window(), out_plane = g.out_plane();
-  detail::parallel_for(count * channels, 1, [&](std::int64_t begin, std::int64_t end) {
+  parallel_for(count * channels, 1, [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t ic = begin; ic < end; ++ic) {
       const std::int64_t i = ic / channels, c = ic % channels;
       detail::col2im(col + c * taps * cols + i * out_plane, cols, 1, g, grad_x + ((first + i) * channels + c) * g.plane());

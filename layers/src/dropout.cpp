@@ -3,12 +3,13 @@
 #include <loom/layers/dropout.h>
 
 #include <algorithm>
+#include <cmath>
 
+#include <loom/core/parallel.h>
 #include <loom/core/rng.h>
 
 #include "cuda_kernels.h"
 #include "layer_util.h"
-#include "parallel.h"
 #include "philox_cpu.h"
 
 namespace loom {
@@ -19,8 +20,10 @@ namespace {
 template <typename T>
 void cpu_dropout(const T* x, T* out, std::int64_t n, std::uint64_t seed, std::uint64_t key, std::uint64_t first,
                  float keep, T scale) {
-  const double threshold = static_cast<double>(keep);
-  detail::parallel_for(n, 1 << 14, [&](std::int64_t begin, std::int64_t end) {
+  // philox::bernoulli keeps a word w when (w + 0.5) / 2^32 < keep; for integer w that is
+  // w < ceil(keep * 2^32 - 0.5), exact in double, so the loop compares integers.
+  const auto limit = static_cast<std::uint64_t>(std::ceil(static_cast<double>(keep) * 4294967296.0 - 0.5));
+  parallel_for(n, 1 << 14, [=](std::int64_t begin, std::int64_t end) {
     constexpr int kTileBlocks = 256;
     std::uint32_t words[4 * kTileBlocks];
     std::int64_t i = begin;
@@ -31,10 +34,12 @@ void cpu_dropout(const T* x, T* out, std::int64_t n, std::uint64_t seed, std::ui
       const int blocks = static_cast<int>(std::min<std::int64_t>(kTileBlocks, (remaining + 3) / 4));
       detail::philox_words(seed, key, block, blocks, words);
       const std::int64_t count = std::min<std::int64_t>(end - i, 4 * blocks - static_cast<std::int64_t>(index & 3));
-      const std::uint32_t* w = words + (index & 3);
+      const std::uint32_t* __restrict w = words + (index & 3);
+      const T* __restrict in = x + i;
+      T* __restrict result = out + i;
       for (std::int64_t j = 0; j < count; ++j) {
-        const bool kept = (static_cast<double>(w[j]) + 0.5) * (1.0 / 4294967296.0) < threshold;
-        out[i + j] = kept ? x[i + j] * scale : T(0);
+        const T scaled = in[j] * scale;  // loaded unconditionally so that the loop vectorises
+        result[j] = static_cast<std::uint64_t>(w[j]) < limit ? scaled : T(0);
       }
       i += count;
     }

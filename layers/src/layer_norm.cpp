@@ -7,9 +7,10 @@
 #include <cmath>
 #include <vector>
 
+#include <loom/core/parallel.h>
+
 #include "cuda_kernels.h"
 #include "layer_util.h"
-#include "parallel.h"
 
 namespace loom {
 
@@ -18,7 +19,7 @@ namespace {
 template <typename T>
 void cpu_forward(const T* x, const T* gamma, const T* beta, T* y, T* mean, T* rstd, std::int64_t rows,
                  std::int64_t n, double eps) {
-  detail::parallel_for(rows, std::max<std::int64_t>(1, 8192 / n), [&](std::int64_t first, std::int64_t last) {
+  parallel_for(rows, std::max<std::int64_t>(1, 8192 / n), [&](std::int64_t first, std::int64_t last) {
   for (std::int64_t r = first; r < last; ++r) {
     const T* xr = x + r * n;
     T* yr = y + r * n;
@@ -45,7 +46,7 @@ void cpu_forward(const T* x, const T* gamma, const T* beta, T* y, T* mean, T* rs
 template <typename T>
 void cpu_backward(const T* x, const T* gamma, const T* mean, const T* rstd, const T* g, T* dx, T* dgamma, T* dbeta,
                   std::int64_t rows, std::int64_t n) {
-  detail::parallel_for(rows, std::max<std::int64_t>(1, 8192 / n), [&](std::int64_t first, std::int64_t last) {
+  parallel_for(rows, std::max<std::int64_t>(1, 8192 / n), [&](std::int64_t first, std::int64_t last) {
     std::vector<T> xhat(n), dxhat(n);
     for (std::int64_t r = first; r < last; ++r) {
       const T* xr = x + r * n;
@@ -64,7 +65,7 @@ void cpu_backward(const T* x, const T* gamma, const T* mean, const T* rstd, cons
   });
   if (!gamma) return;
   // Column sums over all rows, each thread owning a range of columns.
-  detail::parallel_for(n, 64, [&](std::int64_t first, std::int64_t last) {
+  parallel_for(n, 64, [&](std::int64_t first, std::int64_t last) {
     std::vector<double> sum_gamma(last - first, 0.0), sum_beta(last - first, 0.0);
     for (std::int64_t r = 0; r < rows; ++r) {
       const T* xr = x + r * n;

@@ -15,11 +15,11 @@
 
 #include <loom/core/memory.h>
 #include <loom/core/ops.h>
+#include <loom/core/parallel.h>
 
 #include "layer_util.h"
 #include "lstm_cell.h"
 #include "lstm_cuda.h"
-#include "parallel.h"
 #include "strided_copy.h"
 
 namespace loom {
@@ -48,7 +48,7 @@ void cell_forward_cpu(std::int64_t rows, std::int64_t hidden, T* gates, const T*
   const std::int64_t H = hidden;
   if constexpr (std::is_same_v<T, float>) {
     const ConstRow<T> bi(bias, H), bf(bias + H, H), bg(bias + 2 * H, H), bo(bias + 3 * H, H);
-    detail::parallel_for(rows, 1, [&](std::int64_t begin, std::int64_t end) {
+    parallel_for(rows, 1, [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t n = begin; n < end; ++n) {
       T* g = gates + n * 4 * H;
       Row<T> i(g, H), f(g + H, H), cand(g + 2 * H, H), o(g + 3 * H, H);
@@ -77,7 +77,7 @@ void cell_backward_cpu(std::int64_t rows, std::int64_t hidden, const T* gates, c
                        T* grad_gates) {
   const std::int64_t H = hidden;
   if constexpr (std::is_same_v<T, float>) {
-    detail::parallel_for(rows, 1, [&](std::int64_t begin, std::int64_t end) {
+    parallel_for(rows, 1, [&](std::int64_t begin, std::int64_t end) {
     Eigen::Array<T, Eigen::Dynamic, 1> tanh_c(H), dh(H), dcell(H);
     for (std::int64_t n = begin; n < end; ++n) {
       const T* g = gates + n * 4 * H;

@@ -12,15 +12,18 @@
 
 #include <loom/core/memory.h>
 #include <loom/core/ops.h>
+#include <loom/core/parallel.h>
 
 #include "layer_util.h"
-#include "parallel.h"
 
 namespace loom::detail::winograd {
 
 namespace {
 
-constexpr std::int64_t kTargetTiles = 768;  // per GEMM; BLAS is efficient from here
+#ifndef LOOM_WINOGRAD_TILES
+#define LOOM_WINOGRAD_TILES 392
+#endif
+constexpr std::int64_t kTargetTiles = LOOM_WINOGRAD_TILES;  // per GEMM
 constexpr std::int64_t kMaxBufferBytes = std::int64_t{32} << 20;
 
 struct Tiling {
@@ -32,10 +35,34 @@ struct Tiling {
   std::int64_t tiles() const { return tiles_h * tiles_w; }
 };
 
-std::int64_t images_per_chunk(std::int64_t batch, std::int64_t tiles, std::int64_t channels, std::size_t element) {
-  const std::int64_t wanted = (kTargetTiles + tiles - 1) / tiles;
-  const std::int64_t affordable = kMaxBufferBytes / std::max<std::int64_t>(16 * channels * tiles * static_cast<std::int64_t>(element), 1);
-  return std::clamp<std::int64_t>(std::min(wanted, affordable), 1, std::max<std::int64_t>(batch, 1));
+// The tiles one GEMM covers: `rows` rows of tiles (from tile row `ty0`) of each of `count` images
+// from `first`. Whole images when several fit in kTargetTiles, else bands of tile rows of one
+// image, so that V and M stay small enough to be reused from cache.
+struct Chunk {
+  std::int64_t first = 0, count = 1, ty0 = 0, rows = 0;
+  std::int64_t tiles(const Tiling& g) const { return count * rows * g.tiles_w; }
+};
+
+std::vector<Chunk> plan_chunks(std::int64_t batch, const Tiling& g, std::int64_t channels, std::size_t element) {
+  std::vector<Chunk> chunks;
+  if (g.tiles() >= kTargetTiles) {
+    const std::int64_t rows = std::clamp<std::int64_t>(kTargetTiles / g.tiles_w, 1, g.tiles_h);
+    for (std::int64_t n = 0; n < batch; ++n)
+      for (std::int64_t ty = 0; ty < g.tiles_h; ty += rows) chunks.push_back({n, 1, ty, std::min(rows, g.tiles_h - ty)});
+    return chunks;
+  }
+  const std::int64_t wanted = (kTargetTiles + g.tiles() - 1) / g.tiles();
+  const std::int64_t affordable =
+      kMaxBufferBytes / std::max<std::int64_t>(16 * channels * g.tiles() * static_cast<std::int64_t>(element), 1);
+  const std::int64_t images = std::clamp<std::int64_t>(std::min(wanted, affordable), 1, std::max<std::int64_t>(batch, 1));
+  for (std::int64_t n = 0; n < batch; n += images) chunks.push_back({n, std::min(images, batch - n), 0, g.tiles_h});
+  return chunks;
+}
+
+std::int64_t largest_chunk_tiles(const std::vector<Chunk>& chunks, const Tiling& g) {
+  std::int64_t most = 0;
+  for (const Chunk& c : chunks) most = std::max(most, c.tiles(g));
+  return most;
 }
 
 // The transforms work on one row of tiles at a time: the transform along the tile's rows is a
@@ -44,15 +71,14 @@ std::int64_t images_per_chunk(std::int64_t batch, std::int64_t tiles, std::int64
 
 // V [16, C, T] for images [first, first + count) of x [N, C, H, W].
 template <typename T>
-void transform_inputs(const T* x, std::int64_t channels, const Tiling& g, std::int64_t first, std::int64_t count,
-                      T* v) {
-  const std::int64_t T_total = count * g.tiles(), tw = g.tiles_w, span = 2 * tw + 2;
-  parallel_for(count * channels, 1, [&](std::int64_t begin, std::int64_t end) {
+void transform_inputs(const T* x, std::int64_t channels, const Tiling& g, const Chunk& chunk, T* v) {
+  const std::int64_t T_total = chunk.tiles(g), tw = g.tiles_w, span = 2 * tw + 2;
+  parallel_for(chunk.count * channels, 1, [&](std::int64_t begin, std::int64_t end) {
     std::vector<T> rows(4 * span), t(4 * span);
     for (std::int64_t nc = begin; nc < end; ++nc) {
       const std::int64_t n = nc / channels, c = nc % channels;
-      const T* plane = x + ((first + n) * channels + c) * g.height * g.width;
-      for (std::int64_t ty = 0; ty < g.tiles_h; ++ty) {
+      const T* plane = x + ((chunk.first + n) * channels + c) * g.height * g.width;
+      for (std::int64_t ty = chunk.ty0; ty < chunk.ty0 + chunk.rows; ++ty) {
         // The 4 input rows of this row of tiles, zero-padded: element b is input column b - padding.
         for (int i = 0; i < 4; ++i) {
           T* row = rows.data() + i * span;
@@ -71,7 +97,7 @@ void transform_inputs(const T* x, std::int64_t channels, const Tiling& g, std::i
           t2[b] = d2[b] - d1[b];
           t3[b] = d1[b] - d3[b];
         }
-        const std::int64_t t_first = (n * g.tiles_h + ty) * tw;
+        const std::int64_t t_first = (n * chunk.rows + ty - chunk.ty0) * tw;
         for (int i = 0; i < 4; ++i) {
           const T* ti = t.data() + i * span;
           T* v0 = v + ((4 * i + 0) * channels + c) * T_total + t_first;
@@ -93,17 +119,16 @@ void transform_inputs(const T* x, std::int64_t channels, const Tiling& g, std::i
 
 // y tiles = A^T m A (+ bias) from M [16, O, T], clipped at odd output sizes.
 template <typename T>
-void transform_outputs(const T* m, std::int64_t channels, const Tiling& g, std::int64_t first, std::int64_t count,
-                       const T* bias, T* y) {
-  const std::int64_t T_total = count * g.tiles(), tw = g.tiles_w;
-  parallel_for(count * channels, 1, [&](std::int64_t begin, std::int64_t end) {
+void transform_outputs(const T* m, std::int64_t channels, const Tiling& g, const Chunk& chunk, const T* bias, T* y) {
+  const std::int64_t T_total = chunk.tiles(g), tw = g.tiles_w;
+  parallel_for(chunk.count * channels, 1, [&](std::int64_t begin, std::int64_t end) {
     std::vector<T> s(8 * tw), out(2 * tw);
     for (std::int64_t no = begin; no < end; ++no) {
       const std::int64_t n = no / channels, o = no % channels;
-      T* plane = y + ((first + n) * channels + o) * g.out_height * g.out_width;
+      T* plane = y + ((chunk.first + n) * channels + o) * g.out_height * g.out_width;
       const T b = bias ? bias[o] : T(0);
-      for (std::int64_t ty = 0; ty < g.tiles_h; ++ty) {
-        const std::int64_t t_first = (n * g.tiles_h + ty) * tw;
+      for (std::int64_t ty = chunk.ty0; ty < chunk.ty0 + chunk.rows; ++ty) {
+        const std::int64_t t_first = (n * chunk.rows + ty - chunk.ty0) * tw;
         auto component = [&](int i, int j) { return m + ((4 * i + j) * channels + o) * T_total + t_first; };
         for (int j = 0; j < 4; ++j) {  // s[0][j], s[1][j]: the transform along the tile's rows
           const T *m0 = component(0, j), *m1 = component(1, j), *m2 = component(2, j), *m3 = component(3, j);
@@ -130,15 +155,14 @@ void transform_outputs(const T* m, std::int64_t channels, const Tiling& g, std::
 
 // dM [16, O, T] = A e A^T for the output-gradient tiles e (zero beyond the output).
 template <typename T>
-void transform_output_gradients(const T* grad_y, std::int64_t channels, const Tiling& g, std::int64_t first,
-                                std::int64_t count, T* dm) {
-  const std::int64_t T_total = count * g.tiles(), tw = g.tiles_w;
-  parallel_for(count * channels, 1, [&](std::int64_t begin, std::int64_t end) {
+void transform_output_gradients(const T* grad_y, std::int64_t channels, const Tiling& g, const Chunk& chunk, T* dm) {
+  const std::int64_t T_total = chunk.tiles(g), tw = g.tiles_w;
+  parallel_for(chunk.count * channels, 1, [&](std::int64_t begin, std::int64_t end) {
     std::vector<T> e(2 * 2 * tw), r(4 * 2 * tw);
     for (std::int64_t no = begin; no < end; ++no) {
       const std::int64_t n = no / channels, o = no % channels;
-      const T* plane = grad_y + ((first + n) * channels + o) * g.out_height * g.out_width;
-      for (std::int64_t ty = 0; ty < g.tiles_h; ++ty) {
+      const T* plane = grad_y + ((chunk.first + n) * channels + o) * g.out_height * g.out_width;
+      for (std::int64_t ty = chunk.ty0; ty < chunk.ty0 + chunk.rows; ++ty) {
         for (int i = 0; i < 2; ++i) {  // the two output rows, zero beyond the output
           T* row = e.data() + i * 2 * tw;
           std::fill(row, row + 2 * tw, T(0));
@@ -153,7 +177,7 @@ void transform_output_gradients(const T* grad_y, std::int64_t channels, const Ti
           r2[k] = e0[k] - e1[k];
           r3[k] = -e1[k];
         }
-        const std::int64_t t_first = (n * g.tiles_h + ty) * tw;
+        const std::int64_t t_first = (n * chunk.rows + ty - chunk.ty0) * tw;
         for (int i = 0; i < 4; ++i) {
           const T* ri = r.data() + i * 2 * tw;
           T* d0 = dm + ((4 * i + 0) * channels + o) * T_total + t_first;
@@ -251,17 +275,18 @@ void convolve(const Tensor& x, const Tensor& u, std::int64_t padding, const Tens
   const std::int64_t batch = x.size(0), in = x.size(1), out = u.size(1);
   const Tiling g(x.size(2), x.size(3), padding);
   MemoryCategoryScope scope(MemoryCategory::workspace);
-  const std::int64_t chunk = images_per_chunk(batch, g.tiles(), std::max(in, out), x.element_size());
-  const Tensor inputs = Tensor::empty({16 * in * chunk * g.tiles()}, x.dtype());
-  const Tensor products = Tensor::empty({16 * out * chunk * g.tiles()}, x.dtype());
+  const std::vector<Chunk> chunks = plan_chunks(batch, g, std::max(in, out), x.element_size());
+  const std::int64_t most = largest_chunk_tiles(chunks, g);
+  const Tensor inputs = Tensor::empty({16 * in * most}, x.dtype());
+  const Tensor products = Tensor::empty({16 * out * most}, x.dtype());
   dispatch_floating(x.dtype(), "winograd convolution", [&](auto zero) {
     using T = decltype(zero);
-    for (std::int64_t first = 0; first < batch; first += chunk) {
-      const std::int64_t count = std::min(chunk, batch - first), tiles = count * g.tiles();
+    for (const Chunk& chunk : chunks) {
+      const std::int64_t tiles = chunk.tiles(g);
       Tensor v = batched_view(inputs, in, tiles), m = batched_view(products, out, tiles);
-      transform_inputs(x.data<T>(), in, g, first, count, v.data<T>());
+      transform_inputs(x.data<T>(), in, g, chunk, v.data<T>());
       ops::gemm_strided_batched(u, false, v, false, m);
-      transform_outputs(m.data<T>(), out, g, first, count, bias.defined() ? bias.data<T>() : nullptr, y.data<T>());
+      transform_outputs(m.data<T>(), out, g, chunk, bias.defined() ? bias.data<T>() : nullptr, y.data<T>());
     }
   });
 }
@@ -270,17 +295,18 @@ void accumulate_filter_gradient(const Tensor& x, const Tensor& grad_y, std::int6
   const std::int64_t batch = x.size(0), in = x.size(1), out = grad_y.size(1);
   const Tiling g(x.size(2), x.size(3), padding);
   MemoryCategoryScope scope(MemoryCategory::workspace);
-  const std::int64_t chunk = images_per_chunk(batch, g.tiles(), std::max(in, out), x.element_size());
-  const Tensor inputs = Tensor::empty({16 * in * chunk * g.tiles()}, x.dtype());
-  const Tensor output_grads = Tensor::empty({16 * out * chunk * g.tiles()}, x.dtype());
+  const std::vector<Chunk> chunks = plan_chunks(batch, g, std::max(in, out), x.element_size());
+  const std::int64_t most = largest_chunk_tiles(chunks, g);
+  const Tensor inputs = Tensor::empty({16 * in * most}, x.dtype());
+  const Tensor output_grads = Tensor::empty({16 * out * most}, x.dtype());
   Tensor grad_u = Tensor::zeros({16, out, in}, x.dtype());
   dispatch_floating(x.dtype(), "winograd filter gradient", [&](auto zero) {
     using T = decltype(zero);
-    for (std::int64_t first = 0; first < batch; first += chunk) {
-      const std::int64_t count = std::min(chunk, batch - first), tiles = count * g.tiles();
+    for (const Chunk& chunk : chunks) {
+      const std::int64_t tiles = chunk.tiles(g);
       Tensor v = batched_view(inputs, in, tiles), dm = batched_view(output_grads, out, tiles);
-      transform_inputs(x.data<T>(), in, g, first, count, v.data<T>());
-      transform_output_gradients(grad_y.data<T>(), out, g, first, count, dm.data<T>());
+      transform_inputs(x.data<T>(), in, g, chunk, v.data<T>());
+      transform_output_gradients(grad_y.data<T>(), out, g, chunk, dm.data<T>());
       ops::gemm_strided_batched(dm, false, v, true, grad_u, 1.0, 1.0);
     }
     const T* du = grad_u.data<T>();

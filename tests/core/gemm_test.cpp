@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <loom/core/ops.h>
+#include <loom/core/threads.h>
 
 #include "reference.h"
 
@@ -23,6 +24,39 @@ TEST_CASE("gemm: all transposes, alpha and beta, f32 and f64", "[gemm]") {
         INFO("dtype " << dtype_name(dtype) << " ta " << ta << " tb " << tb);
         CHECK(test::max_abs_diff(c.to_double_vector(), expected) < tolerance);
       }
+}
+
+TEST_CASE("gemm split over 3 threads: row and column panels, all transposes, batches", "[gemm]") {
+  // Large enough to be split into panels (tall: rows, wide: columns; 3 panels of 32-multiples
+  // leave a short last panel), compared with the naive double product.
+  set_num_threads(3);
+  for (const auto& [m, n, k] : {std::tuple{203L, 75L, 190L}, std::tuple{70L, 301L, 150L}})
+    for (bool ta : {false, true})
+      for (bool tb : {false, true}) {
+        Tensor a = test::random_tensor(ta ? Shape{k, m} : Shape{m, k}, DType::f64, 1);
+        Tensor b = test::random_tensor(tb ? Shape{n, k} : Shape{k, n}, DType::f64, 2);
+        Tensor c = test::random_tensor({m, n}, DType::f64, 3);
+        const auto expected = test::naive_gemm(a.to_double_vector(), ta, b.to_double_vector(), tb,
+                                               c.to_double_vector(), m, n, k, 0.5, -1.5);
+        ops::gemm(a, ta, b, tb, c, 0.5, -1.5);
+        INFO("m " << m << " n " << n << " ta " << ta << " tb " << tb);
+        CHECK(test::max_abs_diff(c.to_double_vector(), expected) < 1e-11);
+      }
+  // A batch of many small problems runs whole problems per thread.
+  const long batch = 128, m = 40, n = 30, k = 50;
+  Tensor a = test::random_tensor({batch, m, k}, DType::f64, 4), b = test::random_tensor({batch, n, k}, DType::f64, 5);
+  Tensor c = Tensor::zeros({batch, m, n}, DType::f64);
+  ops::gemm_strided_batched(a, false, b, true, c);
+  const auto av = a.to_double_vector(), bv = b.to_double_vector(), cv = c.to_double_vector();
+  double worst = 0;
+  for (long i = 0; i < batch; ++i) {
+    const auto expected = test::naive_gemm({av.begin() + i * m * k, av.begin() + (i + 1) * m * k}, false,
+                                           {bv.begin() + i * n * k, bv.begin() + (i + 1) * n * k}, true,
+                                           std::vector<double>(m * n, 0.0), m, n, k, 1.0, 0.0);
+    worst = std::max(worst, test::max_abs_diff({cv.begin() + i * m * n, cv.begin() + (i + 1) * m * n}, expected));
+  }
+  CHECK(worst < 1e-11);
+  set_num_threads(1);
 }
 
 TEST_CASE("gemm: degenerate sizes", "[gemm]") {

@@ -59,3 +59,33 @@ TEST_CASE("zero-byte tensors are counted as zero and allocations are counted", "
   CHECK(memory_stats().allocations == before.allocations + 1);
   CHECK(memory_category_name(MemoryCategory::optimizer_state) == "optimizer_state");
 }
+
+TEST_CASE("the CPU allocator reuses freed large blocks and gives them back on empty_cache", "[memory]") {
+  empty_cache();
+  const MemoryStats start = memory_stats();
+  const void* first = nullptr;
+  {
+    Tensor big = Tensor::empty({1000, 1000});  // 4 MB: a cached size
+    first = big.data<float>();
+    const MemoryStats held = memory_stats();
+    CHECK(held.system_allocations == start.system_allocations + 1);
+    CHECK(held.reserved_bytes >= start.reserved_bytes + 4000000);
+    CHECK(held.reserved_bytes <= start.reserved_bytes + 4000000 + 4000000 / 8);  // rounding: under 1/8
+  }
+  const MemoryStats freed = memory_stats();
+  CHECK(freed.live_bytes == start.live_bytes);
+  CHECK(freed.reserved_bytes > start.reserved_bytes);  // kept in the cache
+  {
+    Tensor again = Tensor::empty({999, 1001});  // a slightly different size rounds to the same block
+    CHECK(again.data<float>() == first);
+    CHECK(memory_stats().system_allocations == freed.system_allocations);
+    CHECK(memory_stats().live_bytes == start.live_bytes + 999 * 1001 * 4);  // live counts what was asked
+  }
+  empty_cache();
+  CHECK(memory_stats().reserved_bytes == start.reserved_bytes);
+  {
+    Tensor small = Tensor::empty({100});  // small blocks are not cached: the C library recycles them
+    CHECK(memory_stats().system_allocations == start.system_allocations + 2);
+  }
+  CHECK(memory_stats().reserved_bytes == start.reserved_bytes);
+}

@@ -21,7 +21,8 @@ struct ConvCase {
   Shape input;
 };
 
-// Small planes put many images in one GEMM; the 40x40 cases take one image per GEMM.
+// Small planes put many images in one GEMM; the 40x40 and 45x43 planes are cut into bands of tile
+// rows (19 + 1 and 18 + 4 rows of tiles at 392 tiles per GEMM).
 std::vector<ConvCase> cases() {
   return {
       {"3x3 pad 1 (Winograd)", {.in_channels = 3, .out_channels = 8, .kernel = 3, .padding = 1}, {2, 3, 9, 9}},
@@ -41,6 +42,8 @@ std::vector<ConvCase> cases() {
       {"1x1 pointwise", {.in_channels = 5, .out_channels = 7, .kernel = 1}, {3, 5, 6, 6}},
       {"1x1 stride 2", {.in_channels = 5, .out_channels = 4, .kernel = 1, .stride = 2}, {2, 5, 7, 7}},
       {"3x3 on a large plane (Winograd)", {.in_channels = 3, .out_channels = 4, .kernel = 3, .padding = 1}, {2, 3, 40, 40}},
+      {"3x3 pad 0, odd output, bands of tile rows (Winograd)", {.in_channels = 2, .out_channels = 3, .kernel = 3},
+       {2, 2, 45, 43}},
       {"3x3 stride 2 on a large plane (im2col)", {.in_channels = 3, .out_channels = 4, .kernel = 3, .stride = 2, .padding = 1},
        {2, 3, 40, 40}},
       {"1x1 on a large plane", {.in_channels = 3, .out_channels = 4, .kernel = 1, .bias = false}, {2, 3, 40, 40}},

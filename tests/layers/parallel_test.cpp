@@ -1,4 +1,4 @@
-// The layers' CPU thread pool: every index exactly once, nested and concurrent callers, and a
+// loom's CPU thread pool: every index exactly once, nested and concurrent callers, and a
 // transformer block giving the same results on 1 and 3 threads.
 #include <catch2/catch.hpp>
 
@@ -9,7 +9,7 @@
 #include <loom/core/threads.h>
 #include <loom/layers/transformer.h>
 
-#include "parallel.h"
+#include <loom/core/parallel.h>
 #include "torch_reference.h"
 
 using namespace loom;
@@ -18,9 +18,9 @@ TEST_CASE("parallel_for visits every index once, also nested and from several th
   set_num_threads(3);
   for (std::int64_t n : {0, 1, 7, 1000, 100000}) {
     std::vector<std::atomic<int>> hits(static_cast<std::size_t>(n));
-    detail::parallel_for(n, 16, [&](std::int64_t begin, std::int64_t end) {
+    parallel_for(n, 16, [&](std::int64_t begin, std::int64_t end) {
       for (std::int64_t i = begin; i < end; ++i) hits[static_cast<std::size_t>(i)]++;
-      detail::parallel_for(4, 1, [](std::int64_t, std::int64_t) {});  // nested: runs inline
+      parallel_for(4, 1, [](std::int64_t, std::int64_t) {});  // nested: runs inline
     });
     for (auto& h : hits) CHECK(h.load() == 1);
   }
@@ -29,7 +29,7 @@ TEST_CASE("parallel_for visits every index once, also nested and from several th
   for (int t = 0; t < 4; ++t)
     callers.emplace_back([&] {
       for (int k = 0; k < 50; ++k)
-        detail::parallel_for(1000, 10, [&](std::int64_t begin, std::int64_t end) { total += end - begin; });
+        parallel_for(1000, 10, [&](std::int64_t begin, std::int64_t end) { total += end - begin; });
     });
   for (auto& c : callers) c.join();
   CHECK(total.load() == 4 * 50 * 1000);

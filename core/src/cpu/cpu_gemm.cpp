@@ -1,10 +1,15 @@
-// CPU matrix multiply: straight to OpenBLAS (cblas_?gemm), which is what Eigen would call with
-// EIGEN_USE_BLAS anyway; going direct avoids an expression-template layer on the hot path.
+// CPU matrix multiply: OpenBLAS (cblas_?gemm) on one thread per call, with loom's own pool
+// (parallel.h) splitting the work: batches across problems, a single large problem into row or
+// column panels. One pool per process: OpenBLAS's threads would otherwise spin for a long while
+// after every call (OPENBLAS_THREAD_TIMEOUT, 2^28 cycles by default) and starve loom's pool
+// between GEMMs (a 3x3 Conv2d at 2 threads ran slower than at 1).
+#include <algorithm>
 #include <cstdlib>
 #include <mutex>
 
 #include <cblas.h>
 
+#include <loom/core/parallel.h>
 #include <loom/core/threads.h>
 
 #include "backend.h"
@@ -13,31 +18,47 @@ namespace loom::cpu {
 
 namespace {
 
-// BLAS threads follow loom's setting (cores / local ranks by default) from the first GEMM on.
-void configure_threads_once() {
+// Below this many multiply-adds a problem is not worth waking the pool for.
+constexpr std::int64_t kThreadedWork = std::int64_t{1} << 21;
+// Panels are cut at multiples of this many rows or columns (OpenBLAS kernel widths divide it).
+constexpr std::int64_t kPanelAlign = 32;
+
+void single_threaded_blas() {
   static std::once_flag once;
-  std::call_once(once, [] { openblas_set_num_threads(num_threads()); });
+  std::call_once(once, [] { openblas_set_num_threads(1); });
 }
 
-template <typename T>
-void gemm_one(const GemmShape& g, const T* a, const T* b, T* c);
+// One row-major problem with explicit leading dimensions: c[m×n] = alpha op(a) op(b) + beta c.
+struct Problem {
+  bool ta, tb;
+  std::int64_t m, n, k, lda, ldb, ldc;
+  double alpha, beta;
+};
 
-template <>
-void gemm_one<float>(const GemmShape& g, const float* a, const float* b, float* c) {
-  const auto lda = static_cast<int>(g.transpose_a ? g.m : g.k);
-  const auto ldb = static_cast<int>(g.transpose_b ? g.k : g.n);
-  cblas_sgemm(CblasRowMajor, g.transpose_a ? CblasTrans : CblasNoTrans, g.transpose_b ? CblasTrans : CblasNoTrans,
-              static_cast<int>(g.m), static_cast<int>(g.n), static_cast<int>(g.k), static_cast<float>(g.alpha), a,
-              std::max(lda, 1), b, std::max(ldb, 1), static_cast<float>(g.beta), c, std::max(static_cast<int>(g.n), 1));
+void blas(const Problem& p, const float* a, const float* b, float* c) {
+  cblas_sgemm(CblasRowMajor, p.ta ? CblasTrans : CblasNoTrans, p.tb ? CblasTrans : CblasNoTrans,
+              static_cast<int>(p.m), static_cast<int>(p.n), static_cast<int>(p.k), static_cast<float>(p.alpha), a,
+              static_cast<int>(p.lda), b, static_cast<int>(p.ldb), static_cast<float>(p.beta), c,
+              static_cast<int>(p.ldc));
 }
 
-template <>
-void gemm_one<double>(const GemmShape& g, const double* a, const double* b, double* c) {
-  const auto lda = static_cast<int>(g.transpose_a ? g.m : g.k);
-  const auto ldb = static_cast<int>(g.transpose_b ? g.k : g.n);
-  cblas_dgemm(CblasRowMajor, g.transpose_a ? CblasTrans : CblasNoTrans, g.transpose_b ? CblasTrans : CblasNoTrans,
-              static_cast<int>(g.m), static_cast<int>(g.n), static_cast<int>(g.k), g.alpha, a, std::max(lda, 1), b,
-              std::max(ldb, 1), g.beta, c, std::max(static_cast<int>(g.n), 1));
+void blas(const Problem& p, const double* a, const double* b, double* c) {
+  cblas_dgemm(CblasRowMajor, p.ta ? CblasTrans : CblasNoTrans, p.tb ? CblasTrans : CblasNoTrans,
+              static_cast<int>(p.m), static_cast<int>(p.n), static_cast<int>(p.k), p.alpha, a, static_cast<int>(p.lda),
+              b, static_cast<int>(p.ldb), p.beta, c, static_cast<int>(p.ldc));
+}
+
+Problem problem_of(const GemmShape& g) {
+  return {g.transpose_a,
+          g.transpose_b,
+          g.m,
+          g.n,
+          g.k,
+          std::max<std::int64_t>(g.transpose_a ? g.m : g.k, 1),
+          std::max<std::int64_t>(g.transpose_b ? g.k : g.n, 1),
+          std::max<std::int64_t>(g.n, 1),
+          g.alpha,
+          g.beta};
 }
 
 // k == 0 means c = beta * c (BLAS implementations differ on degenerate sizes; be explicit).
@@ -49,13 +70,48 @@ bool degenerate(const GemmShape& g, T* c) {
   return true;
 }
 
+// One problem, split over the pool into panels of rows of c (or of columns when c is wide).
+template <typename T>
+void gemm_one(const GemmShape& g, const T* a, const T* b, T* c) {
+  const Problem whole = problem_of(g);
+  const int threads = num_threads();
+  const bool by_rows = g.m >= g.n;
+  const std::int64_t extent = by_rows ? g.m : g.n;
+  const std::int64_t panels = std::min<std::int64_t>(threads, (extent + kPanelAlign - 1) / kPanelAlign);
+  if (panels < 2 || g.m * g.n * g.k < kThreadedWork) return blas(whole, a, b, c);
+  const std::int64_t width = (extent + panels - 1) / panels;
+  const std::int64_t step = (width + kPanelAlign - 1) / kPanelAlign * kPanelAlign;
+  parallel_for(panels, 1, [&](std::int64_t first, std::int64_t last) {
+    for (std::int64_t panel = first; panel < last; ++panel) {
+      const std::int64_t begin = panel * step, size = std::min(extent, begin + step) - begin;
+      if (size <= 0) continue;
+      Problem part = whole;
+      if (by_rows) {
+        part.m = size;
+        blas(part, a + (g.transpose_a ? begin : begin * whole.lda), b, c + begin * whole.ldc);
+      } else {
+        part.n = size;
+        blas(part, a, b + (g.transpose_b ? begin * whole.ldb : begin), c + begin);
+      }
+    }
+  });
+}
+
 template <typename T>
 void gemm_typed(const GemmShape& g, const T* a, const T* b, T* c) {
-  configure_threads_once();
-  for (std::int64_t i = 0; i < g.batch; ++i) {
-    T* ci = c + i * g.stride_c;
-    if (!degenerate(g, ci)) gemm_one<T>(g, a + i * g.stride_a, b + i * g.stride_b, ci);
+  single_threaded_blas();
+  if (g.batch == 1) {
+    if (!degenerate(g, c)) gemm_one<T>(g, a, b, c);
+    return;
   }
+  // A batch: whole problems per thread, enough of them per chunk to be worth a wake-up.
+  const std::int64_t work = std::max<std::int64_t>(g.m * g.n * g.k, 1);
+  parallel_for(g.batch, std::max<std::int64_t>(1, kThreadedWork / work), [&](std::int64_t first, std::int64_t last) {
+    for (std::int64_t i = first; i < last; ++i) {
+      T* ci = c + i * g.stride_c;
+      if (!degenerate(g, ci)) gemm_one<T>(g, a + i * g.stride_a, b + i * g.stride_b, ci);
+    }
+  });
 }
 
 }  // namespace
@@ -80,14 +136,5 @@ void gemm_pointers(const GemmShape& g, DType dtype, const std::vector<const void
                          static_cast<double*>(c[i]));
   }
 }
-
-void* allocate(std::size_t bytes) {
-  if (bytes == 0) return nullptr;
-  void* p = std::aligned_alloc(64, bytes);
-  LOOM_CHECK(p != nullptr, "out of host memory allocating ", bytes, " bytes");
-  return p;
-}
-
-void deallocate(void* data, std::size_t /*bytes*/) { std::free(data); }
 
 }  // namespace loom::cpu

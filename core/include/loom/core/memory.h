@@ -1,7 +1,7 @@
 // Measured memory: every tensor allocation goes through a per-device allocator that keeps live and
 // peak bytes, in total and per category. Schedules are compared on these numbers, so they are exact:
-// they count the bytes tensors asked for (not allocator rounding or cached blocks, which the CUDA
-// caching allocator reports separately as reserved bytes).
+// they count the bytes tensors asked for (not allocator rounding or cached blocks, which both the
+// CPU and the CUDA caching allocators report separately as reserved bytes).
 #pragma once
 
 #include <array>
@@ -30,9 +30,9 @@ struct MemoryStats {
   std::int64_t peak_bytes = 0;
   std::array<std::int64_t, kMemoryCategoryCount> live_by_category{};
   std::array<std::int64_t, kMemoryCategoryCount> peak_by_category{};
-  std::int64_t reserved_bytes = 0;   // bytes held from the system (CUDA cache included)
+  std::int64_t reserved_bytes = 0;   // bytes held from the system (cached free blocks included)
   std::int64_t allocations = 0;      // tensor allocations served
-  std::int64_t system_allocations = 0;  // calls into malloc/cudaMalloc (cache misses on CUDA)
+  std::int64_t system_allocations = 0;  // calls into malloc/cudaMalloc (allocations the cache missed)
 
   std::int64_t live(MemoryCategory c) const { return live_by_category[static_cast<std::size_t>(c)]; }
   std::int64_t peak(MemoryCategory c) const { return peak_by_category[static_cast<std::size_t>(c)]; }
@@ -41,7 +41,8 @@ struct MemoryStats {
 MemoryStats memory_stats(Device device = Device::cpu());
 // Peak values (total and per category) drop to the current live values.
 void reset_peak_memory(Device device = Device::cpu());
-// Give cached device blocks back to the system (CUDA); no-op on CPU.
+// Give cached free blocks back to the system (on the CPU: blocks of 256 KiB and more, cached up to
+// LOOM_CPU_CACHE_MB, default 2048).
 void empty_cache(Device device = Device::cpu());
 
 // The category new allocations on this thread are charged to (default: other).

@@ -4,7 +4,7 @@
 
 namespace loom {
 
-// Threads BLAS and Eigen use in this process.
+// Threads of loom's CPU pool (its loops and GEMM panels) in this process.
 void set_num_threads(int threads);
 int num_threads();
 // LOOM_NUM_THREADS if set, else hardware cores / ranks on this node (from the MPI launcher's

@@ -1,6 +1,6 @@
-// The layers' CPU thread pool (see parallel.h): workers sleep on a condition variable between
-// jobs and take chunks from an atomic counter; the caller works too and waits for the last chunk.
-#include "parallel.h"
+// loom's CPU thread pool (see parallel.h): workers sleep on a condition variable between jobs and
+// take chunks from an atomic counter; the caller works too and waits for the last chunk.
+#include <loom/core/parallel.h>
 
 #include <algorithm>
 #include <atomic>
@@ -11,7 +11,7 @@
 
 #include <loom/core/threads.h>
 
-namespace loom::detail {
+namespace loom {
 
 namespace {
 
@@ -120,4 +120,4 @@ void parallel_for(std::int64_t n, std::int64_t grain, const std::function<void(s
   if (!pool().run(n, chunk, threads, body)) body(0, n);
 }
 
-}  // namespace loom::detail
+}  // namespace loom

@@ -1,0 +1,114 @@
+// CPU allocator with a cache of large blocks. Small requests go straight to the C library, whose
+// arenas already recycle them cheaply. Large ones (>= 256 KiB) are rounded to one of eight steps per
+// power of two (at most 12.5 % more) and, when freed, kept in per-size free lists instead of going
+// back to the kernel: glibc returns blocks this large with munmap, so every training step would
+// otherwise fault in and zero its activations and receive buffers again (comm measured 64 MB
+// receives 3-4x slower than raw MPI from those page faults). The cache is bounded by
+// LOOM_CPU_CACHE_MB (default 2048); blocks that do not fit go back to the system.
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <loom/core/error.h>
+
+#include "backend.h"
+
+namespace loom::cpu {
+
+namespace {
+
+constexpr std::size_t kAlignment = 64;
+constexpr std::size_t kLargeBlock = std::size_t{256} << 10;
+
+std::size_t round_block(std::size_t bytes) {
+  const std::size_t aligned = (bytes + kAlignment - 1) / kAlignment * kAlignment;
+  if (aligned < kLargeBlock) return aligned;
+  std::size_t power = kLargeBlock;
+  while (power * 2 <= aligned) power *= 2;
+  const std::size_t step = power / 8;
+  return (aligned + step - 1) / step * step;
+}
+
+std::int64_t cache_limit_bytes() {
+  const char* text = std::getenv("LOOM_CPU_CACHE_MB");
+  if (text == nullptr || *text == '\0') return std::int64_t{2048} << 20;
+  try {
+    std::size_t used = 0;
+    const long long mb = std::stoll(text, &used);
+    if (used == std::string(text).size() && mb >= 0) return static_cast<std::int64_t>(mb) << 20;
+  } catch (const std::exception&) {
+  }
+  LOOM_THROW("LOOM_CPU_CACHE_MB must be a non-negative whole number of MiB, got '", text, "'");
+}
+
+struct Cache {
+  std::mutex mutex;
+  std::map<std::size_t, std::vector<void*>> free_blocks;  // block size -> cached pointers
+  std::int64_t cached_bytes = 0;
+  std::int64_t limit = cache_limit_bytes();
+};
+
+Cache& cache() {
+  static Cache c;
+  return c;
+}
+
+}  // namespace
+
+void* allocate(std::size_t bytes, std::size_t& block_bytes, bool& new_system_allocation) {
+  block_bytes = bytes == 0 ? 0 : round_block(bytes);
+  new_system_allocation = false;
+  if (block_bytes == 0) return nullptr;
+  if (block_bytes >= kLargeBlock) {
+    Cache& c = cache();
+    std::lock_guard lock(c.mutex);
+    auto it = c.free_blocks.find(block_bytes);
+    if (it != c.free_blocks.end() && !it->second.empty()) {
+      void* data = it->second.back();
+      it->second.pop_back();
+      c.cached_bytes -= static_cast<std::int64_t>(block_bytes);
+      return data;
+    }
+  }
+  void* data = std::aligned_alloc(kAlignment, block_bytes);
+  if (data == nullptr && block_bytes >= kLargeBlock) {
+    release_cache();
+    data = std::aligned_alloc(kAlignment, block_bytes);
+  }
+  LOOM_CHECK(data != nullptr, "out of host memory allocating ", bytes, " bytes");
+  new_system_allocation = true;
+  return data;
+}
+
+std::int64_t deallocate(void* data, std::size_t bytes) {
+  if (data == nullptr) return 0;
+  const std::size_t block_bytes = round_block(bytes);
+  if (block_bytes >= kLargeBlock) {
+    Cache& c = cache();
+    std::lock_guard lock(c.mutex);
+    if (c.cached_bytes + static_cast<std::int64_t>(block_bytes) <= c.limit) {
+      c.free_blocks[block_bytes].push_back(data);
+      c.cached_bytes += static_cast<std::int64_t>(block_bytes);
+      return 0;
+    }
+  }
+  std::free(data);
+  return static_cast<std::int64_t>(block_bytes);
+}
+
+std::int64_t release_cache() {
+  Cache& c = cache();
+  std::lock_guard lock(c.mutex);
+  std::int64_t released = 0;
+  for (auto& [size, blocks] : c.free_blocks) {
+    for (void* block : blocks) std::free(block);
+    released += static_cast<std::int64_t>(size * blocks.size());
+    blocks.clear();
+  }
+  c.cached_bytes = 0;
+  return released;
+}
+
+}  // namespace loom::cpu
