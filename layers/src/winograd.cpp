@@ -13,6 +13,7 @@
 #include <loom/core/memory.h>
 #include <loom/core/ops.h>
 #include <loom/core/parallel.h>
+#include <loom/core/threads.h>
 
 #include "layer_util.h"
 
@@ -21,7 +22,7 @@ namespace loom::detail::winograd {
 namespace {
 
 #ifndef LOOM_WINOGRAD_TILES
-#define LOOM_WINOGRAD_TILES 392
+#define LOOM_WINOGRAD_TILES 196
 #endif
 constexpr std::int64_t kTargetTiles = LOOM_WINOGRAD_TILES;  // per GEMM
 constexpr std::int64_t kMaxBufferBytes = std::int64_t{32} << 20;
@@ -271,45 +272,76 @@ Tensor transform_filter(const Tensor& weight, bool backward_data) {
   return u;
 }
 
+// Chunks are spread over the pool whole: each thread transforms, multiplies and transforms back
+// its own chunks in its own buffers (cache-resident; the inner loops and GEMMs then run inline),
+// one parallel region per pass instead of three per chunk. With fewer chunks than threads the
+// chunks run in turn and each step is spread over the pool instead.
+bool chunks_in_parallel(std::size_t chunks) { return chunks >= 2 * static_cast<std::size_t>(num_threads()); }
+
 void convolve(const Tensor& x, const Tensor& u, std::int64_t padding, const Tensor& bias, Tensor& y) {
   const std::int64_t batch = x.size(0), in = x.size(1), out = u.size(1);
   const Tiling g(x.size(2), x.size(3), padding);
-  MemoryCategoryScope scope(MemoryCategory::workspace);
   const std::vector<Chunk> chunks = plan_chunks(batch, g, std::max(in, out), x.element_size());
   const std::int64_t most = largest_chunk_tiles(chunks, g);
-  const Tensor inputs = Tensor::empty({16 * in * most}, x.dtype());
-  const Tensor products = Tensor::empty({16 * out * most}, x.dtype());
   dispatch_floating(x.dtype(), "winograd convolution", [&](auto zero) {
     using T = decltype(zero);
-    for (const Chunk& chunk : chunks) {
-      const std::int64_t tiles = chunk.tiles(g);
-      Tensor v = batched_view(inputs, in, tiles), m = batched_view(products, out, tiles);
-      transform_inputs(x.data<T>(), in, g, chunk, v.data<T>());
-      ops::gemm_strided_batched(u, false, v, false, m);
-      transform_outputs(m.data<T>(), out, g, chunk, bias.defined() ? bias.data<T>() : nullptr, y.data<T>());
-    }
+    auto run = [&](std::int64_t first, std::int64_t last) {
+      MemoryCategoryScope scope(MemoryCategory::workspace);
+      const Tensor inputs = Tensor::empty({16 * in * most}, x.dtype());
+      const Tensor products = Tensor::empty({16 * out * most}, x.dtype());
+      for (std::int64_t i = first; i < last; ++i) {
+        const Chunk& chunk = chunks[static_cast<std::size_t>(i)];
+        const std::int64_t tiles = chunk.tiles(g);
+        Tensor v = batched_view(inputs, in, tiles), m = batched_view(products, out, tiles);
+        transform_inputs(x.data<T>(), in, g, chunk, v.data<T>());
+        ops::gemm_strided_batched(u, false, v, false, m);
+        transform_outputs(m.data<T>(), out, g, chunk, bias.defined() ? bias.data<T>() : nullptr, y.data<T>());
+      }
+    };
+    const auto n = static_cast<std::int64_t>(chunks.size());
+    if (chunks_in_parallel(chunks.size()))
+      parallel_for(n, 1, run);
+    else
+      run(0, n);
   });
 }
 
 void accumulate_filter_gradient(const Tensor& x, const Tensor& grad_y, std::int64_t padding, Tensor& weight_grad) {
   const std::int64_t batch = x.size(0), in = x.size(1), out = grad_y.size(1);
   const Tiling g(x.size(2), x.size(3), padding);
-  MemoryCategoryScope scope(MemoryCategory::workspace);
   const std::vector<Chunk> chunks = plan_chunks(batch, g, std::max(in, out), x.element_size());
   const std::int64_t most = largest_chunk_tiles(chunks, g);
-  const Tensor inputs = Tensor::empty({16 * in * most}, x.dtype());
-  const Tensor output_grads = Tensor::empty({16 * out * most}, x.dtype());
-  Tensor grad_u = Tensor::zeros({16, out, in}, x.dtype());
+  const auto n = static_cast<std::int64_t>(chunks.size());
+  // A fixed split of the chunks into slots, each summing its own dU, added up in slot order: the
+  // result depends on the thread count only, not on which thread ran what.
+  const std::int64_t slots = chunks_in_parallel(chunks.size()) ? num_threads() : 1;
+  std::vector<Tensor> grad_u(static_cast<std::size_t>(slots));
+  {
+    MemoryCategoryScope scope(MemoryCategory::workspace);
+    for (Tensor& partial : grad_u) partial = Tensor::zeros({16, out, in}, x.dtype());
+  }
   dispatch_floating(x.dtype(), "winograd filter gradient", [&](auto zero) {
     using T = decltype(zero);
-    for (const Chunk& chunk : chunks) {
-      const std::int64_t tiles = chunk.tiles(g);
-      Tensor v = batched_view(inputs, in, tiles), dm = batched_view(output_grads, out, tiles);
-      transform_inputs(x.data<T>(), in, g, chunk, v.data<T>());
-      transform_output_gradients(grad_y.data<T>(), out, g, chunk, dm.data<T>());
-      ops::gemm_strided_batched(dm, false, v, true, grad_u, 1.0, 1.0);
-    }
-    const T* du = grad_u.data<T>();
+    auto run = [&](std::int64_t first_slot, std::int64_t last_slot) {
+      MemoryCategoryScope scope(MemoryCategory::workspace);
+      const Tensor inputs = Tensor::empty({16 * in * most}, x.dtype());
+      const Tensor output_grads = Tensor::empty({16 * out * most}, x.dtype());
+      for (std::int64_t slot = first_slot; slot < last_slot; ++slot)
+        for (std::int64_t i = slot * n / slots; i < (slot + 1) * n / slots; ++i) {
+          const Chunk& chunk = chunks[static_cast<std::size_t>(i)];
+          const std::int64_t tiles = chunk.tiles(g);
+          Tensor v = batched_view(inputs, in, tiles), dm = batched_view(output_grads, out, tiles);
+          transform_inputs(x.data<T>(), in, g, chunk, v.data<T>());
+          transform_output_gradients(grad_y.data<T>(), out, g, chunk, dm.data<T>());
+          ops::gemm_strided_batched(dm, false, v, true, grad_u[static_cast<std::size_t>(slot)], 1.0, 1.0);
+        }
+    };
+    if (slots > 1)
+      parallel_for(slots, 1, run);
+    else
+      run(0, 1);
+    for (std::int64_t slot = 1; slot < slots; ++slot) ops::axpy(1.0, grad_u[static_cast<std::size_t>(slot)], grad_u[0]);
+    const T* du = grad_u[0].data<T>();
     T* dw = weight_grad.data<T>();
     T tile[16];
     for (std::int64_t o = 0; o < out; ++o)
