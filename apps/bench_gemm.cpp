@@ -1,8 +1,10 @@
 // `loom bench gemm`: loom's CPU gemm next to OpenBLAS's cblas_sgemm called directly, same
 // threads, same run, best of several repetitions of each.
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <cblas.h>
@@ -69,6 +71,7 @@ void run(bool json, int threads, int repeats) {
     // OpenBLAS threading itself. Each side runs as a block (after a warm-up), because OpenBLAS's
     // idle threads spin for a while after a call and would slow loom's pool if the two alternated.
     std::vector<double> loom_ms, blas_ms;
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // OpenBLAS's threads park (~0.1 s)
     time_loom();
     for (int r = 0; r < reps; ++r) loom_ms.push_back(time_loom());
     openblas_set_num_threads(num_threads());
