@@ -122,6 +122,47 @@ namespace {
 WindowGeometry pool_geometry(const Pool2dOptions& options, const Shape& input) {
   return {input[2], input[3], options.kernel, options.stride.value_or(options.kernel), options.padding};
 }
+
+// What both pools' forward and backward share: input checks, the result tensor, and the whole cuDNN
+// path (`done` set when it ran, leaving only the CPU loops to the caller).
+struct PoolStep {
+  WindowGeometry g;
+  Tensor result;
+  bool done = false;
+};
+
+PoolStep pool_forward(const Layer& layer, const Pool2dOptions& options, cuda_kernels::PoolMode mode,
+                      const TensorList& inputs, Context& ctx) {
+  detail::check_inputs(layer, inputs, 1);
+  const Tensor& x = inputs[0];
+  check_nchw(layer, x);
+  PoolStep step{pool_geometry(options, x.shape()), Tensor()};
+  MemoryCategoryScope scope(MemoryCategory::activations);
+  step.result = Tensor::empty(pooled_shape(x.shape(), step.g), x.dtype(), x.device());
+  ctx.save_shape("input", x.shape());
+  if (x.device().is_cuda()) {
+    cuda_kernels::pool2d_forward(mode, step.g, x, step.result);
+    ctx.save("input", x);
+    ctx.save("output", step.result);
+    step.done = true;
+  }
+  return step;
+}
+
+PoolStep pool_backward(const Layer& layer, const Pool2dOptions& options, cuda_kernels::PoolMode mode,
+                       const TensorList& grad_outputs, Context& ctx) {
+  detail::check_inputs(layer, grad_outputs, 1);
+  const Shape input_shape = ctx.get_shape("input");
+  PoolStep step{pool_geometry(options, input_shape), Tensor()};
+  const Tensor& grad_y = grad_outputs[0];
+  detail::check_same_shape(layer, "output gradient", grad_y, pooled_shape(input_shape, step.g));
+  step.result = Tensor::zeros(input_shape, grad_y.dtype(), grad_y.device());
+  if (grad_y.device().is_cuda()) {
+    cuda_kernels::pool2d_backward(mode, step.g, ctx.get("input"), ctx.get("output"), grad_y, step.result);
+    step.done = true;
+  }
+  return step;
+}
 }  // namespace
 
 // ---- MaxPool2d -------------------------------------------------------------------------------
@@ -131,47 +172,35 @@ MaxPool2d::MaxPool2d(const Pool2dOptions& options) : options_(options) { check_p
 WindowGeometry MaxPool2d::geometry(const Shape& input) const { return pool_geometry(options_, input); }
 
 TensorList MaxPool2d::forward(const TensorList& inputs, Context& ctx) {
-  detail::check_inputs(*this, inputs, 1);
+  PoolStep step = pool_forward(*this, options_, cuda_kernels::PoolMode::max, inputs, ctx);
+  if (step.done) return {step.result};
   const Tensor& x = inputs[0];
-  check_nchw(*this, x);
-  const WindowGeometry g = geometry(x.shape());
-  MemoryCategoryScope scope(MemoryCategory::activations);
-  Tensor y = Tensor::empty(pooled_shape(x.shape(), g), x.dtype(), x.device());
-  ctx.save_shape("input", x.shape());
-  if (x.device().is_cuda()) {
-    cuda_kernels::pool2d_forward(cuda_kernels::PoolMode::max, g, x, y);
-    ctx.save("input", x);
-    ctx.save("output", y);
-    return {y};
+  Tensor argmax;
+  {
+    MemoryCategoryScope scope(MemoryCategory::activations);
+    argmax = Tensor::empty(step.result.shape(), DType::i32);
   }
-  Tensor argmax = Tensor::empty(y.shape(), DType::i32);
   detail::dispatch_floating(x.dtype(), describe(), [&](auto zero) {
     using T = decltype(zero);
-    max_pool_forward<T>(g, x.size(0) * x.size(1), x.data<T>(), y.data<T>(), argmax.data<std::int32_t>());
+    max_pool_forward<T>(step.g, x.size(0) * x.size(1), x.data<T>(), step.result.data<T>(), argmax.data<std::int32_t>());
   });
   ctx.save("argmax", argmax);
-  return {y};
+  return {step.result};
 }
 
 TensorList MaxPool2d::backward(const TensorList& grad_outputs, Context& ctx) {
-  detail::check_inputs(*this, grad_outputs, 1);
-  const Shape input_shape = ctx.get_shape("input");
-  const WindowGeometry g = geometry(input_shape);
-  const Tensor& grad_y = grad_outputs[0];
-  detail::check_same_shape(*this, "output gradient", grad_y, pooled_shape(input_shape, g));
-  Tensor grad_x = Tensor::zeros(input_shape, grad_y.dtype(), grad_y.device());
-  if (grad_y.device().is_cuda()) {
-    cuda_kernels::pool2d_backward(cuda_kernels::PoolMode::max, g, ctx.get("input"), ctx.get("output"), grad_y, grad_x);
-  } else {
+  PoolStep step = pool_backward(*this, options_, cuda_kernels::PoolMode::max, grad_outputs, ctx);
+  if (!step.done) {
     const Tensor argmax = ctx.get("argmax");
+    const Tensor& grad_y = grad_outputs[0];
     detail::dispatch_floating(grad_y.dtype(), describe(), [&](auto zero) {
       using T = decltype(zero);
-      max_pool_backward<T>(g, input_shape[0] * input_shape[1], grad_y.data<T>(), argmax.data<std::int32_t>(),
-                           grad_x.data<T>());
+      max_pool_backward<T>(step.g, step.result.size(0) * step.result.size(1), grad_y.data<T>(),
+                           argmax.data<std::int32_t>(), step.result.data<T>());
     });
   }
   ctx.clear();
-  return {grad_x};
+  return {step.result};
 }
 
 std::vector<Shape> MaxPool2d::output_shapes(const std::vector<Shape>& input_shapes) const {
@@ -194,45 +223,29 @@ AvgPool2d::AvgPool2d(const Pool2dOptions& options) : options_(options) { check_p
 WindowGeometry AvgPool2d::geometry(const Shape& input) const { return pool_geometry(options_, input); }
 
 TensorList AvgPool2d::forward(const TensorList& inputs, Context& ctx) {
-  detail::check_inputs(*this, inputs, 1);
+  PoolStep step = pool_forward(*this, options_, average_mode(options_), inputs, ctx);
+  if (step.done) return {step.result};
   const Tensor& x = inputs[0];
-  check_nchw(*this, x);
-  const WindowGeometry g = geometry(x.shape());
-  MemoryCategoryScope scope(MemoryCategory::activations);
-  Tensor y = Tensor::empty(pooled_shape(x.shape(), g), x.dtype(), x.device());
-  ctx.save_shape("input", x.shape());
-  if (x.device().is_cuda()) {
-    cuda_kernels::pool2d_forward(average_mode(options_), g, x, y);
-    ctx.save("input", x);
-    ctx.save("output", y);
-    return {y};
-  }
   detail::dispatch_floating(x.dtype(), describe(), [&](auto zero) {
     using T = decltype(zero);
-    avg_pool<T, false>(g, options_.count_include_pad, x.size(0) * x.size(1), x.data<T>(), y.data<T>(), nullptr,
-                       nullptr);
+    avg_pool<T, false>(step.g, options_.count_include_pad, x.size(0) * x.size(1), x.data<T>(), step.result.data<T>(),
+                       nullptr, nullptr);
   });
-  return {y};
+  return {step.result};
 }
 
 TensorList AvgPool2d::backward(const TensorList& grad_outputs, Context& ctx) {
-  detail::check_inputs(*this, grad_outputs, 1);
-  const Shape input_shape = ctx.get_shape("input");
-  const WindowGeometry g = geometry(input_shape);
-  const Tensor& grad_y = grad_outputs[0];
-  detail::check_same_shape(*this, "output gradient", grad_y, pooled_shape(input_shape, g));
-  Tensor grad_x = Tensor::zeros(input_shape, grad_y.dtype(), grad_y.device());
-  if (grad_y.device().is_cuda()) {
-    cuda_kernels::pool2d_backward(average_mode(options_), g, ctx.get("input"), ctx.get("output"), grad_y, grad_x);
-  } else {
+  PoolStep step = pool_backward(*this, options_, average_mode(options_), grad_outputs, ctx);
+  if (!step.done) {
+    const Tensor& grad_y = grad_outputs[0];
     detail::dispatch_floating(grad_y.dtype(), describe(), [&](auto zero) {
       using T = decltype(zero);
-      avg_pool<T, true>(g, options_.count_include_pad, input_shape[0] * input_shape[1], nullptr, nullptr,
-                        grad_y.data<T>(), grad_x.data<T>());
+      avg_pool<T, true>(step.g, options_.count_include_pad, step.result.size(0) * step.result.size(1), nullptr, nullptr,
+                        grad_y.data<T>(), step.result.data<T>());
     });
   }
   ctx.clear();
-  return {grad_x};
+  return {step.result};
 }
 
 std::vector<Shape> AvgPool2d::output_shapes(const std::vector<Shape>& input_shapes) const {
