@@ -31,6 +31,7 @@ class OptimizerSetup {
   double learning_rate(std::int64_t step) const { return schedule_.at(step); }
   void step(std::int64_t step, double grad_scale) { optimizer_->step(schedule_.at(step), grad_scale); }
   double local_grad_sum_of_squares() const { return optimizer_->grad_sum_of_squares(); }
+  Optimizer& optimizer() { return *optimizer_; }
 
  private:
   std::unique_ptr<Optimizer> optimizer_;

@@ -30,6 +30,7 @@
 #include <loom/schedule/validator.h>
 
 #include "optimizer_setup.h"
+#include "train_checkpoint.h"
 
 namespace loom::apps {
 
@@ -166,6 +167,8 @@ TrainSummary train(const TrainOptions& o, const std::function<void(const Trained
   LOOM_CHECK((o.steps > 0) != (o.epochs > 0), "give exactly one of --steps K or --epochs E");
   LOOM_CHECK(o.global_batch >= 1, "--global-batch must be at least 1, got ", o.global_batch);
   LOOM_CHECK(o.log_every >= 1, "--log-every must be at least 1");
+  LOOM_CHECK(o.checkpoint_every >= 0, "--checkpoint-every must be at least 0, got ", o.checkpoint_every);
+  LOOM_CHECK(o.checkpoint_every == 0 || !o.checkpoint.empty(), "--checkpoint-every needs --checkpoint DIR");
   const auto& kinds = schedule::schedule_kinds();
   LOOM_CHECK(std::find(kinds.begin(), kinds.end(), o.schedule) != kinds.end(), "unknown schedule '", o.schedule,
              "' (expected gpipe, dapple, pipedream, pipedream-2bw, interleaved or zb-h1)");
@@ -252,6 +255,23 @@ TrainSummary train(const TrainOptions& o, const std::function<void(const Trained
     optimizer.step(optimizer_steps++, scale);
   };
 
+  // ---- checkpoints ---------------------------------------------------------------------------------
+  CheckpointLayout checkpoint_layout{o.model, o.overrides, stage, stages, chunks, {}, global_batch, o.seed};
+  std::vector<NamedParameter> checkpoint_parameters;  // buffers too (BatchNorm statistics)
+  for (int c = 0; c < chunks; ++c) {
+    checkpoint_layout.blocks.push_back(part.blocks.at(static_cast<std::size_t>(sched.virtual_stage(stage, c))));
+    for (const NamedParameter& p : chunk_ptrs[static_cast<std::size_t>(c)]->parameters()) checkpoint_parameters.push_back(p);
+  }
+  std::int64_t first_step = 0;
+  if (!o.resume.empty()) {
+    first_step = load_training_checkpoint(o.resume, checkpoint_layout, checkpoint_parameters, optimizer.optimizer());
+    LOOM_CHECK(first_step < total_steps, o.resume, ": the checkpoint is after step ", first_step, ", but this run has ",
+               total_steps, " steps in all (give more --steps or --epochs)");
+    LOOM_CHECK(first_step % window == 0, o.resume, ": the checkpoint is after step ", first_step,
+               ", inside a ", window, "-step window of the asynchronous schedule");
+    optimizer_steps = first_step;
+  }
+
   schedule::ExecutorOptions eo;
   eo.global_batch = global_batch;
   eo.microbatches_per_batch = per_batch;
@@ -308,7 +328,11 @@ TrainSummary train(const TrainOptions& o, const std::function<void(const Trained
   Stopwatch total;
   Stopwatch since_log;
   std::int64_t samples_since_log = 0;
-  std::int64_t step = 0;
+  std::int64_t step = first_step;
+  std::int64_t next_checkpoint =
+      o.checkpoint_every > 0 ? (first_step / o.checkpoint_every + 1) * o.checkpoint_every : total_steps;
+  if (rank == 0 && !o.quiet && first_step > 0)
+    std::printf("resumed from %s after step %lld\n", o.resume.c_str(), static_cast<long long>(first_step));
   auto evaluate = [&](std::int64_t epoch) {
     std::int64_t correct = 0, seen = 0;
     const std::int64_t n = test_data->size();
@@ -400,6 +424,16 @@ TrainSummary train(const TrainOptions& o, const std::function<void(const Trained
           *metrics << nlohmann::json{{"epoch", step / steps_per_epoch}, {"test_accuracy", accuracy}}.dump() << "\n";
           metrics->flush();
         }
+      }
+    }
+    if (!o.checkpoint.empty() && (step >= next_checkpoint || step == total_steps)) {
+      save_training_checkpoint(o.checkpoint, checkpoint_layout, step, checkpoint_parameters, optimizer.optimizer(),
+                               contributes_norm);
+      while (next_checkpoint <= step) next_checkpoint += o.checkpoint_every > 0 ? o.checkpoint_every : total_steps;
+      if (rank == 0 && !o.quiet) {
+        if (progress_bar && tty) std::fprintf(stderr, "\n");
+        std::printf("checkpoint: %s after step %lld\n", o.checkpoint.c_str(), static_cast<long long>(step));
+        std::fflush(stdout);
       }
     }
   }

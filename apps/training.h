@@ -43,6 +43,9 @@ struct TrainOptions {
   std::int64_t log_every = 1;
   std::string metrics;            // JSON lines, rank 0
   std::string trace;              // Chrome trace JSON of the executed actions (gathered to rank 0)
+  std::string checkpoint;         // directory: write a checkpoint at the end (and every checkpoint_every steps)
+  std::int64_t checkpoint_every = 0;
+  std::string resume;             // directory of a checkpoint to continue from
   bool quiet = false;             // no progress output (tests)
 };
 

@@ -50,8 +50,17 @@ std::string checkpoint_checksum(const safetensors::NamedTensors& tensors) {
 }
 
 void save_checkpoint(const std::string& path, Layer& model, Optimizer* optimizer, const safetensors::Metadata& extra) {
+  save_checkpoint(path, model.parameters(), optimizer, extra);
+}
+
+safetensors::Metadata load_checkpoint(const std::string& path, Layer& model, Optimizer* optimizer) {
+  return load_checkpoint(path, model.parameters(), optimizer);
+}
+
+void save_checkpoint(const std::string& path, const std::vector<NamedParameter>& parameters, Optimizer* optimizer,
+                     const safetensors::Metadata& extra) {
   safetensors::NamedTensors tensors;
-  for (const NamedParameter& p : model.parameters()) tensors.emplace_back(p.name, p.parameter->value);
+  for (const NamedParameter& p : parameters) tensors.emplace_back(p.name, p.parameter->value);
   safetensors::Metadata metadata = extra;
   metadata["loom.format"] = kFormat;
   if (optimizer) {
@@ -67,7 +76,8 @@ void save_checkpoint(const std::string& path, Layer& model, Optimizer* optimizer
   LOOM_CHECK(!error, path, ": cannot move the written checkpoint into place (", error.message(), ")");
 }
 
-safetensors::Metadata load_checkpoint(const std::string& path, Layer& model, Optimizer* optimizer) {
+safetensors::Metadata load_checkpoint(const std::string& path, const std::vector<NamedParameter>& parameters,
+                                      Optimizer* optimizer) {
   safetensors::File file = safetensors::load(path);
   const auto format = file.metadata.find("loom.format");
   LOOM_CHECK(format != file.metadata.end() && format->second == kFormat, path, ": not a loom checkpoint (metadata ",
@@ -88,7 +98,7 @@ safetensors::Metadata load_checkpoint(const std::string& path, Layer& model, Opt
     assign(target, *it->second);
     by_name.erase(it);
   };
-  for (const NamedParameter& p : model.parameters())
+  for (const NamedParameter& p : parameters)
     take(p.name, "parameter '" + p.name + "' of layer '" + layer_of(p.name) + "'", p.parameter->value);
 
   if (optimizer) {

@@ -31,3 +31,8 @@ expect_failure("/nonexistent/file.txt: cannot open" train --model gpt --data tex
 expect_failure("bad_plan.json" train --plan ${WORK_DIR}/bad_plan.json --steps 1)
 expect_failure("not 'mlp'" train --model mlp --plan ${WORK_DIR}/other_plan.json --steps 1)
 expect_failure("--steps" train --stages 2 --steps 1 --epochs 1)
+expect_failure("--checkpoint-every needs --checkpoint DIR" train --stages 2 --steps 1 --checkpoint-every 5)
+expect_failure("/nonexistent/ckpt/manifest.json: cannot open" train --stages 2 --steps 1 --resume /nonexistent/ckpt)
+file(MAKE_DIRECTORY ${WORK_DIR}/ckpt)
+file(WRITE ${WORK_DIR}/ckpt/manifest.json "{\"format\": \"loom-train-checkpoint/1\", \"step\": 1,")
+expect_failure("ckpt/manifest.json: not valid JSON" train --stages 2 --steps 1 --resume ${WORK_DIR}/ckpt)

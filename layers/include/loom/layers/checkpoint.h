@@ -8,6 +8,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include <loom/layers/layer.h>
 #include <loom/layers/optimizer.h>
@@ -20,6 +21,12 @@ void save_checkpoint(const std::string& path, Layer& model, Optimizer* optimizer
 
 // Restores the model (and the optimizer, which the file must then hold). Returns the metadata.
 safetensors::Metadata load_checkpoint(const std::string& path, Layer& model, Optimizer* optimizer = nullptr);
+
+// The same for an explicit list of parameters (e.g. the blocks of several pipeline chunks).
+void save_checkpoint(const std::string& path, const std::vector<NamedParameter>& parameters, Optimizer* optimizer,
+                     const safetensors::Metadata& extra = {});
+safetensors::Metadata load_checkpoint(const std::string& path, const std::vector<NamedParameter>& parameters,
+                                      Optimizer* optimizer);
 
 // The checksum stored under "loom.checksum" ("fnv1a64:" + 16 hex digits).
 std::string checkpoint_checksum(const safetensors::NamedTensors& tensors);

@@ -1,0 +1,137 @@
+// `loom train --checkpoint` / `--resume`: stopping after step 3 and resuming to step 6 gives exactly
+// the losses and weights of 6 steps in one go (parameters, momentum, step-keyed dropout and data
+// order all carried over), for 2 stages under DAPPLE and for the interleaved schedule (two chunks
+// per rank in one stage file); a checkpoint that does not fit the run is refused with a message
+// naming the file.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include <unistd.h>
+
+#include <mpi.h>
+
+#include <loom/comm/runtime.h>
+
+#include "training.h"
+
+using namespace loom;
+
+namespace {
+
+apps::TrainOptions small_gpt(const std::string& schedule) {
+  apps::TrainOptions o;
+  o.model = "gpt";
+  o.overrides = "seq=8,dim=16,heads=2,layers=6,dropout=10";
+  o.data = "synthetic";
+  o.global_batch = 16;
+  o.microbatches = 4;
+  o.seed = 7;
+  o.threads = 1;
+  o.quiet = true;
+  o.optimizer = "sgd";
+  o.lr = 0.05;
+  o.momentum = 0.9;
+  o.lr_schedule = "constant";  // the stopped run has fewer steps in all; a constant rate is the same
+  o.stages = comm::world_size();
+  o.schedule = schedule;
+  return o;
+}
+
+using Weights = std::map<std::string, std::vector<double>>;
+
+apps::TrainSummary run(const apps::TrainOptions& o, Weights& weights) {
+  return apps::train(o, [&](const apps::TrainedStage& stage) {
+    for (Chain* chunk : stage.chunks)
+      for (const NamedParameter& p : chunk->parameters()) weights[p.name] = p.parameter->value.to_double_vector();
+  });
+}
+
+std::string scratch_dir(const std::string& name) {
+  // Rank 0 picks the directory; every rank uses it.
+  std::string dir = (std::filesystem::temp_directory_path() / ("loom_ckpt_" + name + "_" + std::to_string(::getpid()))).string();
+  int length = static_cast<int>(dir.size());
+  MPI_Bcast(&length, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  dir.resize(static_cast<std::size_t>(length));
+  MPI_Bcast(dir.data(), length, MPI_CHAR, 0, MPI_COMM_WORLD);
+  return dir;
+}
+
+}  // namespace
+
+TEST_CASE("stop after 3 steps, resume to 6: the same as 6 steps in one go", "[train][mpi][checkpoint]") {
+  comm::ensure_mpi();
+  for (const std::string schedule : {"dapple", "interleaved"}) {
+    INFO("schedule " << schedule);
+    const std::string dir = scratch_dir(schedule);
+    apps::TrainOptions straight = small_gpt(schedule);
+    straight.steps = 6;
+    Weights expected;
+    const apps::TrainSummary whole = run(straight, expected);
+
+    apps::TrainOptions first = small_gpt(schedule);
+    first.steps = 3;
+    first.checkpoint = dir;
+    Weights ignored;
+    run(first, ignored);
+    REQUIRE(std::filesystem::exists(dir + "/manifest.json"));
+
+    apps::TrainOptions second = small_gpt(schedule);
+    second.steps = 6;
+    second.resume = dir;
+    Weights resumed;
+    const apps::TrainSummary rest = run(second, resumed);
+
+    REQUIRE(rest.losses.size() == 3);
+    for (std::size_t k = 0; k < 3; ++k) CHECK(rest.losses[k] == Approx(whole.losses[k + 3]).epsilon(1e-12));
+    REQUIRE(resumed.size() == expected.size());
+    for (const auto& [name, values] : expected) {
+      INFO("parameter " << name);
+      REQUIRE(resumed.count(name) == 1);
+      CHECK(resumed.at(name) == values);  // bit for bit
+    }
+
+    // A run that does not fit the checkpoint is refused, naming the file.
+    apps::TrainOptions other = small_gpt(schedule);
+    other.steps = 6;
+    other.resume = dir;
+    other.overrides = "seq=8,dim=16,heads=2,layers=8,dropout=10";
+    CHECK_THROWS_WITH(apps::train(other), Catch::Contains(dir + "/manifest.json") && Catch::Contains("overrides"));
+    other = small_gpt(schedule);
+    other.steps = 3;
+    other.resume = dir;
+    CHECK_THROWS_WITH(apps::train(other), Catch::Contains("after step 3") && Catch::Contains("3 steps in all"));
+    other.steps = 6;
+    other.seed = 8;
+    CHECK_THROWS_WITH(apps::train(other), Catch::Contains("seed"));
+
+    // A stage file from another save than the manifest: stage 0 names it, the others stop too.
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (comm::world_rank() == 0) {
+      std::ifstream in(dir + "/stage0.json");
+      std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      text.replace(text.find("\"step\": 3"), 9, "\"step\": 2");
+      std::ofstream(dir + "/stage0.json") << text;
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    other = small_gpt(schedule);
+    other.steps = 6;
+    other.resume = dir;
+    CHECK_THROWS_WITH(apps::train(other), Catch::Contains(comm::world_rank() == 0 ? dir + "/stage0.json" : "another rank"));
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (comm::world_rank() == 0) std::filesystem::remove_all(dir);
+    MPI_Barrier(MPI_COMM_WORLD);
+  }
+}
+
+TEST_CASE("a missing checkpoint directory is a clear error", "[train][checkpoint]") {
+  apps::TrainOptions o = small_gpt("dapple");
+  o.steps = 2;
+  o.resume = "/nonexistent/loom-checkpoint";
+  CHECK_THROWS_WITH(apps::train(o), Catch::Contains("/nonexistent/loom-checkpoint/manifest.json"));
+  o.resume.clear();
+  o.checkpoint_every = 2;
+  CHECK_THROWS_WITH(apps::train(o), Catch::Contains("--checkpoint-every needs --checkpoint DIR"));
+}
