@@ -9,19 +9,13 @@ namespace loom::cpu {
 
 namespace {
 
-philox::Block block_of(std::uint64_t seed, std::uint64_t key, std::uint64_t block) {
-  return philox::philox4x32_10(static_cast<std::uint32_t>(block), static_cast<std::uint32_t>(block >> 32),
-                               static_cast<std::uint32_t>(key), static_cast<std::uint32_t>(key >> 32),
-                               static_cast<std::uint32_t>(seed), static_cast<std::uint32_t>(seed >> 32));
-}
-
 // Calls f(i, word) for the stream words [first, first + n) of (seed, key), one block per four words.
 template <typename F>
 void for_words(std::uint64_t seed, std::uint64_t key, std::uint64_t first, std::uint64_t n, F&& f) {
   std::uint64_t i = 0;
   while (i < n) {
     const std::uint64_t word = first + i;
-    const philox::Block b = block_of(seed, key, word >> 2);
+    const philox::Block b = philox::block(seed, key, word >> 2);
     for (std::uint64_t lane = word & 3; lane < 4 && i < n; ++lane, ++i) f(i, b.v[lane]);
   }
 }

@@ -38,14 +38,17 @@ LOOM_HD Block philox4x32_10(std::uint32_t c0, std::uint32_t c1, std::uint32_t c2
   return {{c0, c1, c2, c3}};
 }
 
-// Word `index` of the stream (seed, key): block index/4, lane index%4. The counter carries the
+// Block `block` of the stream (seed, key): its words 4 block .. 4 block + 3. The counter carries the
 // block index (64 bits) and the stream key (64 bits); the Philox key is the seed.
+LOOM_HD Block block(std::uint64_t seed, std::uint64_t key, std::uint64_t block) {
+  return philox4x32_10(static_cast<std::uint32_t>(block), static_cast<std::uint32_t>(block >> 32),
+                       static_cast<std::uint32_t>(key), static_cast<std::uint32_t>(key >> 32),
+                       static_cast<std::uint32_t>(seed), static_cast<std::uint32_t>(seed >> 32));
+}
+
+// Word `index` of the stream (seed, key): lane index % 4 of block index / 4.
 LOOM_HD std::uint32_t word(std::uint64_t seed, std::uint64_t key, std::uint64_t index) {
-  const std::uint64_t block = index >> 2;
-  const Block b = philox4x32_10(static_cast<std::uint32_t>(block), static_cast<std::uint32_t>(block >> 32),
-                                static_cast<std::uint32_t>(key), static_cast<std::uint32_t>(key >> 32),
-                                static_cast<std::uint32_t>(seed), static_cast<std::uint32_t>(seed >> 32));
-  return b.v[index & 3];
+  return block(seed, key, index >> 2).v[index & 3];
 }
 
 // Uniform in (0, 1]: 24 random bits, never 0 (safe for log in Box-Muller).
