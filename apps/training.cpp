@@ -329,8 +329,6 @@ TrainSummary train(const TrainOptions& o, const std::function<void(const Trained
   Stopwatch since_log;
   std::int64_t samples_since_log = 0;
   std::int64_t step = first_step;
-  std::int64_t next_checkpoint =
-      o.checkpoint_every > 0 ? (first_step / o.checkpoint_every + 1) * o.checkpoint_every : total_steps;
   if (rank == 0 && !o.quiet && first_step > 0)
     std::printf("resumed from %s after step %lld\n", o.resume.c_str(), static_cast<long long>(first_step));
   auto evaluate = [&](std::int64_t epoch) {
@@ -362,6 +360,7 @@ TrainSummary train(const TrainOptions& o, const std::function<void(const Trained
   };
 
   while (step < total_steps) {
+    const std::int64_t run_first = step;
     const std::int64_t batches = std::min<std::int64_t>(executor.batches_per_run(), total_steps - step);
     LOOM_CHECK(batches == executor.batches_per_run(), "internal: partial window");
     const schedule::StepResult result = executor.run(step, reader);
@@ -426,10 +425,11 @@ TrainSummary train(const TrainOptions& o, const std::function<void(const Trained
         }
       }
     }
-    if (!o.checkpoint.empty() && (step >= next_checkpoint || step == total_steps)) {
+    // At the end, and whenever this run crossed a multiple of --checkpoint-every.
+    const bool crossed = o.checkpoint_every > 0 && step / o.checkpoint_every > run_first / o.checkpoint_every;
+    if (!o.checkpoint.empty() && (crossed || step == total_steps)) {
       save_training_checkpoint(o.checkpoint, checkpoint_layout, step, checkpoint_parameters, optimizer.optimizer(),
                                contributes_norm);
-      while (next_checkpoint <= step) next_checkpoint += o.checkpoint_every > 0 ? o.checkpoint_every : total_steps;
       if (rank == 0 && !o.quiet) {
         if (progress_bar && tty) std::fprintf(stderr, "\n");
         std::printf("checkpoint: %s after step %lld\n", o.checkpoint.c_str(), static_cast<long long>(step));
