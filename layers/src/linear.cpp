@@ -56,12 +56,7 @@ void Linear::backward_weight(Context& ctx) {
   const Tensor& grad_y = ctx.get("grad_output");
   const Tensor g2 = grad_y.flatten_to_2d(-1);
   ops::gemm(g2, true, x.flatten_to_2d(-1), false, weight_.grad, 1.0, 1.0);
-  if (has_bias_) {
-    // db += 1^T dY as a [1, rows] x [rows, out] GEMM: BLAS-speed column sums.
-    const Tensor ones = Tensor::full(Shape{1, g2.size(0)}, 1.0, g2.dtype(), g2.device());
-    Tensor db = bias_.grad.reshape(Shape{1, out_features_});
-    ops::gemm(ones, false, g2, false, db, 1.0, 1.0);
-  }
+  if (has_bias_) ops::bias_grad(g2, bias_.grad);
   ctx.clear();
 }
 
