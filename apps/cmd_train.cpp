@@ -1,5 +1,11 @@
 // `loom train`: pipelined + data-parallel training under mpirun (see training.h).
+#include <filesystem>
+#include <fstream>
 #include <sstream>
+
+#include <loom/comm/runtime.h>
+#include <loom/layers/optimizer_kind.h>
+#include <loom/schedule/schedule_kind.h>
 
 #include "commands.h"
 #include "training.h"
@@ -22,6 +28,25 @@ std::vector<int> parse_int_list(const std::string& text, const char* flag) {
   }
   return values;
 }
+
+std::string schedule_list() {
+  std::string names;
+  for (const std::string& kind : schedule::schedule_kinds()) names += (names.empty() ? "" : ", ") + kind;
+  return names;
+}
+
+// The resolved options of this run, as a file `--config` reads back: METRICS with the extension
+// .options.toml (rank 0, before training, so a failed run has it too).
+void write_resolved_options(const CLI::App& cmd, const std::string& metrics) {
+  if (metrics.empty() || comm::world_rank() != 0) return;
+  const std::string path = std::filesystem::path(metrics).replace_extension(".options.toml").string();
+  std::ofstream out(path);
+  out << "# loom train options of this run; repeat it with: loom train --config " << path << "\n[train]\n";
+  std::istringstream lines(cmd.config_to_str(true, false));
+  for (std::string line; std::getline(lines, line);)  // options without a value stay unset
+    if (line.size() < 3 || line.compare(line.size() - 3, 3, "=\"\"") != 0) out << line << "\n";
+  LOOM_CHECK(out.good(), path, ": cannot write the run's options");
+}
 }  // namespace
 
 void add_train_command(CLI::App& app) {
@@ -33,9 +58,9 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--data", o.data, "fashion-mnist, text:PATH or synthetic")->capture_default_str();
   cmd->add_option("--stages", o.stages, "pipeline stages S (N = S x R ranks)")->capture_default_str();
   cmd->add_option("--replicas", o.replicas, "replicas R of every stage")->capture_default_str();
+  cmd->fallthrough();  // `loom train --config FILE`: the file's [train] section (main.cpp)
   cmd->add_option("--plan", o.plan, "plan JSON from `loom plan` (replaces --stages/--replicas/--microbatches/--schedule)");
-  cmd->add_option("--schedule", o.schedule, "gpipe, dapple, pipedream, pipedream-2bw, interleaved or zb-h1")
-      ->capture_default_str();
+  cmd->add_option("--schedule", o.schedule, schedule_list() + " (default dapple; not with --plan)");
   cmd->add_option("--microbatches", o.microbatches, "micro-batches M per global batch")->capture_default_str();
   cmd->add_option("--chunks", o.chunks, "interleaved: virtual stages per rank")->capture_default_str();
   cmd->add_option("--warmup", warmup, "dapple/pipedream: warm-up forwards K (first stage) or K_0,...,K_{S-1}");
@@ -45,7 +70,8 @@ void add_train_command(CLI::App& app) {
   steps->excludes(epochs);
   cmd->add_option("--seed", o.seed, "seed of parameters, data order and dropout")->capture_default_str();
   cmd->add_option("--threads", o.threads, "CPU math threads per rank (default: LOOM_NUM_THREADS or cores / local ranks)");
-  cmd->add_option("--optimizer", o.optimizer, "sgd, adam or adamw")->capture_default_str();
+  cmd->add_option("--optimizer", o.optimizer, optimizer_kind_list() + " (sgd uses --momentum; 0 for plain SGD)")
+      ->capture_default_str();
   cmd->add_option("--lr", o.lr, "learning rate")->capture_default_str();
   cmd->add_option("--momentum", o.momentum, "SGD momentum")->capture_default_str();
   cmd->add_option("--weight-decay", o.weight_decay, "weight decay")->capture_default_str();
@@ -65,8 +91,9 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--checkpoint-every", o.checkpoint_every, "also write the checkpoint every N steps (0: only at the end)");
   cmd->add_option("--resume", o.resume, "continue from the checkpoint in this directory (same model and stage split)");
   cmd->add_flag("--quiet", o.quiet, "no progress output");
-  cmd->callback([] {
+  cmd->callback([cmd] {
     if (!warmup.empty()) o.warmup = parse_int_list(warmup, "--warmup");
+    write_resolved_options(*cmd, o.metrics);
     train(o);
   });
 }

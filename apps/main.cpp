@@ -36,6 +36,8 @@ int fail(const char* message) {
 int main(int argc, char** argv) {
   CLI::App app{"loom: pipelined and data-parallel training (DAPPLE, PipeDream)", "loom"};
   app.require_subcommand(1);
+  app.set_config("--config", "", "read a command's options from a TOML file (a [train] section: what loom train "
+                 "writes next to --metrics as .options.toml)");
   loom::apps::add_train_command(app);
   loom::apps::add_profile_command(app);
   loom::apps::add_plan_command(app);

@@ -10,6 +10,7 @@
 #include <loom/core/threads.h>
 #include <loom/core/timer.h>
 #include <loom/models/dataset.h>
+#include <loom/runtime/stage_runner.h>
 
 namespace loom::apps {
 
@@ -28,15 +29,6 @@ double median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
   const std::size_t n = values.size();
   return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
-}
-
-// A fresh training context for one micro-batch, as the executor prepares it.
-void prepare(Context& ctx, std::uint64_t seed) {
-  ctx.clear();
-  ctx.training = true;
-  ctx.seed = seed;
-  ctx.step = 0;
-  ctx.first_sample = 0;
 }
 
 // One micro-batch of synthetic data shaped for the model.
@@ -58,54 +50,27 @@ Microbatch read_microbatch(const ModelSpec& spec, std::int64_t rows, std::uint64
   return mb;
 }
 
-// Runs one block (and the loss, for the last block) forward and backward as the executor does.
+// One block (and the loss, for the last block) run as a stage runs it: a one-block stage.
 class BlockRunner {
  public:
-  BlockRunner(Layer& block, Layer* loss, const Microbatch& mb, std::uint64_t seed)
-      : block_(block), loss_(loss), mb_(mb), seed_(seed) {}
+  BlockRunner(std::unique_ptr<Chain> block, LayerPtr loss, const Microbatch& mb, std::uint64_t seed)
+      : block_(std::move(block)), loss_(std::move(loss)), runner_(*block_, loss_.get(), {seed, false}), mb_(mb) {}
 
-  // The block's outputs (the logits for the last block); the loss value stays in loss_output_.
+  // The block's outputs (the logits for the last block, whose loss value the runner keeps).
   TensorList forward(const TensorList& inputs) {
-    prepare(ctx_, seed_);
-    MemoryCategoryScope scope(MemoryCategory::activations);
-    TensorList outputs = block_.forward(inputs, ctx_);
-    if (loss_) {
-      LOOM_CHECK(!outputs.empty(), "profile: the last block produced no output");
-      prepare(loss_ctx_, seed_);
-      loss_ctx_.loss_denominator = mb_.loss_denominator;
-      loss_output_ = loss_->forward({outputs[0], mb_.targets}, loss_ctx_);
-    }
-    return outputs;
+    return runner_.forward(0, inputs, mb_.targets, {0, 0, mb_.loss_denominator});
   }
-
   // Backward from the gradient of the block's outputs (ignored by the last block, which starts
   // from its loss); returns the gradient of its inputs.
-  TensorList backward(const TensorList& grad_outputs) {
-    MemoryCategoryScope scope(MemoryCategory::workspace);
-    TensorList grad = grad_outputs;
-    if (loss_) {
-      const Tensor& value = loss_output_.at(0);
-      grad = {loss_->backward({Tensor::full({}, 1.0, value.dtype(), value.device())}, loss_ctx_).at(0)};
-      loss_output_.clear();
-    }
-    TensorList grad_inputs = block_.backward(grad, ctx_);
-    ctx_.clear();
-    return grad_inputs;
-  }
-
-  void release() {
-    ctx_.clear();
-    loss_ctx_.clear();
-    loss_output_.clear();
-  }
+  TensorList backward(const TensorList& grad_outputs) { return runner_.backward(0, grad_outputs); }
+  void release() { runner_.release_all(); }
+  Chain& block() { return *block_; }
 
  private:
-  Layer& block_;
-  Layer* loss_;
+  std::unique_ptr<Chain> block_;
+  LayerPtr loss_;
+  runtime::StageRunner runner_;
   const Microbatch& mb_;
-  std::uint64_t seed_;
-  Context ctx_, loss_ctx_;
-  TensorList loss_output_;
 };
 
 // What one block's forward does to activation memory, from loom's memory accounting. Its input
@@ -149,9 +114,6 @@ planner::Profile profile_model(const ProfileOptions& o) {
   set_num_threads(o.threads > 0 ? o.threads : default_num_threads());
   const ModelSpec spec = make_model(o.model, o.overrides);
   const Microbatch mb = read_microbatch(spec, o.microbatch, o.seed);
-  auto chain = spec.build_all();
-  chain->initialize(o.seed);
-  LayerPtr loss = spec.make_loss();
 
   planner::Profile profile;
   profile.model = spec.name;
@@ -159,9 +121,12 @@ planner::Profile profile_model(const ProfileOptions& o) {
   profile.device = "cpu, " + std::to_string(num_threads()) + (num_threads() == 1 ? " thread" : " threads");
   const std::int64_t blocks = spec.blocks();
   std::vector<std::unique_ptr<BlockRunner>> runners;
-  for (std::int64_t i = 0; i < blocks; ++i)
-    runners.push_back(std::make_unique<BlockRunner>(chain->block(static_cast<std::size_t>(i)),
-                                                    i + 1 == blocks ? loss.get() : nullptr, mb, o.seed));
+  for (std::int64_t i = 0; i < blocks; ++i) {
+    auto block = spec.build(i, i + 1);
+    block->initialize(o.seed);
+    runners.push_back(std::make_unique<BlockRunner>(std::move(block), i + 1 == blocks ? spec.make_loss() : nullptr, mb,
+                                                    o.seed));
+  }
   // Blocks are timed inside whole passes (every forward, then every backward), as a stage runs
   // them: a block timed alone, over and over, finds its weights in cache and looks faster.
   std::vector<std::vector<double>> forward_ms(blocks), backward_ms(blocks);
@@ -196,7 +161,7 @@ planner::Profile profile_model(const ProfileOptions& o) {
     layer.cost.forward_ms = median(forward_ms[i]);
     layer.cost.backward_ms = median(backward_ms[i]);
     layer.cost.boundary_bytes = static_cast<double>(memory[i].output_bytes);
-    layer.parameter_bytes = static_cast<double>(chain->block(static_cast<std::size_t>(i)).parameter_bytes());
+    layer.parameter_bytes = static_cast<double>(runners[i]->block().parameter_bytes());
     profile.layers.push_back(layer);
   }
   // Each block is charged what it made and something keeps: its own kept bytes, plus its outputs
@@ -208,7 +173,7 @@ planner::Profile profile_model(const ProfileOptions& o) {
       kept += std::max<std::int64_t>(0, memory[static_cast<std::size_t>(i + 1)].input_kept - m.outputs_kept_by_self);
     profile.layers[static_cast<std::size_t>(i)].cost.activation_bytes = static_cast<double>(kept);
   }
-  chain->zero_grad();
+  for (auto& runner : runners) runner->block().zero_grad();
   planner::validate(profile);
   return profile;
 }
@@ -219,33 +184,24 @@ StageActivations measure_stage_activations(const ModelSpec& spec, std::int64_t f
              ") outside model ", spec.name, " (", spec.blocks(), " blocks)");
   const Microbatch mb = read_microbatch(spec, rows, seed);
   // The stage's input comes from outside it (the data, or a receive): not activations.
+  const runtime::MicrobatchInfo info{0, 0, mb.loss_denominator};
   TensorList inputs = {mb.inputs};
   if (first > 0) {
     MemoryCategoryScope scope(MemoryCategory::communication);
     auto before = spec.build(0, first);
     before->initialize(seed);
-    Context ctx;
-    prepare(ctx, seed);
-    inputs = before->forward(inputs, ctx);
+    runtime::StageRunner upstream(*before, nullptr, {seed, false});
+    inputs = upstream.forward(0, inputs, Tensor(), info);
   }
   auto stage = spec.build(first, last);
   stage->initialize(seed);
   LayerPtr loss = last == spec.blocks() ? spec.make_loss() : nullptr;
+  runtime::StageRunner runner(*stage, loss.get(), {seed, false});
 
   const std::int64_t before = live(MemoryCategory::activations);
   reset_peak_memory();
-  Context ctx, loss_ctx;
-  TensorList outputs;
-  {
-    prepare(ctx, seed);
-    MemoryCategoryScope scope(MemoryCategory::activations);
-    outputs = stage->forward(inputs, ctx);
-    if (loss) {
-      prepare(loss_ctx, seed);
-      loss_ctx.loss_denominator = mb.loss_denominator;
-      outputs = loss->forward({outputs.at(0), mb.targets}, loss_ctx);  // the loss value waits for backward
-    }
-  }
+  TensorList outputs = runner.forward(0, inputs, mb.targets, info);  // the loss value waits for backward
+  if (loss) outputs.clear();  // the logits: only what the loss saved of them stays
   const std::int64_t peak = memory_stats().peak(MemoryCategory::activations) - before;
   StageActivations result;
   if (!loss) {

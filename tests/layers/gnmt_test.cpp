@@ -13,10 +13,10 @@ using namespace loom;
 
 namespace {
 
-void check_close(const Tensor& loom_value, const Tensor& torch_value, const std::string& what) {
+void check_close(const Tensor& loom_value, const Tensor& torch_value, const std::string& what, double tolerance = 1e-5) {
   const double error = test::relative_error(loom_value, torch_value);
   INFO(what << ": relative error " << error);
-  CHECK(error <= 1e-5);
+  CHECK(error <= tolerance);
 }
 
 // [N, T] mask with the last `padded[n]` positions of row n marked (1 = padded).
@@ -48,8 +48,12 @@ void compare_with_torch(Layer& block, const TensorList& inputs, nlohmann::json c
     const std::string name = "grad_in_" + std::to_string(k);
     if (torch.has(name) && grad_inputs[k].defined()) check_close(grad_inputs[k], torch.get(name), name);
   }
-  for (const NamedParameter& p : block.parameters())
-    check_close(p.parameter->grad, torch.get("grad_" + p.name), "grad of " + p.name);
+  // The weight-norm scale's gradient is a dot product v . dv^ / |v| with heavy cancellation: fp32
+  // in any summation order lands ~1e-5 (relative) from the f64 reference, so it gets 3e-5.
+  for (const NamedParameter& p : block.parameters()) {
+    const bool cancelling = p.name.ends_with("normalize_scalar");
+    check_close(p.parameter->grad, torch.get("grad_" + p.name), "grad of " + p.name, cancelling ? 3e-5 : 1e-5);
+  }
 }
 
 void expect_gradcheck(Layer& layer, const TensorList& inputs) {

@@ -3,9 +3,12 @@
 // Library code never exits or aborts: it throws loom::Error carrying what went wrong and where
 // (file:line, and the MPI rank once known). Apps catch it at main, print one line and abort all
 // ranks. Return codes of CUDA, cuBLAS, cuDNN, NCCL and MPI are checked by the LOOM_*_CHECK macros
-// below; they expand at the call site, so this header needs none of those libraries.
+// below; they expand at the call site, so this header needs none of those libraries. Everything
+// here is inline: modules that do not link loom::core (schedule, planner) use it as it is.
 #pragma once
 
+#include <atomic>
+#include <cstring>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -17,12 +20,11 @@ class Error : public std::runtime_error {
   explicit Error(const std::string& message) : std::runtime_error(message) {}
 };
 
-// The rank prefixed to error messages and log lines; -1 until MPI (or the app) sets it.
-void set_error_rank(int rank);
-int error_rank();
-
 namespace detail {
-[[noreturn]] void throw_error(const char* file, int line, const std::string& message);
+inline std::atomic<int>& error_rank_slot() {
+  static std::atomic<int> rank{-1};
+  return rank;
+}
 
 template <typename... Args>
 std::string concat(const Args&... args) {
@@ -30,7 +32,21 @@ std::string concat(const Args&... args) {
   (out << ... << args);
   return out.str();
 }
+
+// "message [file.cpp:42, rank 3]": where the check is, and which rank failed once MPI is up.
+[[noreturn]] inline void throw_error(const char* file, int line, const std::string& message) {
+  const char* base = std::strrchr(file, '/');
+  std::ostringstream out;
+  out << message << " [" << (base ? base + 1 : file) << ":" << line;
+  if (const int rank = error_rank_slot().load(); rank >= 0) out << ", rank " << rank;
+  out << "]";
+  throw Error(out.str());
+}
 }  // namespace detail
+
+// The rank stamped on error messages and log lines; -1 until MPI (or the app) sets it.
+inline void set_error_rank(int rank) { detail::error_rank_slot() = rank; }
+inline int error_rank() { return detail::error_rank_slot().load(); }
 
 }  // namespace loom
 

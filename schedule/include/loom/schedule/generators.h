@@ -7,6 +7,7 @@
 #include <vector>
 
 #include <loom/schedule/schedule.h>
+#include <loom/schedule/schedule_kind.h>
 
 namespace loom::schedule {
 
@@ -48,7 +49,7 @@ Schedule zb_h1(int stages, int microbatches);
 Schedule with_communication(Schedule compute_only);
 
 struct ScheduleOptions {
-  std::string kind;             // gpipe | dapple | pipedream | pipedream-2bw | interleaved | zb-h1
+  std::string kind;             // a name of schedule_kind.h
   int stages = 1;
   int microbatches = 1;
   int chunks = 2;               // interleaved only
@@ -56,10 +57,8 @@ struct ScheduleOptions {
   std::vector<int> warmup;      // dapple / pipedream / pipedream-2bw: see warmup_depths()
 };
 
-// Dispatch by name; unknown kinds and bad sizes get a one-line loom::Error.
+// Dispatch by kind name; unknown kinds and bad sizes get a one-line loom::Error.
 Schedule make_schedule(const ScheduleOptions& options);
 
-// "gpipe", "dapple", ... in the order the CLI lists them.
-const std::vector<std::string>& schedule_kinds();
 
 }  // namespace loom::schedule

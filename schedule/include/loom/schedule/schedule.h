@@ -28,6 +28,10 @@ struct Schedule {
   bool is_last(int stage, int chunk) const { return virtual_stage(stage, chunk) == virtual_stages() - 1; }
   // True when actions carry weight versions (PipeDream-style asynchronous updates).
   bool asynchronous() const;
+  // The batch structure: optimizer steps one run of the program takes (the STEPs of a stage's
+  // program: 1 for synchronous schedules, the window for PipeDream) and micro-batches per step.
+  int batches() const;
+  int microbatches_per_batch() const { return microbatches / batches(); }
 
   friend bool operator==(const Schedule&, const Schedule&) = default;
 };

@@ -1,17 +1,17 @@
 // Training checkpoints (see train_checkpoint.h).
-#include "train_checkpoint.h"
+#include <loom/runtime/training_checkpoint.h>
 
 #include <exception>
 #include <filesystem>
 #include <fstream>
 
-#include <mpi.h>
 #include <nlohmann/json.hpp>
 
+#include <loom/comm/control.h>
 #include <loom/core/error.h>
 #include <loom/layers/checkpoint.h>
 
-namespace loom::apps {
+namespace loom::runtime {
 
 namespace {
 
@@ -65,20 +65,19 @@ void expect(const nlohmann::json& manifest, const fs::path& path, const char* fi
 }
 
 // Collective: rethrows this rank's error, else says whether another rank had one.
-bool any_rank_failed(const std::exception_ptr& error_here) {
-  int failed = error_here ? 1 : 0, any = 0;
-  MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+bool any_rank_failed(comm::Communicator& world, const std::exception_ptr& error_here) {
+  const bool any = comm::any_member(world, error_here != nullptr);
   if (error_here) std::rethrow_exception(error_here);
-  return any != 0;
+  return any;
 }
 
 }  // namespace
 
-void save_training_checkpoint(const std::string& dir, const CheckpointLayout& layout, std::int64_t step,
-                              const std::vector<NamedParameter>& parameters, Optimizer& optimizer, bool writer) {
+void save_training_checkpoint(comm::Communicator& world, const std::string& dir, const CheckpointLayout& layout,
+                              std::int64_t step, const std::vector<NamedParameter>& parameters, Optimizer& optimizer,
+                              bool writer) {
   const fs::path root(dir);
-  int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  const int rank = world.rank();
   // Any rank's failure must stop every rank, not leave the others in the barrier.
   std::exception_ptr error_here;
   try {
@@ -97,7 +96,7 @@ void save_training_checkpoint(const std::string& dir, const CheckpointLayout& la
   } catch (...) {
     error_here = std::current_exception();
   }
-  if (any_rank_failed(error_here)) LOOM_THROW(dir, ": another rank failed to write its stage's checkpoint");
+  if (any_rank_failed(world, error_here)) LOOM_THROW(dir, ": another rank failed to write its stage's checkpoint");
   if (rank == 0)
     write_json(root / "manifest.json", {{"format", kFormat},
                                         {"step", step},
@@ -107,10 +106,11 @@ void save_training_checkpoint(const std::string& dir, const CheckpointLayout& la
                                         {"chunks", layout.chunks},
                                         {"global_batch", layout.global_batch},
                                         {"seed", layout.seed}});
-  MPI_Barrier(MPI_COMM_WORLD);
+  world.barrier();
 }
 
-static std::int64_t load_stage(const std::string& dir, const CheckpointLayout& layout,
+namespace {
+std::int64_t load_stage(const std::string& dir, const CheckpointLayout& layout,
                         const std::vector<NamedParameter>& parameters, Optimizer& optimizer) {
   const fs::path root(dir);
   const fs::path manifest_path = root / "manifest.json";
@@ -140,8 +140,9 @@ static std::int64_t load_stage(const std::string& dir, const CheckpointLayout& l
              saved == metadata.end() ? std::string("?") : saved->second, " but ", manifest_path.string(), " says ", step);
   return step;
 }
+}  // namespace
 
-std::int64_t load_training_checkpoint(const std::string& dir, const CheckpointLayout& layout,
+std::int64_t load_training_checkpoint(comm::Communicator& world, const std::string& dir, const CheckpointLayout& layout,
                                       const std::vector<NamedParameter>& parameters, Optimizer& optimizer) {
   // Every rank learns whether any failed, so that all stop together instead of some waiting in the
   // first pipeline transfer for a stage that gave up.
@@ -152,9 +153,9 @@ std::int64_t load_training_checkpoint(const std::string& dir, const CheckpointLa
   } catch (...) {
     error_here = std::current_exception();
   }
-  if (any_rank_failed(error_here))
+  if (any_rank_failed(world, error_here))
     LOOM_THROW(dir, ": another rank could not load its stage's checkpoint (its message says why)");
   return step;
 }
 
-}  // namespace loom::apps
+}  // namespace loom::runtime

@@ -1,4 +1,4 @@
-// `loom train --checkpoint DIR` / `--resume DIR`: one safetensors file and a small JSON manifest per
+// The Trainer's checkpoints (`loom train --checkpoint DIR` / `--resume DIR`): one safetensors file and a small JSON manifest per
 // pipeline stage, plus DIR/manifest.json that rank 0 writes last, once every stage's files are in
 // place. A stage's file holds all its chunks' parameters (and buffers) and the optimizer state;
 // replica 0 of each stage writes it (replicas are identical after every synchronous step).
@@ -9,10 +9,11 @@
 #include <utility>
 #include <vector>
 
+#include <loom/comm/communicator.h>
 #include <loom/layers/layer.h>
 #include <loom/layers/optimizer.h>
 
-namespace loom::apps {
+namespace loom::runtime {
 
 // What a checkpoint must agree on to be resumed: the model and its split into stages.
 struct CheckpointLayout {
@@ -23,13 +24,13 @@ struct CheckpointLayout {
   std::uint64_t seed = 0;
 };
 
-// Collective over MPI_COMM_WORLD. `writer`: this rank writes its stage's files.
-void save_training_checkpoint(const std::string& dir, const CheckpointLayout& layout, std::int64_t step,
+// Collective over `world` (every rank of the run). `writer`: this rank writes its stage's files.
+void save_training_checkpoint(comm::Communicator& world, const std::string& dir, const CheckpointLayout& layout, std::int64_t step,
                               const std::vector<NamedParameter>& parameters, Optimizer& optimizer, bool writer);
 
 // Checks DIR's manifests against `layout` and loads this stage's parameters and optimizer state;
 // returns the step the checkpoint was taken after. Every problem is a loom::Error naming the file.
-std::int64_t load_training_checkpoint(const std::string& dir, const CheckpointLayout& layout,
+std::int64_t load_training_checkpoint(comm::Communicator& world, const std::string& dir, const CheckpointLayout& layout,
                                       const std::vector<NamedParameter>& parameters, Optimizer& optimizer);
 
-}  // namespace loom::apps
+}  // namespace loom::runtime

@@ -1,0 +1,121 @@
+// The executor: runs this rank's program of a schedule over one window of batches.
+//
+// A rank holds one or more virtual stages (chunks) of the model, each run by a StageRunner, and
+// walks its action list in order:
+//   RA  wait for the activations of a micro-batch (receives are all posted at the start of the run)
+//   F   forward (the first virtual stage reads its rows of the batch; the last applies the loss)
+//   SA  start sending the outputs to the next virtual stage (non-blocking)
+//   RG  wait for the gradient of the outputs
+//   B   backward (BI + BW when split). During the backward that completes a chunk's gradients for
+//       an AR, the runner reports each block as soon as it is done, and the gradient bucketer
+//       starts that block's allreduce while the remaining blocks still run backward
+//   SG  start sending the input gradient back
+//   AR  wait for every gradient bucket of this rank's chunks (sum over replicas)
+//   STEP the optimizer step (a callback, given the global batch it completes), then gradients
+//       are zeroed
+// Batches and rows: the schedule knows its batch structure (Schedule::batches, ::microbatches_per_batch):
+// micro-batch j of the program belongs to batch first_batch + j / M and owns rows
+// even_split(B, M, j % M) of it; replica r of a stage owns even_split(rows, R, r) of those, exactly
+// as comm::StageLink splits boundary transfers. The loss is each batch's mean: the loss layer divides
+// sums by the batch's number of targets, so gradients are summed (not averaged) across replicas.
+// Asynchronous schedules (PipeDream): compute actions carry weight versions (weight_stash.h).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include <loom/comm/gradient_bucketer.h>
+#include <loom/comm/process_groups.h>
+#include <loom/layers/chain.h>
+#include <loom/schedule/schedule.h>
+
+namespace loom::runtime {
+
+// Reads rows [first, first + count) of global batch `batch`: inputs for the first virtual stage,
+// targets for the last (`want_inputs` / `want_targets` say which are needed).
+struct BatchRequest {
+  std::int64_t batch = 0;
+  std::int64_t first = 0;
+  std::int64_t count = 0;
+  bool want_inputs = false;
+  bool want_targets = false;
+};
+using BatchReader = std::function<void(const BatchRequest& request, TensorList& inputs, Tensor& targets)>;
+
+struct ExecutorOptions {
+  std::int64_t global_batch = 1;
+  std::uint64_t seed = 0;
+  // Targets per sample that count in the loss mean (1 for a class label, T for T tokens).
+  std::int64_t targets_per_sample = 1;
+  bool recompute = false;  // forward without saving, recompute just before backward
+  comm::BucketOptions buckets{};
+};
+
+struct StepResult {
+  std::vector<double> loss_sums;  // per batch of the run: this rank's share of its mean loss
+  bool holds_loss = false;        // true on ranks of the last virtual stage
+};
+
+// Every action with its start and end (loom::now_us()), for traces and tests.
+struct ActionEvent {
+  schedule::Action action;
+  int stage = 0;
+  double start_us = 0, end_us = 0;
+};
+
+class StageRunner;
+class WeightStash;
+
+class Executor {
+ public:
+  // Takes the optimizer step that completes global batch `batch`.
+  using StepFunction = std::function<void(std::int64_t batch)>;
+
+  // `chunks[c]` holds virtual stage schedule.virtual_stage(stage, c) of this rank's stage; `loss`
+  // (used by the last virtual stage) maps {logits, targets} to {loss}.
+  Executor(const schedule::Schedule& schedule, int stage, comm::ProcessGroups& groups, std::vector<Chain*> chunks,
+           Layer* loss, StepFunction optimizer_step, ExecutorOptions options);
+  ~Executor();
+
+  // Runs this rank's whole program; its first batch is global batch `first_batch` (data and dropout
+  // masks are keyed by the batch index). It covers schedule.batches() batches.
+  StepResult run(std::int64_t first_batch, const BatchReader& reader);
+
+  // Forward only, in evaluation mode, over one batch of `batch_size` rows split into the schedule's
+  // micro-batches in its forward order; on ranks of the last virtual stage `on_output(first_row,
+  // logits, targets)` sees this replica's rows.
+  using OutputObserver = std::function<void(std::int64_t first_row, const Tensor& logits, const Tensor& targets)>;
+  void evaluate(std::int64_t batch, std::int64_t batch_size, const BatchReader& reader, const OutputObserver& on_output);
+
+  void set_event_observer(std::function<void(const ActionEvent&)> observer) { observer_ = std::move(observer); }
+
+ private:
+  struct MicrobatchState;
+  struct ChunkState;
+
+  void prepare_microbatches(const std::vector<schedule::Action>& program, std::int64_t first_batch);
+  void read_rows(const ChunkState& chunk, MicrobatchState& state, const BatchReader& reader);
+  void forward(ChunkState& chunk, int microbatch, const BatchReader& reader, StepResult& result,
+               std::int64_t first_batch);
+  void backward(ChunkState& chunk, const schedule::Action& action, bool final_for_batch);
+  void send(ChunkState& chunk, const schedule::Action& action);
+  void run_action(std::size_t index, std::int64_t first_batch, const BatchReader& reader, StepResult& result);
+  void flush_links();  // waits for every send of this rank's links and drops micro-batch state
+
+  const schedule::Schedule& schedule_;
+  int stage_;
+  comm::ProcessGroups& groups_;
+  StepFunction optimizer_step_;
+  ExecutorOptions options_;
+  std::vector<std::unique_ptr<ChunkState>> chunks_;
+  std::vector<Parameter*> parameters_;  // every trainable parameter of this rank's chunks
+  std::unique_ptr<WeightStash> stash_;
+  std::vector<char> final_backward_;    // per action: the backward that completes a chunk for an AR
+  std::function<void(const ActionEvent&)> observer_;
+  std::int64_t batch_rows_ = 0;         // rows of the batch being run
+  std::int64_t steps_in_run_ = 0;
+};
+
+}  // namespace loom::runtime

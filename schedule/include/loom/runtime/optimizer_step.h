@@ -1,0 +1,48 @@
+// OptimizerStep: what the schedule's STEP action does on one rank. The optimizer of this rank's
+// parameters (optimizer_kind.h), the learning-rate schedule, and global gradient-norm clipping,
+// whose norm sums every stage's share over `norm_group` (each stage counted once: only ranks with
+// `contributes_norm`, replica 0 of their stages, add theirs).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <loom/comm/communicator.h>
+#include <loom/layers/optimizer.h>
+#include <loom/layers/optimizer_kind.h>
+
+namespace loom::runtime {
+
+struct OptimizerConfig {
+  std::string kind = "sgd";            // optimizer_kind.h
+  double lr = 0.05;
+  double momentum = 0.9;               // sgd and momentum
+  double weight_decay = 0.0;
+  std::string lr_schedule = "cosine";  // constant | linear | cosine (decay to 0 after warmup_steps)
+  std::int64_t warmup_steps = 0;
+  double clip_norm = 0.0;              // 0: off
+};
+
+class OptimizerStep {
+ public:
+  OptimizerStep(const OptimizerConfig& config, std::vector<NamedParameter> parameters, std::int64_t total_steps,
+                comm::Communicator* norm_group, bool contributes_norm);
+
+  // The update that completes global batch `step` (counted from 0 over the whole run).
+  void operator()(std::int64_t step);
+  double learning_rate(std::int64_t step) const { return schedule_.at(step); }
+  Optimizer& optimizer() { return *optimizer_; }
+
+ private:
+  double clip_factor();
+
+  std::unique_ptr<Optimizer> optimizer_;
+  LrSchedule schedule_;
+  double clip_norm_ = 0.0;
+  comm::Communicator* norm_group_ = nullptr;
+  bool contributes_norm_ = false;
+};
+
+}  // namespace loom::runtime

@@ -1,0 +1,43 @@
+// OptimizerStep (see optimizer_step.h).
+#include <loom/runtime/optimizer_step.h>
+
+namespace loom::runtime {
+
+namespace {
+std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& c, std::vector<NamedParameter> parameters) {
+  switch (parse_optimizer_kind(c.kind)) {
+    case OptimizerKind::momentum:
+      LOOM_CHECK(c.momentum > 0, "--optimizer momentum needs --momentum > 0, got ", c.momentum);
+      [[fallthrough]];
+    case OptimizerKind::sgd:
+      return std::make_unique<Sgd>(std::move(parameters), SgdOptions{c.momentum, 0.0, false, c.weight_decay});
+    case OptimizerKind::adam:
+    case OptimizerKind::adamw:
+      return std::make_unique<Adam>(std::move(parameters), AdamOptions{0.9, 0.999, 1e-8, c.weight_decay,
+                                                                       c.kind == "adamw"});
+  }
+  LOOM_THROW("internal: optimizer kind");
+}
+}  // namespace
+
+OptimizerStep::OptimizerStep(const OptimizerConfig& config, std::vector<NamedParameter> parameters,
+                             std::int64_t total_steps, comm::Communicator* norm_group, bool contributes_norm)
+    : optimizer_(make_optimizer(config, std::move(parameters))), clip_norm_(config.clip_norm),
+      norm_group_(norm_group), contributes_norm_(contributes_norm) {
+  LOOM_CHECK(config.lr > 0, "--lr must be positive, got ", config.lr);
+  schedule_.kind = LrSchedule::parse(config.lr_schedule);
+  schedule_.base_lr = config.lr;
+  schedule_.warmup_steps = config.warmup_steps;
+  schedule_.total_steps = total_steps;
+}
+
+double OptimizerStep::clip_factor() {
+  if (clip_norm_ <= 0) return 1.0;
+  double sum_of_squares = contributes_norm_ ? optimizer_->grad_sum_of_squares() : 0.0;
+  if (norm_group_) norm_group_->allreduce(&sum_of_squares, 1, DType::f64);
+  return clip_scale(sum_of_squares, clip_norm_);
+}
+
+void OptimizerStep::operator()(std::int64_t step) { optimizer_->step(schedule_.at(step), clip_factor()); }
+
+}  // namespace loom::runtime

@@ -1,0 +1,29 @@
+// What the Trainer resolves before it builds anything: the checks of a config that need no model,
+// and the split of the model's blocks into (virtual) stages with the ranks of each stage, from the
+// config's --stages x --replicas or from a plan file.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <loom/models/model.h>
+#include <loom/planner/plan.h>
+#include <loom/runtime/trainer.h>
+
+namespace loom::runtime::detail {
+
+struct StagePartition {
+  int stages = 1;                                              // physical stages S
+  std::vector<std::vector<int>> ranks;                         // ranks[stage][replica]
+  std::vector<std::pair<std::int64_t, std::int64_t>> blocks;  // per virtual stage: [first, last)
+};
+
+void validate_config(const TrainerConfig& config);
+
+// Stage s of S gets blocks even_split(blocks, S * chunks, v) for each of its virtual stages v.
+StagePartition partition_from_config(const TrainerConfig& config, const ModelSpec& spec, int world, int chunks);
+StagePartition partition_from_plan(const planner::Plan& plan, const std::string& path, const ModelSpec& spec, int world);
+
+}  // namespace loom::runtime::detail

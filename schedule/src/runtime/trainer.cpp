@@ -1,0 +1,264 @@
+// Trainer: one run of pipelined training (see trainer.h).
+#include <loom/runtime/trainer.h>
+
+#include <algorithm>
+#include <functional>
+
+#include <loom/comm/control.h>
+#include <loom/comm/parallel_layout.h>
+#include <loom/comm/process_groups.h>
+#include <loom/comm/runtime.h>
+#include <loom/comm/topology.h>
+#include <loom/core/ops.h>
+#include <loom/core/threads.h>
+#include <loom/core/timer.h>
+#include <loom/planner/plan_file.h>
+#include <loom/runtime/executor.h>
+#include <loom/runtime/optimizer_step.h>
+#include <loom/runtime/trace_recorder.h>
+#include <loom/runtime/training_checkpoint.h>
+#include <loom/schedule/generators.h>
+
+#include "run_setup.h"
+#include "training_data.h"
+
+namespace loom::runtime {
+
+namespace detail {
+struct TrainerState {
+  TrainerConfig config;
+  ModelSpec spec;
+  RunShape shape;
+  detail::StagePartition partition;
+  std::unique_ptr<detail::TrainingData> data;
+  schedule::Schedule schedule;
+  std::unique_ptr<comm::ParallelLayout> layout;
+  std::unique_ptr<comm::ProcessGroups> groups;
+  int stage = 0;
+  std::vector<std::unique_ptr<Chain>> owned;
+  std::vector<Chain*> chunks;
+  LayerPtr loss;
+  bool first_replica = false;  // replica 0 of every stage it holds: counts in the norm, writes checkpoints
+  std::unique_ptr<OptimizerStep> optimizer;
+  CheckpointLayout checkpoint_layout;
+  std::vector<NamedParameter> checkpoint_parameters;  // buffers too (BatchNorm statistics)
+  std::unique_ptr<Executor> executor;
+  std::unique_ptr<TraceRecorder> trace;
+  std::int64_t step = 0;        // optimizer steps done: the one step counter
+  std::int64_t first_step = 0;  // where this Trainer started
+};
+}  // namespace detail
+
+namespace {
+
+// The run's shape, partition, data and schedule from the config (and plan): no communication yet.
+void resolve(detail::TrainerState& s, int world) {
+  const TrainerConfig& o = s.config;
+  detail::validate_config(o);
+  s.shape.microbatches = o.microbatches;
+  s.shape.global_batch = o.global_batch;
+  s.shape.schedule = o.schedule.empty() ? "dapple" : o.schedule;
+  std::unique_ptr<planner::Plan> plan;
+  if (!o.plan.empty()) {
+    plan = std::make_unique<planner::Plan>(planner::read_plan(o.plan));
+    LOOM_CHECK(plan->model.empty() || plan->model == s.spec.name, o.plan, ": the plan is for model '", plan->model,
+               "', not '", s.spec.name, "'");
+    s.shape.microbatches = plan->microbatches;
+    s.shape.global_batch = plan->global_batch > 0 ? plan->global_batch : o.global_batch;
+    s.shape.schedule = planner::to_string(plan->schedule);
+  }
+  LOOM_CHECK(s.shape.microbatches >= 1, "--microbatches must be at least 1, got ", s.shape.microbatches);
+  const schedule::ScheduleKind kind = schedule::parse_schedule_kind(s.shape.schedule);
+  s.shape.chunks = kind == schedule::ScheduleKind::interleaved ? o.chunks : 1;
+  s.partition = plan ? detail::partition_from_plan(*plan, o.plan, s.spec, world)
+                     : detail::partition_from_config(o, s.spec, world, s.shape.chunks);
+  s.shape.stages = s.partition.stages;
+
+  const bool classification = s.spec.data.target_shape.rank() == 0;
+  s.data = std::make_unique<detail::TrainingData>(o, s.spec, s.shape.global_batch, classification && o.epochs > 0);
+  s.shape.train_samples = s.data->train_size();
+  s.shape.steps_per_epoch = s.data->steps_per_epoch();
+  s.shape.steps = o.steps > 0 ? o.steps : o.epochs * s.shape.steps_per_epoch;
+
+  // Asynchronous schedules run a window of minibatches without a flush: one epoch (or all steps).
+  const std::int64_t window = schedule::is_asynchronous(kind) ? (o.epochs > 0 ? s.shape.steps_per_epoch : s.shape.steps) : 1;
+  schedule::ScheduleOptions so;
+  so.kind = s.shape.schedule;
+  so.stages = s.shape.stages;
+  so.microbatches = kind == schedule::ScheduleKind::pipedream ? static_cast<int>(window) : s.shape.microbatches;
+  so.minibatches = static_cast<int>(window);
+  so.chunks = s.shape.chunks;
+  so.warmup = o.warmup;
+  s.schedule = schedule::make_schedule(so);
+
+  const int per_batch = s.schedule.microbatches_per_batch();
+  LOOM_CHECK(s.shape.global_batch % per_batch == 0, "--global-batch ", s.shape.global_batch, " is not divisible by ",
+             per_batch, " micro-batches");
+  for (std::size_t st = 0; st < s.partition.ranks.size(); ++st)
+    LOOM_CHECK(s.shape.global_batch / per_batch >= static_cast<std::int64_t>(s.partition.ranks[st].size()),
+               "a micro-batch of ", s.shape.global_batch / per_batch, " samples cannot be split over the ",
+               s.partition.ranks[st].size(), " replicas of stage ", st);
+}
+
+// This rank's groups, model chunks, optimizer, checkpoint and executor (collective).
+void build(detail::TrainerState& s, int rank) {
+  const TrainerConfig& o = s.config;
+  std::vector<std::vector<int>> virtual_ranks;
+  for (int v = 0; v < s.schedule.virtual_stages(); ++v) virtual_ranks.push_back(s.partition.ranks[v % s.shape.stages]);
+  s.layout = std::make_unique<comm::ParallelLayout>(comm::ParallelLayout::from_table(virtual_ranks));
+  s.groups = std::make_unique<comm::ProcessGroups>(*s.layout, comm::Topology::detect(o.ranks_per_node));
+  const auto positions = s.layout->positions(rank);
+  LOOM_CHECK(!positions.empty(), "rank ", rank, " has no stage in the layout");
+  s.stage = positions.front().stage % s.shape.stages;
+  s.first_replica = std::all_of(positions.begin(), positions.end(), [](auto p) { return p.replica == 0; });
+
+  s.checkpoint_layout = {s.spec.name, o.overrides, s.stage, s.shape.stages, s.shape.chunks, {}, s.shape.global_batch, o.seed};
+  std::vector<NamedParameter> trainable;
+  for (int c = 0; c < s.shape.chunks; ++c) {
+    const auto blocks = s.partition.blocks.at(static_cast<std::size_t>(s.schedule.virtual_stage(s.stage, c)));
+    s.owned.push_back(s.spec.build(blocks.first, blocks.second));
+    s.owned.back()->initialize(o.seed);
+    s.chunks.push_back(s.owned.back().get());
+    s.checkpoint_layout.blocks.push_back(blocks);
+    for (const NamedParameter& p : trainable_parameters(*s.chunks.back())) trainable.push_back(p);
+    for (const NamedParameter& p : s.chunks.back()->parameters()) s.checkpoint_parameters.push_back(p);
+  }
+  s.loss = s.spec.make_loss();
+  const OptimizerConfig oc{o.optimizer, o.lr, o.momentum, o.weight_decay, o.lr_schedule, o.warmup_steps, o.clip_norm};
+  s.optimizer = std::make_unique<OptimizerStep>(oc, trainable, s.shape.steps, &s.groups->world(), s.first_replica);
+
+  ExecutorOptions eo;
+  eo.global_batch = s.shape.global_batch;
+  eo.seed = o.seed;
+  eo.targets_per_sample = s.spec.targets_per_sample;
+  eo.recompute = o.recompute;
+  eo.buckets.bucket_bytes = static_cast<std::int64_t>(o.bucket_mb * 1024 * 1024);
+  eo.buckets.algorithm = comm::parse_algorithm(o.allreduce);
+  eo.buckets.op = comm::ReduceOp::sum;  // losses are already divided by the global batch
+  OptimizerStep& step = *s.optimizer;
+  s.executor = std::make_unique<Executor>(s.schedule, s.stage, *s.groups, s.chunks, s.loss.get(),
+                                          std::ref(step), eo);
+  if (!o.trace.empty()) {
+    s.trace = std::make_unique<TraceRecorder>(rank, s.shape.chunks > 1);
+    s.executor->set_event_observer([trace = s.trace.get()](const ActionEvent& e) { trace->record(e); });
+  }
+}
+
+void resume(detail::TrainerState& s) {
+  const TrainerConfig& o = s.config;
+  s.first_step = load_training_checkpoint(s.groups->world(), o.resume, s.checkpoint_layout, s.checkpoint_parameters,
+                                          s.optimizer->optimizer());
+  LOOM_CHECK(s.first_step < s.shape.steps, o.resume, ": the checkpoint is after step ", s.first_step,
+             ", but this run has ", s.shape.steps, " steps in all (give more --steps or --epochs)");
+  const int window = s.schedule.batches();
+  LOOM_CHECK(s.first_step % window == 0, o.resume, ": the checkpoint is after step ", s.first_step, ", inside a ",
+             window, "-step window of the asynchronous schedule");
+  s.step = s.first_step;
+}
+
+MemoryPeaks world_peaks(comm::Communicator& world) {
+  const MemoryStats stats = memory_stats();
+  std::vector<std::int64_t> local(kMemoryCategoryCount + 1);
+  for (std::size_t c = 0; c < kMemoryCategoryCount; ++c) local[c] = stats.peak_by_category[c];
+  local[kMemoryCategoryCount] = stats.peak_bytes;
+  const std::vector<std::int64_t> global = comm::max_over(world, local);
+  MemoryPeaks peaks{};
+  std::copy(global.begin(), global.end(), peaks.begin());
+  return peaks;
+}
+
+}  // namespace
+
+Trainer::Trainer(TrainerConfig config) : Trainer(config, make_model(config.model, config.overrides)) {}
+
+Trainer::Trainer(TrainerConfig config, ModelSpec model) : state_(std::make_unique<detail::TrainerState>()) {
+  comm::ensure_mpi();
+  set_num_threads(config.threads > 0 ? config.threads : default_num_threads());
+  state_->config = std::move(config);
+  state_->spec = std::move(model);
+  resolve(*state_, comm::world_size());
+  build(*state_, comm::world_rank());
+  if (!state_->config.resume.empty()) resume(*state_);
+}
+
+Trainer::~Trainer() = default;
+
+TrainSummary Trainer::run(const TrainerHooks& hooks) {
+  detail::TrainerState& s = *state_;
+  comm::Communicator& world = s.groups->world();
+  TrainSummary summary;
+  reset_peak_memory();
+  Stopwatch total;
+  while (s.step < s.shape.steps) {
+    const std::int64_t run_first = s.step;
+    LOOM_CHECK(s.shape.steps - s.step >= s.schedule.batches(), "internal: partial window");
+    StepResult result = s.executor->run(s.step, s.data->train_reader());
+    world.allreduce(result.loss_sums.data(), static_cast<std::int64_t>(result.loss_sums.size()), DType::f64);
+    const MemoryPeaks peaks = world_peaks(world);
+    for (double loss : result.loss_sums) {
+      summary.losses.push_back(loss);
+      summary.samples += s.shape.global_batch;
+      ++s.step;
+      if (hooks.on_step) hooks.on_step({s.step, loss, s.optimizer->learning_rate(s.step - 1), peaks});
+    }
+    if (s.data->has_test() && s.step % s.shape.steps_per_epoch == 0) {
+      const std::int64_t epoch = s.step / s.shape.steps_per_epoch;
+      summary.test_accuracy.push_back(evaluate(epoch));
+      if (hooks.on_epoch) hooks.on_epoch({epoch, summary.test_accuracy.back()});
+    }
+    // At the end, and whenever this run crossed a multiple of checkpoint_every.
+    const std::int64_t every = s.config.checkpoint_every;
+    const bool crossed = every > 0 && s.step / every > run_first / every;
+    if (!s.config.checkpoint.empty() && (crossed || s.step == s.shape.steps)) {
+      save_training_checkpoint(world, s.config.checkpoint, s.checkpoint_layout, s.step, s.checkpoint_parameters,
+                               s.optimizer->optimizer(), s.first_replica);
+      if (hooks.on_checkpoint) hooks.on_checkpoint({s.config.checkpoint, s.step});
+    }
+  }
+  summary.seconds = total.elapsed_ms() / 1000.0;
+  summary.peak_activation_bytes = memory_stats().peak(MemoryCategory::activations);
+  if (s.trace) s.trace->write(world, *s.layout, s.shape.stages, s.config.trace);
+  return summary;
+}
+
+double Trainer::evaluate(std::int64_t epoch) {
+  detail::TrainerState& s = *state_;
+  LOOM_CHECK(s.spec.data.target_shape.rank() == 0, "evaluate: model ", s.spec.name,
+             " is not a classifier (test accuracy needs class labels)");
+  s.data->open_test(s.config, s.spec);
+  std::int64_t counts[2] = {0, 0};  // correct, seen
+  const std::int64_t n = s.data->test_size(), batch = s.shape.global_batch;
+  for (std::int64_t start = 0; start < n; start += batch) {
+    const std::int64_t rows = std::min(batch, n - start);
+    if (rows < s.schedule.microbatches_per_batch()) break;
+    s.executor->evaluate(epoch, rows, s.data->test_reader(start), [&](std::int64_t, const Tensor& logits, const Tensor& labels) {
+      Tensor predicted;
+      ops::max(logits.to(Device::cpu()), -1, &predicted);
+      const auto p = predicted.span<std::int64_t>();
+      const Tensor host_labels = labels.to(Device::cpu());
+      const auto y = host_labels.span<std::int64_t>();
+      for (std::size_t i = 0; i < p.size(); ++i) counts[0] += p[i] == y[i];
+      counts[1] += static_cast<std::int64_t>(p.size());
+    });
+  }
+  s.groups->world().allreduce(counts, 2, DType::i64);
+  return counts[1] > 0 ? static_cast<double>(counts[0]) / static_cast<double>(counts[1]) : 0.0;
+}
+
+const RunShape& Trainer::shape() const { return state_->shape; }
+const ModelSpec& Trainer::model() const { return state_->spec; }
+std::int64_t Trainer::step() const { return state_->step; }
+std::int64_t Trainer::first_step() const { return state_->first_step; }
+int Trainer::stage() const { return state_->stage; }
+const std::vector<Chain*>& Trainer::chunks() const { return state_->chunks; }
+comm::ProcessGroups& Trainer::groups() { return *state_->groups; }
+
+std::string Trainer::describe() const {
+  const detail::TrainerState& s = *state_;
+  const RunShape& r = s.shape;
+  return loom::detail::concat(s.spec.describe(), " | data ", s.config.data, " (", r.train_samples, " samples) | ",
+                              r.stages, r.stages > 1 ? " stages" : " stage", " x ", s.layout->describe(), " | schedule ",
+                              r.schedule, " | M=", r.microbatches, " | B=", r.global_batch, " | ", r.steps, " steps");
+}
+
+}  // namespace loom::runtime
