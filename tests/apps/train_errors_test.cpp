@@ -21,6 +21,9 @@ TEST_CASE("bad training options are rejected with clear messages", "[train][erro
       {[](auto& o) { o.overrides = "layers=1"; }, "layers=1 must be an integer >= 2"},
       {[](auto& o) { o.overrides = "depth=3"; }, "has no setting 'depth'"},
       {[](auto& o) { o.optimizer = "lamb"; }, "unknown optimizer 'lamb'"},
+      {[](auto& o) { o.optimizer = "momentum", o.momentum = 0; }, "--optimizer momentum needs --momentum > 0"},
+      {[](auto& o) { o.plan = "plan.json", o.schedule = "gpipe"; }, "do not go together: the plan names its schedule"},
+      {[](auto& o) { o.log_every = 0; }, "--log-every must be at least 1"},
   };
   for (const auto& [spoil, message] : cases) {
     apps::TrainOptions o;
