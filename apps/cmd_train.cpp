@@ -52,7 +52,8 @@ void write_resolved_options(const CLI::App& cmd, const std::string& metrics) {
 void add_train_command(CLI::App& app) {
   static TrainOptions o;
   static std::string warmup;
-  CLI::App* cmd = app.add_subcommand("train", "Train a model with pipeline and data parallelism (run under mpirun)");
+  CLI::App* cmd = app.add_subcommand(
+      "train", "Train a model with pipeline and data parallelism (run under mpirun).\n--config FILE reads the options from a TOML file ([train] section), as written next to --metrics.");
   cmd->add_option("--model", o.model, "model preset: mlp, cnn, gpt")->capture_default_str();
   cmd->add_option("--set", o.overrides, "model setting overrides, e.g. hidden=512,layers=8");
   cmd->add_option("--data", o.data, "fashion-mnist, text:PATH or synthetic")->capture_default_str();
