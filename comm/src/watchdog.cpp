@@ -109,6 +109,12 @@ class Watchdog {
                  "(LOOM_COMM_TIMEOUT_S=%g); aborting the job\n",
                  error_rank(), entry.what, peer.c_str(), waited, timeout());
     std::fflush(stderr);
+    // MPI_Abort can block for good when the job's runtime is out of reach (the local daemon
+    // cannot tell a lost host or mpirun): this process then ends itself a little later.
+    std::thread([] {
+      std::this_thread::sleep_for(std::chrono::seconds(5));
+      std::_Exit(3);
+    }).detach();
     MPI_Abort(MPI_COMM_WORLD, 3);
     std::abort();
   }

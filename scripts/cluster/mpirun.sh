@@ -17,6 +17,7 @@ Runs Open MPI's mpirun in the namespace of the first host listed (an address fro
   --mca plm_rsh_agent scripts/cluster/netns-rsh.sh     remote hosts through `ip netns exec`
   --mca btl tcp,self,vader                             TCP between hosts, shared memory within
   --mca btl_tcp_if_include / oob_tcp_if_include NET   only the cluster's subnet
+  --mca oob_tcp_keepalive_time 2 (intvl 1, probes 3)   daemons notice a silent host in ~5 s
   --oversubscribe, and --allow-run-as-root when run as root
 Every other option goes to mpirun unchanged (-np, --map-by, --rankfile, -x, ...). The environment
 reaches remote ranks too (the launcher is a local process), unlike ssh on a real cluster.
@@ -51,7 +52,8 @@ main() {
   subnet=$(ip -n "$ns" -4 route show proto kernel dev eth0 | awk '{print $1; exit}')
   [ -n "$subnet" ] || cluster_die "host '$ns' has no eth0 address (not a netns.sh host?)"
   local flags=(--oversubscribe --mca plm_rsh_agent "$here/netns-rsh.sh" --mca btl tcp,self,vader
-               --mca btl_tcp_if_include "$subnet" --mca oob_tcp_if_include "$subnet")
+               --mca btl_tcp_if_include "$subnet" --mca oob_tcp_if_include "$subnet"
+               --mca oob_tcp_keepalive_time 2 --mca oob_tcp_keepalive_intvl 1 --mca oob_tcp_keepalive_probes 3)
   [ "$(id -u)" -ne 0 ] || flags+=(--allow-run-as-root)
   exec ip netns exec "$ns" unshare --uts bash -c 'hostname "$0" && exec mpirun "$@"' "$ns" "${flags[@]}" "$@"
 }
