@@ -18,6 +18,8 @@ Runs Open MPI's mpirun in the namespace of the first host listed (an address fro
   --mca btl tcp,self,vader                             TCP between hosts, shared memory within
   --mca btl_tcp_if_include / oob_tcp_if_include NET   only the cluster's subnet
   --mca oob_tcp_keepalive_time 2 (intvl 1, probes 3)   daemons notice a silent host in ~5 s
+  --mca mpi_yield_when_idle 1                          all hosts share this machine's cores: waiting
+                                                       ranks yield (unless OMPI_MCA_mpi_yield_when_idle says)
   --oversubscribe, and --allow-run-as-root when run as root
 Every other option goes to mpirun unchanged (-np, --map-by, --rankfile, -x, ...). The environment
 reaches remote ranks too (the launcher is a local process), unlike ssh on a real cluster.
@@ -40,7 +42,7 @@ first_host() {
 }
 
 main() {
-  (($#)) || { usage >&2; exit 2; }
+  (($#)) || cluster_die "no arguments (see --help)"
   case "$1" in -h|--help) usage; exit 0 ;; esac  # later, --help belongs to the program
   local host ns subnet
   host=$(first_host "$@")
@@ -53,7 +55,8 @@ main() {
   [ -n "$subnet" ] || cluster_die "host '$ns' has no eth0 address (not a netns.sh host?)"
   local flags=(--oversubscribe --mca plm_rsh_agent "$here/netns-rsh.sh" --mca btl tcp,self,vader
                --mca btl_tcp_if_include "$subnet" --mca oob_tcp_if_include "$subnet"
-               --mca oob_tcp_keepalive_time 2 --mca oob_tcp_keepalive_intvl 1 --mca oob_tcp_keepalive_probes 3)
+               --mca oob_tcp_keepalive_time 2 --mca oob_tcp_keepalive_intvl 1 --mca oob_tcp_keepalive_probes 3
+               --mca mpi_yield_when_idle "${OMPI_MCA_mpi_yield_when_idle:-1}")
   [ "$(id -u)" -ne 0 ] || flags+=(--allow-run-as-root)
   exec ip netns exec "$ns" unshare --uts bash -c 'hostname "$0" && exec mpirun "$@"' "$ns" "${flags[@]}" "$@"
 }

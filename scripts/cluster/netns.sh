@@ -16,7 +16,8 @@ usage: netns.sh up N [--inter-gbit X] [--latency-ms L] [--name NAME] [--subnet K
   up N            make hosts NAMEh1..NAMEhN (1 <= N <= 64) with addresses 198.18.K.1..N/24,
                   veth ports into a bridge in namespace NAMEsw
   --inter-gbit X  each host link's rate in Gbit/s, each direction (default 0: unshaped)
-  --latency-ms L  one-way host-to-host latency in ms (L/2 on each side of the switch; default 0)
+  --latency-ms L  one-way host-to-host latency in ms (L/2 on each side of the switch; default 0;
+                  needs the kernel's netem qdisc)
   --name NAME     cluster name, [a-z0-9]{1,8} (default loom); lets several clusters coexist
   --subnet K      third octet of the addresses, 0..255 (default 0)
   down            delete everything `up` made for NAME (no error when nothing is there)
@@ -100,7 +101,7 @@ cluster_status() {
 }
 
 main() {
-  (($#)) || { usage >&2; exit 2; }
+  (($#)) || cluster_die "missing command: up N, down or status (see --help)"
   local command=$1; shift
   case "$command" in -h|--help) usage; exit 0 ;; up|down|status) ;; *) cluster_die "unknown command '$command' (up, down, status)";; esac
   local n="" gbit=0 latency=0 name=loom subnet=0
