@@ -2,8 +2,9 @@
 # An emulated cluster on one machine: N network namespaces as hosts, each joined by a veth pair to
 # a bridge inside a switch namespace, each host's link shaped with tc (tbf for bandwidth, netem for
 # latency) in both directions. Nothing is created in the root namespace; there is no default route,
-# so traffic never leaves the machine. `down` deletes the namespaces, and with them every veth,
-# bridge and qdisc that `up` made (idempotent).
+# so traffic never leaves the machine. `down` ends the processes left in the namespaces, deletes
+# the namespaces, and with them every veth, bridge and qdisc that `up` made, and removes the
+# shared-memory segments and session directories Open MPI left under the hosts' names (idempotent).
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 
@@ -20,7 +21,8 @@ usage: netns.sh up N [--inter-gbit X] [--latency-ms L] [--name NAME] [--subnet K
                   needs the kernel's netem qdisc)
   --name NAME     cluster name, [a-z0-9]{1,8} (default loom); lets several clusters coexist
   --subnet K      third octet of the addresses, 0..255 (default 0)
-  down            delete everything `up` made for NAME (no error when nothing is there)
+  down            delete everything `up` made for NAME, end processes left in its hosts and
+                  remove Open MPI's leftovers named after them (no error when nothing is there)
   status          list NAME's namespaces, addresses and qdisc byte counters
 
 Run commands on a host with: ip netns exec NAMEh1 COMMAND; MPI jobs with scripts/cluster/mpirun.sh.
@@ -89,6 +91,9 @@ cluster_down() {
       ip netns delete "$ns"
     fi
   done
+  # What killed jobs leave behind, named after the cluster's hosts: Open MPI's shared-memory
+  # segments and session directories.
+  rm -rf /dev/shm/vader_segment."${name}"h[0-9]*.* /tmp/ompi."${name}"h[0-9]*.*
 }
 
 cluster_status() {
