@@ -65,6 +65,9 @@ cluster_up() {
     host="${name}h$i"
     ip netns add "$host"
     ip -n "$host" link set lo up
+    # Unacknowledged TCP data to a host behind a cut link fails after ~13 s, not ~15 min (the
+    # default 15 retries): mpirun then gives up on that host's daemon (docs/comm.md, "Losing a host").
+    ip netns exec "$host" sysctl -qw net.ipv4.tcp_retries2=5
     ip link add eth0 netns "$host" type veth peer name "port$i" netns "$switch"
     ip -n "$switch" link set "port$i" master br0 up
     ip -n "$host" addr add "198.18.$subnet.$i/24" dev eth0

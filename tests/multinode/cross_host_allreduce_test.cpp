@@ -85,6 +85,22 @@ TEST_CASE("the topology finds the hosts the launcher made", "[multinode]") {
     }
 }
 
+TEST_CASE("the topology names the hosts", "[multinode]") {
+  const Topology topology = Topology::detect();
+  const std::vector<std::string> names = host_names();
+  std::string expected_text = "hosts: ";
+  for (int node = 0; node < topology.nodes(); ++node) {
+    const std::vector<int>& ranks = topology.ranks_of_node(node);
+    CHECK(topology.host(node) == names[ranks.front()]);
+    expected_text += (node ? " | " : "") + names[ranks.front()] + " ranks " +
+                     (ranks.size() == 1 ? std::to_string(ranks[0]) : std::to_string(ranks[0]) + " " + std::to_string(ranks[1]));
+  }
+  if (topology.ranks_of_node(0).size() <= 2) CHECK(topology.describe_hosts() == expected_text);
+  // Pretend nodes have no host names.
+  const Topology pretend = Topology::from_node_sizes({3, 1});
+  CHECK(pretend.describe_hosts() == "nodes: node 0 ranks 0-2 | node 1 ranks 3");
+}
+
 TEST_CASE("ring, hierarchical and MPI allreduce give the exact one-rank sum across hosts", "[multinode]") {
   const Topology topology = Topology::detect();
   ReduceGroup group(make_communicator(Backend::mpi, MPI_COMM_WORLD), topology);

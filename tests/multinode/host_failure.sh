@@ -2,7 +2,8 @@
 # A host lost mid-step ends the whole job: 2 stages x 2 replicas on 2 hosts (stage 0 on host 1,
 # stage 1 on host 2), training until host 2 fails, either by every process on it being killed
 # (MODE kill) or by its link going down (MODE link). mpirun must exit non-zero within 30 s, its
-# output must name the lost host or one of its ranks, and no process of the job may remain.
+# output must name the lost host or one of its ranks (Open MPI's lost-daemon message or loom's
+# watchdog), and no process of the job may remain.
 # Runs inside with_cluster.sh (2 hosts). Usage: host_failure.sh LOOM WORKDIR kill|link
 set -euo pipefail
 loom=$1 work=$2 mode=$3
@@ -11,7 +12,9 @@ cd "$work"
 metrics=$work/failure_$mode.jsonl log=$work/failure_$mode.log
 rm -f "$metrics" "$log"
 a=198.18.$CLUSTER_SUBNET.1 b=198.18.$CLUSTER_SUBNET.2 h1=${CLUSTER_NAME}h1 h2=${CLUSTER_NAME}h2
-export LOOM_COMM_TIMEOUT_S=5
+# Below the ~5 s in which mpirun.sh's daemon keepalive notices a cut link, so that loom's watchdog
+# usually aborts first and mpirun must then give up on the unreachable daemon (the harder path).
+export LOOM_COMM_TIMEOUT_S=3
 
 "$CLUSTER_BIN/mpirun.sh" -x LOOM_NUM_THREADS -x LOOM_COMM_TIMEOUT_S -H "$a:2,$b:2" -np 4 "$loom" train \
   --model mlp --set input=64,hidden=128,layers=8,classes=4 --data synthetic --global-batch 64 --microbatches 4 \
@@ -52,6 +55,7 @@ failed=0
 [ "$status" != timeout ] || { echo "FAIL: mpirun still running 30 s after host 2 was lost"; failed=1; }
 [ "$status" != 0 ] || { echo "FAIL: mpirun exited 0 after losing a host"; failed=1; }
 grep -qE "$h2|$b|rank [23]\b" "$log" || { echo "FAIL: no message names the lost host ($h2, $b) or its ranks 2, 3"; failed=1; }
+grep -E "communication watchdog|lost communication|Remote daemon" "$log" | sed 's/^/named by: /' || true
 sleep 1  # processes that are already dying
 leftovers=$(ip netns pids "$h1"; ip netns pids "$h2"; pgrep -f -- "--metrics $metrics" || true)
 if [ -n "$leftovers" ]; then
