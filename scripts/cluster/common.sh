@@ -13,10 +13,12 @@ cluster_require_root() {
   command -v ip >/dev/null || cluster_die "'ip' (iproute2) is not installed"
 }
 
-# The namespace that holds `address` on one of its interfaces, or nothing.
+# The namespace that holds `address` on one of its interfaces, or nothing. Where CLUSTER_NAME is
+# set, only that cluster's hosts count (two clusters may use the same subnet).
 cluster_namespace_of() {
   local address=$1 ns
   for ns in $(ip netns list | awk '{print $1}'); do
+    [ -z "${CLUSTER_NAME:-}" ] || [[ "$ns" =~ ^${CLUSTER_NAME}h[0-9]+$ ]] || continue
     if ip -n "$ns" -o -4 addr show 2>/dev/null | awk '{print $4}' | grep -qx "$address/[0-9]*"; then
       echo "$ns"
       return 0

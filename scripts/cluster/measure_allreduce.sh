@@ -25,6 +25,7 @@ done
 cluster_require_root
 [ -x "$loom" ] || cluster_die "no loom executable at '$loom' (scripts/build.sh first, or --loom PATH)"
 name=loomar
+export CLUSTER_NAME=$name
 trap '"$here/netns.sh" down --name "$name"' EXIT
 
 for layout in $layouts; do

@@ -26,6 +26,7 @@ loom=$(cd "$(dirname "$loom")" && pwd)/$(basename "$loom")
 [ -x "$loom" ] || cluster_die "no loom executable at '$loom' (scripts/build.sh first, or --loom PATH)"
 mkdir -p "$work" && cd "$work"
 name=loomtr
+export CLUSTER_NAME=$name
 trap '"$here/netns.sh" down --name "$name"' EXIT
 model=(--model mlp --set input=256,hidden=1024,layers=8,classes=10)
 export LOOM_NUM_THREADS=1

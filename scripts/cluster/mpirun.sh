@@ -21,7 +21,8 @@ Runs Open MPI's mpirun in the namespace of the first host listed (an address fro
   --mca mpi_yield_when_idle 1                          all hosts share this machine's cores: waiting
                                                        ranks yield (unless OMPI_MCA_mpi_yield_when_idle says)
   --oversubscribe, and --allow-run-as-root when run as root
-Every other option goes to mpirun unchanged (-np, --map-by, --rankfile, -x, ...). The environment
+With CLUSTER_NAME set, addresses are looked up among that cluster's hosts only (clusters made with
+`netns.sh up --name` may share a subnet). Every other option goes to mpirun unchanged (-np, --map-by, --rankfile, -x, ...). The environment
 reaches remote ranks too (the launcher is a local process), unlike ssh on a real cluster.
 Example: scripts/cluster/mpirun.sh -H 198.18.0.1:2,198.18.0.2:2 -np 4 build/apps/loom bench allreduce
 HELP

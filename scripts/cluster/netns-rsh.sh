@@ -6,6 +6,9 @@ set -euo pipefail
 source "$(dirname "$0")/common.sh"
 (($# >= 2)) || cluster_die "usage: netns-rsh.sh HOST COMMAND... (Open MPI's plm_rsh_agent for scripts/cluster/)"
 host=$1; shift
+# Resolve HOST within the caller's cluster: the namespace this runs in is one of its hosts.
+own=$(ip netns identify $$)
+[ -n "${CLUSTER_NAME:-}" ] || [ -z "$own" ] || export CLUSTER_NAME=${own%h[0-9]*}
 if ip netns list | awk '{print $1}' | grep -qx "$host"; then
   ns=$host
 else

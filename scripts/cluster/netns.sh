@@ -58,6 +58,7 @@ cluster_up() {
     cluster_down "$name"
     cluster_die "--latency-ms needs the netem qdisc, which this kernel lacks (CONFIG_NET_SCH_NETEM); use --latency-ms 0"
   fi
+  [ "$half_delay" = 0 ] || ip netns exec "$switch" tc qdisc del dev lo root  # the probe's
   ip -n "$switch" link add br0 type bridge
   ip -n "$switch" link set br0 up
   local i host
