@@ -7,6 +7,7 @@
 #include <mpi.h>
 
 #include <loom/comm/runtime.h>
+#include <loom/comm/watchdog.h>
 #include <loom/core/error.h>
 
 namespace loom::comm {
@@ -23,6 +24,30 @@ int parse_positive(std::string_view field, std::string_view text, std::string_vi
   }
   LOOM_CHECK(value > 0, source, ": node sizes must be positive, got '", field, "' in '", text, "'");
   return value;
+}
+
+// Every world rank's processor name (its host), gathered over MPI_COMM_WORLD.
+std::vector<std::string> gather_host_names() {
+  char name[MPI_MAX_PROCESSOR_NAME] = {};
+  int length = 0;
+  LOOM_MPI_CHECK(MPI_Get_processor_name(name, &length));
+  const int size = comm::world_size();
+  std::vector<char> all(static_cast<std::size_t>(size) * MPI_MAX_PROCESSOR_NAME);
+  LOOM_MPI_CHECK(MPI_Allgather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all.data(), MPI_MAX_PROCESSOR_NAME, MPI_CHAR,
+                               MPI_COMM_WORLD));
+  std::vector<std::string> names;
+  for (int rank = 0; rank < size; ++rank) names.emplace_back(&all[static_cast<std::size_t>(rank) * MPI_MAX_PROCESSOR_NAME]);
+  return names;
+}
+
+// "0-3" for consecutive ranks, else "0 2 5".
+std::string rank_list(const std::vector<int>& ranks) {
+  bool consecutive = ranks.size() > 2;
+  for (std::size_t i = 1; i < ranks.size(); ++i) consecutive = consecutive && ranks[i] == ranks[i - 1] + 1;
+  if (consecutive) return std::to_string(ranks.front()) + "-" + std::to_string(ranks.back());
+  std::ostringstream text;
+  for (std::size_t i = 0; i < ranks.size(); ++i) text << (i ? " " : "") << ranks[i];
+  return text.str();
 }
 
 }  // namespace
@@ -83,7 +108,11 @@ Topology Topology::detect(std::string_view ranks_per_node) {
   MPI_Comm_free(&shared);
   std::vector<int> leaders(size);
   LOOM_MPI_CHECK(MPI_Allgather(&leader, 1, MPI_INT, leaders.data(), 1, MPI_INT, MPI_COMM_WORLD));
-  return Topology(leaders, "physical");
+  Topology topology(leaders, "physical");
+  const std::vector<std::string> host_of_rank = gather_host_names();
+  for (int node = 0; node < topology.nodes(); ++node) topology.host_of_node_.push_back(host_of_rank[topology.ranks_of_node(node).front()]);
+  set_watchdog_peer_hosts(host_of_rank);  // its messages then name the host of a silent peer
+  return topology;
 }
 
 int Topology::local_rank(int rank) const {
@@ -91,6 +120,18 @@ int Topology::local_rank(int rank) const {
   for (int i = 0; i < static_cast<int>(ranks.size()); ++i)
     if (ranks[i] == rank) return i;
   return -1;
+}
+
+std::string Topology::host(int node) const {
+  LOOM_CHECK(node >= 0 && node < nodes(), "node ", node, " is not in a topology of ", nodes(), " nodes");
+  return host_of_node_.empty() ? "node " + std::to_string(node) : host_of_node_[node];
+}
+
+std::string Topology::describe_hosts() const {
+  std::ostringstream text;
+  text << (host_of_node_.empty() ? "nodes: " : "hosts: ");
+  for (int node = 0; node < nodes(); ++node) text << (node ? " | " : "") << host(node) << " ranks " << rank_list(ranks_of_node_[node]);
+  return text.str();
 }
 
 std::string Topology::describe() const {

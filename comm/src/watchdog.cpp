@@ -69,6 +69,11 @@ class Watchdog {
     return id;
   }
 
+  void set_peer_hosts(std::vector<std::string> host_of_rank) {
+    std::lock_guard lock(mutex_);
+    host_of_rank_ = std::move(host_of_rank);
+  }
+
   void close(std::uint64_t id) {
     if (id == 0) return;
     std::lock_guard lock(mutex_);
@@ -90,14 +95,26 @@ class Watchdog {
     }
   }
 
-  [[noreturn]] static void fire(const Entry& entry, Clock::time_point now) {
+  // Runs on the watchdog thread with mutex_ held.
+  [[noreturn]] void fire(const Entry& entry, Clock::time_point now) const {
     const double waited = std::chrono::duration<double>(now - entry.opened).count();
-    std::string peer = entry.peer >= 0 ? " (peer rank " + std::to_string(entry.peer) + ")" : "";
+    std::string peer;
+    if (entry.peer >= 0) {
+      peer = " (peer rank " + std::to_string(entry.peer);
+      if (entry.peer < static_cast<int>(host_of_rank_.size())) peer += " on " + host_of_rank_[entry.peer];
+      peer += ")";
+    }
     std::fprintf(stderr,
                  "loom: error (rank %d): communication watchdog: %s%s made no progress for %.1f s "
                  "(LOOM_COMM_TIMEOUT_S=%g); aborting the job\n",
-                 error_rank(), entry.what, peer.c_str(), waited, Watchdog::instance().timeout());
+                 error_rank(), entry.what, peer.c_str(), waited, timeout());
     std::fflush(stderr);
+    // MPI_Abort can block for good when the job's runtime is out of reach (the local daemon
+    // cannot tell a lost host or mpirun): this process then ends itself a little later.
+    std::thread([] {
+      std::this_thread::sleep_for(std::chrono::seconds(5));
+      std::_Exit(3);
+    }).detach();
     MPI_Abort(MPI_COMM_WORLD, 3);
     std::abort();
   }
@@ -106,6 +123,7 @@ class Watchdog {
   std::mutex mutex_;
   std::condition_variable wake_;
   std::map<std::uint64_t, Entry> entries_;
+  std::vector<std::string> host_of_rank_;
   std::uint64_t next_id_ = 0;
   bool thread_started_ = false;
 };
@@ -114,6 +132,9 @@ class Watchdog {
 
 double comm_timeout_seconds() { return Watchdog::instance().timeout(); }
 void set_comm_timeout_seconds(double seconds) { Watchdog::instance().set_timeout(seconds); }
+void set_watchdog_peer_hosts(std::vector<std::string> host_of_rank) {
+  Watchdog::instance().set_peer_hosts(std::move(host_of_rank));
+}
 
 WatchdogScope::WatchdogScope(const char* what, int peer) : id_(Watchdog::instance().open(what, peer)) {}
 WatchdogScope::~WatchdogScope() { Watchdog::instance().close(id_); }

@@ -4,7 +4,9 @@
 // machine act as several nodes so the hierarchical paths run in tests and benchmarks:
 // `--ranks-per-node K` or LOOM_RANKS_PER_NODE=K cuts the world into consecutive blocks of K ranks
 // (the last block keeps the remainder), and a list such as "3,3,2" gives every node's size
-// (uneven nodes). Nodes are numbered in the order of their lowest world rank.
+// (uneven nodes). Nodes are numbered in the order of their lowest world rank. Physical nodes also
+// carry their host names (MPI_Get_processor_name), which describe_hosts() and the watchdog's
+// messages use.
 #pragma once
 
 #include <string>
@@ -33,10 +35,15 @@ class Topology {
   bool same_node(int a, int b) const { return node_of(a) == node_of(b); }
   const std::string& source() const { return source_; }  // "physical", "LOOM_RANKS_PER_NODE", ...
   std::string describe() const;  // "8 ranks on 3 nodes (3+3+2), from LOOM_RANKS_PER_NODE"
+  // The host name of a node ("node N" where nodes are pretend ones).
+  std::string host(int node) const;
+  // One entry per node, for start-up logs: "hosts: loomh1 ranks 0-1 | loomh2 ranks 2-3".
+  std::string describe_hosts() const;
 
  private:
   std::vector<int> node_of_rank_;
   std::vector<std::vector<int>> ranks_of_node_;
+  std::vector<std::string> host_of_node_;  // empty unless physical
   std::string source_;
 };
 

@@ -3,7 +3,7 @@
 // Every blocking wait in loom::comm (collectives, ring steps, stage-boundary receives, bucket
 // waits) runs inside a WatchdogScope. A background thread checks the open scopes; when one has
 // been open longer than the timeout it prints
-//   loom: error (rank R): communication watchdog: <what> (peer P) made no progress for T s; aborting
+//   loom: error (rank R): communication watchdog: <what> (peer rank P on HOST) made no progress for T s; aborting
 // and calls MPI_Abort, which ends every rank of the job. This is the one place loom::comm aborts
 // instead of throwing: a thread blocked inside MPI or NCCL cannot be unwound by an exception.
 // Each rank runs its own watchdog, so whichever rank waits longest reports first.
@@ -12,11 +12,16 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 namespace loom::comm {
 
 double comm_timeout_seconds();
 void set_comm_timeout_seconds(double seconds);
+// The host of every world rank, so a message names the host of a silent peer (a lost host shows
+// as its ranks going silent). Topology::detect() sets it when it finds the physical hosts.
+void set_watchdog_peer_hosts(std::vector<std::string> host_of_rank);
 
 class WatchdogScope {
  public:
