@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <loom/comm/process_groups.h>
 #include <loom/comm/runtime.h>
 #include <loom/core/error.h>
 #include <loom/core/timer.h>
@@ -125,7 +126,9 @@ TrainSummary train(const TrainOptions& o, const std::function<void(const Trained
   runtime::TrainerHooks hooks;
   if (comm::world_rank() == 0) {
     progress = std::make_unique<Progress>(o, trainer);
-    if (!o.quiet) std::printf("loom train: %s\n", trainer.describe().c_str());
+    if (!o.quiet)
+      std::printf("loom train: %s\nloom train: %s\n", trainer.describe().c_str(),
+                  trainer.groups().topology().describe_hosts().c_str());
     if (!o.quiet && trainer.first_step() > 0)
       std::printf("resumed from %s after step %lld\n", o.resume.c_str(), static_cast<long long>(trainer.first_step()));
     std::fflush(stdout);
