@@ -152,13 +152,19 @@ class Progress {
 };
 
 void run(const PlanOptions& o) {
+  // 0: from the file name; anything else must be a size a profile may have.
+  if (o.profile_batch != 0 && !(o.profile_batch >= planner::kMinProfileMicrobatch &&
+                                o.profile_batch <= planner::kMaxProfileMicrobatch))
+    LOOM_THROW("--profile-batch must be in [", planner::kMinProfileMicrobatch, ", ", planner::kMaxProfileMicrobatch,
+               "] (or 0: from the file name), got ", o.profile_batch);
   const planner::Profile profile = planner::load_profile(o.profile, o.profile_batch);
   const planner::Cluster cluster = planner::parse_cluster(o.cluster);
   if (o.global_batch < 1) LOOM_THROW("--global-batch must be at least 1");
   planner::PlannerOptions options;
   options.cost.optimizer_state_factor = optimizer_state_factor(o.optimizer);
   if (!o.microbatches.empty()) options.microbatch_counts = parse_counts(o.microbatches);
-  if (o.simulate_candidates < 0) LOOM_THROW("--simulate-candidates must be 0 or more");
+  if (o.simulate_candidates < 0 || o.simulate_candidates > 1000)
+    LOOM_THROW("--simulate-candidates must be in [0, 1000], got ", o.simulate_candidates);
   options.simulate_candidates = o.simulate_candidates;
   options.overlap_allreduce = o.overlap;
   if (!(std::isfinite(o.time_limit_s) && o.time_limit_s >= 0 && o.time_limit_s <= 86400))

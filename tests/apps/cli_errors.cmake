@@ -89,6 +89,10 @@ expect_single_failure("devices_per_node must be in [1, 1024], got 4096"
                       plan --profile ${WORK_DIR}/two_layers.json --cluster 1x4096 --global-batch 4096)
 expect_single_failure("--time-limit must be in [0, 86400]"
                       plan --profile ${WORK_DIR}/two_layers.json --cluster 1x2 --global-batch 8 --time-limit inf)
+expect_single_failure("--profile-batch must be in" plan --profile ${WORK_DIR}/two_layers.json --cluster 1x2
+                      --global-batch 8 --profile-batch -3)
+expect_single_failure("--simulate-candidates must be in [0, 1000]" plan --profile ${WORK_DIR}/two_layers.json
+                      --cluster 1x2 --global-batch 8 --simulate-candidates 1000000000)
 expect_single_failure("..." plan --profile ${WORK_DIR}/two_layers.json --cluster 1x2:${long_value} --global-batch 8)
 # Defects 7 and 18 through `loom simulate`.
 file(WRITE ${WORK_DIR}/s37.txt "stage 0: F99999999 B99999999 AR STEP\n")
