@@ -8,6 +8,7 @@
 // --shape-intra-gbps / --shape-inter-gbps slow loom's own point-to-point traffic down to given
 // link speeds and add the link model's prediction (allreduce_cost.h) next to the measurement.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <functional>
 #include <string>
@@ -62,6 +63,9 @@ void run(const AllreduceBenchOptions& options) {
   LOOM_CHECK(options.min_bytes >= 4 && options.min_bytes <= options.max_bytes, "--min-bytes ", options.min_bytes,
              " and --max-bytes ", options.max_bytes, " make no range");
   LOOM_CHECK(options.factor >= 2, "--factor must be at least 2");
+  // CLI11's ranges let nan through (it compares false both ways).
+  for (double value : {options.round_ms, options.seconds, options.shape_intra_gbps, options.shape_inter_gbps})
+    LOOM_CHECK(std::isfinite(value), "--round-ms, --seconds and --shape-*-gbps must be finite numbers");
   std::vector<comm::AllreduceAlgorithm> algorithms;
   for (const std::string& name : options.algorithms) algorithms.push_back(comm::parse_algorithm(name));
 
@@ -176,15 +180,22 @@ void add_bench_allreduce_command(CLI::App& bench) {
   cmd->add_option("--factor", options.factor, "size step (default 4: 4K 16K 64K ...)");
   cmd->add_option("--ranks-per-node", options.ranks_per_node,
                   "pretend nodes: K ranks each, or sizes like 3,3,2 (default: LOOM_RANKS_PER_NODE, else physical)");
-  cmd->add_option("--iterations", options.iterations, "timed calls per round (default: about --round-ms worth)");
-  cmd->add_option("--round-ms", options.round_ms, "length of one algorithm's turn when --iterations is not given");
+  // Given values must be in range (their defaults, 0 = "about --round-ms worth", are not given).
+  cmd->add_option("--iterations", options.iterations, "timed calls per round (default: about --round-ms worth)")
+      ->check(CLI::Range(1, 1'000'000));
+  cmd->add_option("--round-ms", options.round_ms, "length of one algorithm's turn when --iterations is not given")
+      ->check(CLI::Range(0.001, 60'000.0));
   cmd->add_option("--rounds", options.rounds,
-                  "rounds in which the algorithms take turns; the median round counts (default: what fits in --seconds)");
-  cmd->add_option("--seconds", options.seconds, "time to spend per size, all algorithms together (default 3)");
-  cmd->add_option("--warmup", options.warmup, "untimed calls first");
+                  "rounds in which the algorithms take turns; the median round counts (default: what fits in --seconds)")
+      ->check(CLI::Range(1, 100'000));
+  cmd->add_option("--seconds", options.seconds, "time to spend per size, all algorithms together (default 3)")
+      ->check(CLI::Range(0.001, 86'400.0));
+  cmd->add_option("--warmup", options.warmup, "untimed calls first")->check(CLI::Range(0, 1'000'000));
   cmd->add_option("--segment-kb", options.segment_kb, "ring segment size in KiB (default: LOOM_RING_SEGMENT_KB or 1024)");
-  cmd->add_option("--shape-intra-gbps", options.shape_intra_gbps, "shape loom's intra-node links to this many GB/s");
-  cmd->add_option("--shape-inter-gbps", options.shape_inter_gbps, "shape loom's inter-node links to this many GB/s");
+  cmd->add_option("--shape-intra-gbps", options.shape_intra_gbps, "shape loom's intra-node links to this many GB/s")
+      ->check(CLI::Range(1e-6, 1e6));
+  cmd->add_option("--shape-inter-gbps", options.shape_inter_gbps, "shape loom's inter-node links to this many GB/s")
+      ->check(CLI::Range(1e-6, 1e6));
   cmd->callback([] { run(options); });
 }
 

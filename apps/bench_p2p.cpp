@@ -175,10 +175,12 @@ void add_bench_p2p_command(CLI::App& bench) {
   cmd->add_option("--max-bytes", options.max_bytes, "largest message (suffixes K M G allowed)")
       ->transform(CLI::AsSizeValue(false));
   cmd->add_option("--factor", options.factor, "size step (default 4)");
-  cmd->add_option("--iterations", options.iterations, "round trips per round (default: about 0.2 s worth in all)");
+  cmd->add_option("--iterations", options.iterations, "round trips per round (default: about 0.2 s worth in all)")
+      ->check(CLI::Range(1, 1'000'000));
   cmd->add_option("--rounds", options.rounds, "rounds in which the paths take turns; the median round counts")
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--window", options.window, "micro-batches in flight in the bandwidth stream");
+  cmd->add_option("--window", options.window, "micro-batches in flight in the bandwidth stream")
+      ->check(CLI::Range(1, 100'000));
   cmd->callback([] { run(options); });
 }
 

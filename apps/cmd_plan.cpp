@@ -1,8 +1,11 @@
 // `loom plan`: run the planners on a profile and a cluster, print their plans side by side (or
 // as JSON), and write the best one as a plan file for `loom train --plan`.
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <sstream>
+
+#include <unistd.h>
 
 #include <loom/core/error.h>
 #include <loom/planner/baselines.h>
@@ -11,6 +14,7 @@
 #include <loom/planner/plan_file.h>
 #include <loom/planner/plan_simulation.h>
 #include <loom/planner/profile_json.h>
+#include <loom/schedule/text.h>
 
 #include "commands.h"
 
@@ -23,6 +27,7 @@ struct PlanOptions {
   int global_batch = 0;
   int simulate_candidates = 50;
   double profile_batch = 0;
+  double time_limit_s = 60;
   bool json = false, overlap = false;
 };
 
@@ -48,7 +53,7 @@ std::vector<int> parse_counts(const std::string& text) {
       out.push_back(std::stoi(item, &used));
       if (used != item.size() || out.back() < 1) throw std::invalid_argument(item);
     } catch (const std::exception&) {
-      LOOM_THROW("--microbatches: '", item, "' is not a positive integer");
+      LOOM_THROW("--microbatches: '", schedule::excerpt(item), "' is not a positive integer");
     }
   }
   return out;
@@ -72,6 +77,10 @@ nlohmann::json row_json(const Row& row, double single_device_ms) {
                         {"speedup", any ? nlohmann::json(single_device_ms / row.result.cost.step_ms) : nlohmann::json()},
                         {"peak_memory_bytes", any ? nlohmann::json(row.result.cost.peak_memory_bytes) : nlohmann::json()},
                         {"planning_ms", row.result.planning_ms}};
+  out["search"] = row.result.search;
+  out["coarsened"] = row.result.coarsened_from > 0
+                         ? nlohmann::json{{"from_layers", row.result.coarsened_from}, {"to_groups", row.result.coarsened_to}}
+                         : nlohmann::json();
   if (!row.result.note.empty()) out["note"] = row.result.note;
   return out;
 }
@@ -111,18 +120,58 @@ void print_table(const std::vector<Row>& rows, const planner::Profile& profile, 
                 bytes_text(r.cost.peak_memory_bytes).c_str(), r.planning_ms, r.plan.strategy().c_str(),
                 r.found ? "" : "  (does not fit in memory)");
   }
+  for (const Row& row : rows) {  // what was not an exact search of the whole chain
+    const planner::PlannerResult& r = row.result;
+    if (r.coarsened_from > 0)
+      std::printf("\n%s: coarsened: planned on %d groups of adjacent layers (of %d layers)", r.plan.planner.c_str(),
+                  r.coarsened_to, r.coarsened_from);
+    if (r.search != "exact")
+      std::printf("\n%s: %s: the search was stopped; this is the best plan it had found", r.plan.planner.c_str(),
+                  r.search.c_str());
+  }
+  std::printf("\n");
 }
 
+// Progress on a terminal only: one line on stderr, rewritten in place, cleared at the end.
+class Progress {
+ public:
+  Progress() : on_(isatty(STDERR_FILENO) == 1) {}
+  ~Progress() { clear(); }
+  void show(const std::string& what) {
+    if (!on_) return;
+    std::fprintf(stderr, "\r\033[K%s", what.substr(0, 100).c_str());
+    std::fflush(stderr);
+  }
+  void clear() {
+    if (on_) std::fprintf(stderr, "\r\033[K");
+  }
+  bool on() const { return on_; }
+
+ private:
+  bool on_;
+};
+
 void run(const PlanOptions& o) {
+  // 0: from the file name; anything else must be a size a profile may have.
+  if (o.profile_batch != 0 && !(o.profile_batch >= planner::kMinProfileMicrobatch &&
+                                o.profile_batch <= planner::kMaxProfileMicrobatch))
+    LOOM_THROW("--profile-batch must be in [", planner::kMinProfileMicrobatch, ", ", planner::kMaxProfileMicrobatch,
+               "] (or 0: from the file name), got ", o.profile_batch);
   const planner::Profile profile = planner::load_profile(o.profile, o.profile_batch);
   const planner::Cluster cluster = planner::parse_cluster(o.cluster);
   if (o.global_batch < 1) LOOM_THROW("--global-batch must be at least 1");
   planner::PlannerOptions options;
   options.cost.optimizer_state_factor = optimizer_state_factor(o.optimizer);
   if (!o.microbatches.empty()) options.microbatch_counts = parse_counts(o.microbatches);
-  if (o.simulate_candidates < 0) LOOM_THROW("--simulate-candidates must be 0 or more");
+  if (o.simulate_candidates < 0 || o.simulate_candidates > 1000)
+    LOOM_THROW("--simulate-candidates must be in [0, 1000], got ", o.simulate_candidates);
   options.simulate_candidates = o.simulate_candidates;
   options.overlap_allreduce = o.overlap;
+  if (!(std::isfinite(o.time_limit_s) && o.time_limit_s >= 0 && o.time_limit_s <= 86400))
+    LOOM_THROW("--time-limit must be in [0, 86400] seconds (0: no limit), got ", o.time_limit_s);
+  options.time_limit_s = o.time_limit_s;
+  Progress progress;
+  if (progress.on()) options.progress = [&progress](const std::string& what) { progress.show(what); };
 
   std::vector<Row> rows;
   const bool all = o.planner == "all";
@@ -142,6 +191,7 @@ void run(const PlanOptions& o) {
     row.result.plan.simulated_step_ms = row.simulated_ms;
     if (row.result.found && (!best || row.simulated_ms < best->simulated_ms)) best = &row;
   }
+  progress.clear();
   const double single = planner::single_device_step_ms(profile, o.global_batch);
   if (o.json) {
     nlohmann::json planners = nlohmann::json::array();
@@ -191,6 +241,10 @@ void add_plan_command(CLI::App& app) {
   cmd->add_option("--simulate-candidates", o.simulate_candidates,
                   "DAPPLE: replay this many of its best candidates in the schedule simulator and keep the fastest "
                   "there (0: the cost model's optimum)")
+      ->capture_default_str();
+  cmd->add_option("--time-limit", o.time_limit_s,
+                  "DAPPLE: stop the exact search after this many seconds and return the best plan found so far, "
+                  "marked time-limited (0: no limit)")
       ->capture_default_str();
   cmd->callback([] { run(o); });
 }

@@ -2,6 +2,7 @@
 // and print the program, the step time, the bubble fraction and the peak memory per stage; draw
 // the timeline as SVG and write it as a Chrome trace. The planner scores plans with the same
 // simulator, so what this prints is what "predicted" means.
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -34,14 +35,37 @@ struct SimulateFlags {
   bool json = false, full = false;
 };
 
-// A per-stage flag: one value for every stage or one per stage.
-double per_stage(const std::vector<double>& values, int stage, int stages, const char* flag, double fallback) {
+// The largest time (ms) and byte count a per-stage flag takes: a stage of 10^7 ms is 2.8 hours.
+constexpr double kMaxStageMs = 1e7, kMaxStageBytes = 1e15, kMaxLinkGbPerS = 1e6;
+
+// A per-stage flag: one value for every stage or one per stage, finite, in [0, most].
+double per_stage(const std::vector<double>& values, int stage, int stages, const char* flag, double fallback,
+                 double most = kMaxStageMs) {
   if (values.empty()) return fallback;
   LOOM_CHECK(values.size() == 1 || static_cast<int>(values.size()) == stages, "--", flag, " has ", values.size(),
              " values; give one, or one per stage (", stages, ")");
   const double value = values.size() == 1 ? values[0] : values[stage];
-  LOOM_CHECK(value >= 0, "--", flag, " must not be negative, got ", value);
+  const bool unset = value == -1 && fallback == -1;  // BI/BW: -1 spells "half the backward"
+  LOOM_CHECK(unset || (std::isfinite(value) && value >= 0 && value <= most), "--", flag,
+             " must be a finite number in [0, ", most, "], got ", value);
   return value;
+}
+
+// The generator's sizes, checked by name before any of them sizes a schedule.
+void check_sizes(const schedule::ScheduleOptions& o) {
+  auto within = [](const char* flag, int value, int most) {
+    LOOM_CHECK(value >= 1 && value <= most, "--", flag, " must be in [1, ", most, "], got ", value);
+  };
+  within("stages", o.stages, schedule::kMaxStages);
+  within("microbatches", o.microbatches, schedule::kMaxMicrobatches);
+  within("chunks", o.chunks, schedule::kMaxChunks);
+  within("minibatches", o.minibatches, schedule::kMaxMicrobatches);
+  const bool two_bw = o.kind == "pipedream-2bw", interleaved = o.kind == "interleaved";
+  const long long microbatches = static_cast<long long>(o.microbatches) * (two_bw ? o.minibatches : 1);
+  LOOM_CHECK(microbatches <= schedule::kMaxMicrobatches, "--microbatches x --minibatches must be at most ",
+             schedule::kMaxMicrobatches, ", got ", microbatches);
+  schedule::check_size(o.stages, static_cast<int>(microbatches), interleaved ? o.chunks : 1,
+                       interleaved ? "--stages x --microbatches x --chunks" : "--stages x --microbatches");
 }
 
 schedule::CostModel cost_model(const SimulateFlags& flags, int stages) {
@@ -54,14 +78,16 @@ schedule::CostModel cost_model(const SimulateFlags& flags, int stages) {
     c.backward_weight_ms = per_stage(flags.backward_weight_ms, s, stages, "backward-weight-ms", -1);
     c.allreduce_ms = per_stage(flags.allreduce_ms, s, stages, "allreduce-ms", 0);
     c.step_ms = per_stage(flags.step_ms, s, stages, "step-ms", 0);
-    c.activation_bytes = per_stage(flags.activation_bytes, s, stages, "activation-bytes", 0);
-    c.boundary_bytes = per_stage(flags.boundary_bytes, s, stages, "boundary-bytes", 0);
+    c.activation_bytes = per_stage(flags.activation_bytes, s, stages, "activation-bytes", 0, kMaxStageBytes);
+    c.boundary_bytes = per_stage(flags.boundary_bytes, s, stages, "boundary-bytes", 0, kMaxStageBytes);
     costs.stages.push_back(c);
   }
   if (!flags.link_gb_per_s.empty() || !flags.link_latency_ms.empty()) {
     for (int s = 0; s < stages; ++s) {
       schedule::Link link;
-      const double gb_per_s = per_stage(flags.link_gb_per_s, s, stages, "link-gb-per-s", 0);
+      const double gb_per_s = per_stage(flags.link_gb_per_s, s, stages, "link-gb-per-s", -1, kMaxLinkGbPerS);
+      LOOM_CHECK(flags.link_gb_per_s.empty() || gb_per_s > 0,
+                 "--link-gb-per-s must be positive (leave it out for free communication), got ", gb_per_s);
       if (gb_per_s > 0) link.bandwidth_bytes_per_s = gb_per_s * 1e9;
       link.latency_ms = per_stage(flags.link_latency_ms, s, stages, "link-latency-ms", 0);
       costs.links.push_back(link);
@@ -71,7 +97,10 @@ schedule::CostModel cost_model(const SimulateFlags& flags, int stages) {
 }
 
 schedule::Schedule load_schedule(const SimulateFlags& flags) {
-  if (flags.from.empty()) return schedule::make_schedule(flags.schedule);
+  if (flags.from.empty()) {
+    check_sizes(flags.schedule);
+    return schedule::make_schedule(flags.schedule);
+  }
   std::ifstream in(flags.from);
   LOOM_CHECK(static_cast<bool>(in), "cannot read schedule file '", flags.from, "'");
   std::ostringstream text;
@@ -130,7 +159,7 @@ nlohmann::json report_json(const schedule::Schedule& sched, const schedule::Simu
 
 void run(const SimulateFlags& flags) {
   const schedule::Schedule sched = load_schedule(flags);
-  schedule::check(sched);
+  schedule::check(sched, flags.from);
   const schedule::SimulationResult result = schedule::simulate(sched, cost_model(flags, sched.stages));
   if (flags.json)
     std::printf("%s\n", report_json(sched, result).dump(2).c_str());

@@ -2,19 +2,33 @@
 // table under a mutex; the thread wakes a few times per timeout period and aborts the job when a
 // scope has outlived its deadline. The table and the thread are never destroyed, so scopes opened
 // during static destruction stay safe.
+//
+// Naming the rank that stopped: the rank whose scope expired knows only whom it waits for, and in
+// a collective, or behind a chain of waits (rank 0 waits for 1, which waits for the stopped 2),
+// that is not the rank that stopped. So before it aborts, it asks every other rank's watchdog,
+// over MPI_COMM_WORLD with a tag no other loom message uses: watchdogs answer while their rank
+// waits inside a scope, so the ranks that do not answer within a grace period are the ones that
+// stopped (SIGSTOP, a hang, or a loop outside loom's communication). A watchdog answers only
+// while a scope is open and under the table's mutex, so it never calls MPI after its rank has
+// left communication for good (MPI_Finalize).
 #include <loom/comm/watchdog.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <mpi.h>
 
+#include <loom/comm/runtime.h>
 #include <loom/core/error.h>
 
 namespace loom::comm {
@@ -23,14 +37,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double timeout_from_environment() {
-  const char* text = std::getenv("LOOM_COMM_TIMEOUT_S");
-  if (!text || !*text) return 600.0;
-  char* end = nullptr;
-  const double seconds = std::strtod(text, &end);
-  LOOM_CHECK(end != text && *end == '\0' && seconds >= 0, "LOOM_COMM_TIMEOUT_S: expected a number of seconds >= 0, got '",
-             text, "'");
-  return seconds;
+void check_timeout(double seconds, const char* what) {
+  LOOM_CHECK(std::isfinite(seconds) && seconds >= 0 && seconds <= kMaxCommTimeoutSeconds, what,
+             ": the communication timeout must be a number of seconds in [0, ", kMaxCommTimeoutSeconds,
+             "] (0 disables the watchdog), got ", seconds);
 }
 
 struct Entry {
@@ -39,6 +49,56 @@ struct Entry {
   const char* what;
   int peer;
 };
+
+// What one watchdog tells another (MPI_BYTE): a query, or the answer "I wait in `what`".
+struct Report {
+  std::int32_t kind;  // kQuery or kAnswer
+  std::int32_t peer;
+  double waited_s;
+  char what[48];
+};
+constexpr std::int32_t kQuery = 1, kAnswer = 2;
+
+// The tag of watchdog reports: MPI_TAG_UB itself, which stage links never reach (their tags stay
+// below it, see stage_link.cpp) and collectives do not use.
+int report_tag() {
+  int* upper = nullptr;
+  int found = 0;
+  MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &upper, &found);
+  return found ? *upper : 32767;
+}
+
+bool can_ask_peers() {
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  return initialized && !finalized && mpi_thread_multiple() && world_size() > 1;
+}
+
+void send_report(const Report& report, int to) {
+  MPI_Request request = MPI_REQUEST_NULL;
+  // A small message goes out eagerly; nobody waits for it (the peer may be stopped).
+  if (MPI_Isend(&report, sizeof report, MPI_BYTE, to, report_tag(), MPI_COMM_WORLD, &request) == MPI_SUCCESS)
+    MPI_Request_free(&request);
+}
+
+// Receives one pending report, if there is one.
+bool receive_report(Report& report, int& from) {
+  int flag = 0;
+  MPI_Status status;
+  MPI_Iprobe(MPI_ANY_SOURCE, report_tag(), MPI_COMM_WORLD, &flag, &status);
+  if (!flag) return false;
+  MPI_Recv(&report, sizeof report, MPI_BYTE, status.MPI_SOURCE, report_tag(), MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  from = status.MPI_SOURCE;
+  return true;
+}
+
+std::string rank_list(const std::vector<int>& ranks) {
+  std::string text;
+  for (std::size_t i = 0; i < ranks.size() && i < 8; ++i) text += (i ? ", " : "") + std::to_string(ranks[i]);
+  if (ranks.size() > 8) text += ", ... (" + std::to_string(ranks.size()) + " ranks)";
+  return text;
+}
 
 class Watchdog {
  public:
@@ -49,7 +109,7 @@ class Watchdog {
 
   double timeout() const { return timeout_.load(); }
   void set_timeout(double seconds) {
-    LOOM_CHECK(seconds >= 0, "communication timeout must be >= 0 seconds, got ", seconds);
+    check_timeout(seconds, "set_comm_timeout_seconds");
     timeout_ = seconds;
     wake_.notify_all();
   }
@@ -58,14 +118,13 @@ class Watchdog {
     const double seconds = timeout_.load();
     if (seconds <= 0) return 0;
     const Clock::time_point now = Clock::now();
-    const auto deadline = now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
     std::lock_guard lock(mutex_);
     if (!thread_started_) {
       std::thread([this] { run(); }).detach();
       thread_started_ = true;
     }
     const std::uint64_t id = ++next_id_;
-    entries_.emplace(id, Entry{now, deadline, what, peer});
+    entries_.emplace(id, Entry{now, comm_deadline(now, seconds), what, peer});
     return id;
   }
 
@@ -81,22 +140,82 @@ class Watchdog {
   }
 
  private:
-  Watchdog() : timeout_(timeout_from_environment()) {}
+  Watchdog() : timeout_(comm_timeout_from_environment(std::getenv("LOOM_COMM_TIMEOUT_S"))) {}
+
+  static double period_s(double seconds) { return seconds > 0 ? std::min(1.0, seconds / 4) : 1.0; }
 
   void run() {
     std::unique_lock lock(mutex_);
     for (;;) {
-      const double seconds = timeout_.load();
-      const auto period = std::chrono::duration<double>(seconds > 0 ? std::min(1.0, seconds / 4) : 1.0);
-      wake_.wait_for(lock, period);
+      wake_.wait_for(lock, std::chrono::duration<double>(period_s(timeout_.load())));
+      if (entries_.empty()) continue;
+      if (asking_allowed()) answer_queries();
       const Clock::time_point now = Clock::now();
       for (const auto& [id, entry] : entries_)
         if (now > entry.deadline) fire(entry, now);
     }
   }
 
-  // Runs on the watchdog thread with mutex_ held.
-  [[noreturn]] void fire(const Entry& entry, Clock::time_point now) const {
+  bool asking_allowed() {
+    if (!asking_checked_) {
+      asking_ = can_ask_peers();
+      asking_checked_ = true;
+    }
+    return asking_;
+  }
+
+  // The oldest open scope: what this rank waits for, for a peer that asks.
+  Report answer() const {
+    Report report{kAnswer, -1, 0, {}};
+    const Entry* oldest = nullptr;
+    for (const auto& [id, entry] : entries_)
+      if (!oldest || entry.opened < oldest->opened) oldest = &entry;
+    if (!oldest) return report;
+    report.peer = oldest->peer;
+    report.waited_s = std::chrono::duration<double>(Clock::now() - oldest->opened).count();
+    std::strncpy(report.what, oldest->what, sizeof report.what - 1);
+    return report;
+  }
+
+  // Answers the queries that arrived; returns the answers that arrived, by rank.
+  void answer_queries(std::map<int, Report>* answers = nullptr) {
+    Report report{};
+    int from = -1;
+    while (receive_report(report, from)) {
+      if (report.kind == kQuery) send_report(answer(), from);
+      if (report.kind == kAnswer && answers) (*answers)[from] = report;
+    }
+  }
+
+  // "; rank 2 stopped progressing (...)": asks every other rank's watchdog and names the silent.
+  std::string census() {
+    if (!asking_allowed()) return "";
+    const int size = world_size(), me = world_rank();
+    for (int rank = 0; rank < size; ++rank)
+      if (rank != me) send_report(Report{kQuery, -1, 0, {}}, rank);
+    // Every waiting watchdog polls once per period: three periods are enough to hear from all.
+    const double grace = std::max(2.0, 3 * period_s(timeout_.load()));
+    std::map<int, Report> answers;
+    const Clock::time_point until = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                                        std::chrono::duration<double>(grace));
+    while (Clock::now() < until && static_cast<int>(answers.size()) < size - 1) {
+      answer_queries(&answers);
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    std::vector<int> silent;
+    for (int rank = 0; rank < size; ++rank)
+      if (rank != me && !answers.count(rank)) silent.push_back(rank);
+    char text[96];
+    if (silent.empty()) {
+      std::snprintf(text, sizeof text, "; every other rank answered that it waits in communication too (a deadlock?)");
+      return text;
+    }
+    std::snprintf(text, sizeof text, " within %.1f s)", grace);
+    return "; rank" + std::string(silent.size() > 1 ? "s " : " ") + rank_list(silent) +
+           " stopped progressing (not waiting in loom's communication: no answer to the watchdog" + text;
+  }
+
+  [[noreturn]] void fire(const Entry& entry, Clock::time_point now) {
     const double waited = std::chrono::duration<double>(now - entry.opened).count();
     std::string peer;
     if (entry.peer >= 0) {
@@ -104,10 +223,11 @@ class Watchdog {
       if (entry.peer < static_cast<int>(host_of_rank_.size())) peer += " on " + host_of_rank_[entry.peer];
       peer += ")";
     }
+    const std::string culprit = census();
     std::fprintf(stderr,
                  "loom: error (rank %d): communication watchdog: %s%s made no progress for %.1f s "
-                 "(LOOM_COMM_TIMEOUT_S=%g); aborting the job\n",
-                 error_rank(), entry.what, peer.c_str(), waited, timeout());
+                 "(LOOM_COMM_TIMEOUT_S=%g)%s; aborting the job\n",
+                 error_rank(), entry.what, peer.c_str(), waited, timeout(), culprit.c_str());
     std::fflush(stderr);
     // MPI_Abort can block for good when the job's runtime is out of reach (the local daemon
     // cannot tell a lost host or mpirun): this process then ends itself a little later.
@@ -126,9 +246,27 @@ class Watchdog {
   std::vector<std::string> host_of_rank_;
   std::uint64_t next_id_ = 0;
   bool thread_started_ = false;
+  bool asking_checked_ = false, asking_ = false;
 };
 
 }  // namespace
+
+double comm_timeout_from_environment(const char* text) {
+  if (!text || !*text) return kDefaultCommTimeoutSeconds;
+  const std::string value = std::string(text).substr(0, 80);
+  char* end = nullptr;
+  const double seconds = std::strtod(text, &end);
+  LOOM_CHECK(end != text && *end == '\0' && std::isfinite(seconds) && seconds >= 0 &&
+                 seconds <= kMaxCommTimeoutSeconds,
+             "LOOM_COMM_TIMEOUT_S: expected a number of seconds in [0, ", kMaxCommTimeoutSeconds,
+             "] (0 disables the watchdog), got '", value, std::strlen(text) > 80 ? "...'" : "'");
+  return seconds;
+}
+
+std::chrono::steady_clock::time_point comm_deadline(std::chrono::steady_clock::time_point now, double seconds) {
+  check_timeout(seconds, "comm_deadline");
+  return now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+}
 
 double comm_timeout_seconds() { return Watchdog::instance().timeout(); }
 void set_comm_timeout_seconds(double seconds) { Watchdog::instance().set_timeout(seconds); }

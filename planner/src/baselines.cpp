@@ -23,7 +23,7 @@ PlannerResult plan_data_parallel(const Profile& profile, const Cluster& cluster,
   std::vector<int> all(cluster.devices());
   std::iota(all.begin(), all.end(), 0);
   std::vector<Plan> candidates;
-  for (int m : microbatch_candidates(global_batch, options)) {
+  for (int m : microbatch_candidates(global_batch, options, cluster.devices())) {
     if (global_batch / m < cluster.devices()) continue;
     Plan plan;
     plan.model = profile.model;
@@ -47,6 +47,10 @@ PlannerResult plan_gpipe(const Profile& profile, const Cluster& cluster, int glo
                          const PlannerOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   validate(profile);
+  // The even split is a dynamic programme of O(stages · layers^2): split groups of a long chain.
+  const int exact_layers = options.max_exact_layers > 0 ? options.max_exact_layers : kDappleExactLayers;
+  if (profile.size() > exact_layers)
+    return plan_coarsened(profile, exact_layers, cluster, global_batch, options, plan_gpipe);
   const int devices = cluster.devices();
   std::vector<double> work(profile.size());
   for (int l = 0; l < profile.size(); ++l) work[l] = profile.layers[l].cost.forward_ms + profile.layers[l].cost.backward_ms;
@@ -55,7 +59,7 @@ PlannerResult plan_gpipe(const Profile& profile, const Cluster& cluster, int glo
     if (devices % stages != 0 || (stages == 1 && std::min(devices, profile.size()) > 1)) continue;
     const int replicas = devices / stages;
     const std::vector<int> last = detail::balanced_split(work, stages);
-    for (int m : microbatch_candidates(global_batch, options)) {
+    for (int m : microbatch_candidates(global_batch, options, cluster.devices())) {
       if (global_batch / m < replicas) continue;
       Plan plan;
       plan.model = profile.model;

@@ -14,6 +14,8 @@ namespace loom::planner {
 
 namespace {
 
+using detail::excerpt;
+
 struct Quantity {
   double number = 0;
   std::string unit;
@@ -49,34 +51,65 @@ double take_prefix(std::string& unit) {
 }
 
 void expect_positive(double value, const std::string& text, const char* what) {
-  if (!(value > 0)) detail::fail("'", text, "' is not a positive ", what);
+  if (!(value > 0)) detail::fail("'", excerpt(text), "' is not a positive ", what);
+}
+
+// "2x8" → nodes and devices per node; false unless both are whole numbers (of any size: the
+// range is validate()'s to check, without overflowing on the way).
+bool split_shape(const std::string& shape, long long& nodes, long long& per_node) {
+  const auto x = shape.find('x');
+  if (x == std::string::npos || x == 0 || x + 1 == shape.size()) return false;
+  auto whole = [](const std::string& digits, long long& out) {
+    if (digits.empty() || digits.size() > 12 || digits.find_first_not_of("0123456789") != std::string::npos)
+      return false;
+    out = std::stoll(digits);
+    return true;
+  };
+  return whole(shape.substr(0, x), nodes) && whole(shape.substr(x + 1), per_node);
+}
+
+void check_range(const std::string& source, const char* field, double value, double least, double most) {
+  if (!(value >= least && value <= most))
+    detail::fail(source, ": ", field, " must be in [", least, ", ", most, "], got ", value);
 }
 
 }  // namespace
 
+void validate(const Cluster& c, const std::string& source) {
+  check_range(source, "nodes", c.nodes, 1, kMaxNodes);
+  check_range(source, "devices_per_node", c.devices_per_node, 1, kMaxDevicesPerNode);
+  check_range(source, "nodes x devices_per_node", static_cast<double>(c.nodes) * c.devices_per_node, 1,
+              kMaxClusterDevices);
+  check_range(source, "intra_bandwidth", c.intra_bandwidth, 1, kMaxBandwidth);
+  check_range(source, "inter_bandwidth", c.inter_bandwidth, 1, kMaxBandwidth);
+  check_range(source, "device_memory", c.device_memory, 1, kMaxDeviceMemory);
+  check_range(source, "intra_latency", c.intra_latency_ms, 0, kMaxLatencyMs);
+  check_range(source, "inter_latency", c.inter_latency_ms, 0, kMaxLatencyMs);
+}
+
 double parse_bytes(const std::string& text) {
   Quantity q;
-  if (!split_quantity(text, q)) detail::fail("cannot read '", text, "' as a size (e.g. 16GB or 16GiB)");
+  if (!split_quantity(text, q)) detail::fail("cannot read '", excerpt(text), "' as a size (e.g. 16GB or 16GiB)");
   std::string unit = q.unit;
   const double factor = take_prefix(unit);
   if (unit == "b" || unit == "bit")
-    detail::fail("'", text, "': memory sizes are in bytes (B), not bits (b)");
+    detail::fail("'", excerpt(text), "': memory sizes are in bytes (B), not bits (b)");
   if (!(unit.empty() || unit == "B"))
-    detail::fail("cannot read '", text, "' as a size: unknown unit '", q.unit, "' (use B, KB, MB, GB, GiB, ...)");
+    detail::fail("cannot read '", excerpt(text), "' as a size: unknown unit '", excerpt(q.unit), "' (use B, KB, MB, GB, GiB, ...)");
   expect_positive(q.number, text, "size");
   return q.number * factor;
 }
 
 double parse_bandwidth(const std::string& text) {
   Quantity q;
-  if (!split_quantity(text, q)) detail::fail("cannot read '", text, "' as a bandwidth (e.g. 130GB/s or 25Gb/s)");
+  if (!split_quantity(text, q)) detail::fail("cannot read '", excerpt(text), "' as a bandwidth (e.g. 130GB/s or 25Gb/s)");
   std::string unit = q.unit;
   const double factor = take_prefix(unit);
   double scale = 0;
   if (unit.empty() || unit == "B/s" || unit == "Bps") scale = 1.0;
   if (unit == "b/s" || unit == "bps" || unit == "bit/s") scale = 1.0 / 8;
   if (scale == 0)
-    detail::fail("cannot read '", text, "' as a bandwidth: unknown unit '", q.unit,
+    detail::fail("cannot read '", excerpt(text), "' as a bandwidth: unknown unit '", excerpt(q.unit),
                  "' (use GB/s for bytes, Gb/s or Gbps for bits)");
   expect_positive(q.number, text, "bandwidth");
   return q.number * factor * scale;
@@ -84,15 +117,15 @@ double parse_bandwidth(const std::string& text) {
 
 double parse_latency_ms(const std::string& text) {
   Quantity q;
-  if (!split_quantity(text, q)) detail::fail("cannot read '", text, "' as a latency (e.g. 5us)");
+  if (!split_quantity(text, q)) detail::fail("cannot read '", excerpt(text), "' as a latency (e.g. 5us)");
   double scale = -1;
   if (q.unit == "s") scale = 1e3;
   if (q.unit == "ms") scale = 1;
   if (q.unit == "us") scale = 1e-3;
   if (q.unit == "ns") scale = 1e-6;
   if (q.unit.empty() && q.number == 0) scale = 0;
-  if (scale < 0) detail::fail("cannot read '", text, "' as a latency: use s, ms, us or ns");
-  if (q.number < 0) detail::fail("'", text, "' is a negative latency");
+  if (scale < 0) detail::fail("cannot read '", excerpt(text), "' as a latency: use s, ms, us or ns");
+  if (q.number < 0) detail::fail("'", excerpt(text), "' is a negative latency");
   return q.number * scale;
 }
 
@@ -109,7 +142,7 @@ Cluster cluster_preset(const std::string& letter) {
     c.devices_per_node = 1;
     c.inter_bandwidth = (letter == "B" ? 25e9 : 10e9) / 8;
   } else {
-    detail::fail("unknown cluster preset '", letter, "' (presets: A, B, C)");
+    detail::fail("unknown cluster preset '", excerpt(letter), "' (presets: A, B, C)");
   }
   c.device_memory = 16e9;
   return c;
@@ -123,30 +156,33 @@ Cluster parse_cluster_spec(const std::string& spec) {
     if (shape == "A" || shape == "B" || shape == "C") {
       c = cluster_preset(shape);
     } else {
-      int nodes = 0, per_node = 0, consumed = 0;
-      if (std::sscanf(shape.c_str(), "%dx%d%n", &nodes, &per_node, &consumed) != 2 ||
-          consumed != static_cast<int>(shape.size()) || nodes < 1 || per_node < 1)
-        detail::fail("expected NODESxDEVICES (e.g. 2x8) or a preset A, B, C before ':', got '", shape, "'");
-      c.nodes = nodes;
-      c.devices_per_node = per_node;
+      long long nodes = 0, per_node = 0;
+      if (!split_shape(shape, nodes, per_node) || nodes < 1 || per_node < 1)
+        detail::fail("expected NODESxDEVICES (e.g. 2x8) or a preset A, B, C before ':', got '", excerpt(shape), "'");
+      if (nodes > kMaxNodes) detail::fail("nodes must be in [1, ", kMaxNodes, "], got ", nodes);
+      if (per_node > kMaxDevicesPerNode)
+        detail::fail("devices_per_node must be in [1, ", kMaxDevicesPerNode, "], got ", per_node);
+      c.nodes = static_cast<int>(nodes);
+      c.devices_per_node = static_cast<int>(per_node);
     }
     if (colon != std::string::npos) {
       std::stringstream items(spec.substr(colon + 1));
       std::string item;
       while (std::getline(items, item, ',')) {
         const auto eq = item.find('=');
-        if (eq == std::string::npos) detail::fail("expected key=value, got '", item, "'");
+        if (eq == std::string::npos) detail::fail("expected key=value, got '", excerpt(item), "'");
         const std::string key = item.substr(0, eq), value = item.substr(eq + 1);
         if (key == "intra") c.intra_bandwidth = parse_bandwidth(value);
         else if (key == "inter") c.inter_bandwidth = parse_bandwidth(value);
         else if (key == "mem") c.device_memory = parse_bytes(value);
         else if (key == "intra_lat") c.intra_latency_ms = parse_latency_ms(value);
         else if (key == "inter_lat") c.inter_latency_ms = parse_latency_ms(value);
-        else detail::fail("unknown key '", key, "' (keys: intra, inter, mem, intra_lat, inter_lat)");
+        else detail::fail("unknown key '", excerpt(key), "' (keys: intra, inter, mem, intra_lat, inter_lat)");
       }
     }
+    validate(c, "the cluster");
   } catch (const loom::Error& e) {
-    detail::fail("cluster spec '", spec, "': ", e.what());
+    detail::fail("cluster spec '", excerpt(spec), "': ", e.what());
   }
   c.name = spec;
   return c;
@@ -159,9 +195,8 @@ Cluster read_cluster_json(const std::string& path) {
                                 path, "");
   Cluster c;
   c.name = detail::string_field_or(doc, "name", path, path, "");
-  c.nodes = detail::int_field(doc, "nodes", path, "");
-  c.devices_per_node = detail::int_field(doc, "devices_per_node", path, "");
-  if (c.nodes < 1 || c.devices_per_node < 1) detail::fail(path, ": nodes and devices_per_node must be at least 1");
+  c.nodes = detail::int_field(doc, "nodes", path, "", 1, kMaxNodes);
+  c.devices_per_node = detail::int_field(doc, "devices_per_node", path, "", 1, kMaxDevicesPerNode);
   // Each quantity is either a number in base units or a string with a unit.
   auto quantity = [&](const char* key, double fallback, double (*parse)(const std::string&)) {
     const nlohmann::json* value = detail::find_field(doc, key, path, "", false);
@@ -173,7 +208,7 @@ Cluster read_cluster_json(const std::string& path) {
         detail::fail(path, ": ", key, ": ", e.what());
       }
     }
-    if (!value->is_number() || value->get<double>() < 0)
+    if (!value->is_number() || !(value->get<double>() >= 0))
       detail::fail(path, ": ", key, " must be a non-negative number or a string with a unit");
     return value->get<double>();
   };
@@ -184,6 +219,7 @@ Cluster read_cluster_json(const std::string& path) {
   c.inter_latency_ms = quantity("inter_latency", 0, parse_latency_ms);
   if (c.intra_bandwidth <= 0 || c.inter_bandwidth <= 0 || c.device_memory <= 0)
     detail::fail(path, ": bandwidths and device_memory must be positive");
+  validate(c, path);
   return c;
 }
 

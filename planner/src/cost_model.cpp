@@ -13,7 +13,7 @@ namespace {
 
 constexpr double kMsPerSecond = 1e3;
 
-int ceil_div(int a, int b) { return (a + b - 1) / b; }
+int ceil_div(int a, int b) { return static_cast<int>((static_cast<long long>(a) + b - 1) / b); }  // no overflow at INT_MAX
 
 }  // namespace
 

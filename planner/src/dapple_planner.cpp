@@ -18,8 +18,25 @@ namespace loom::planner {
 namespace {
 
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
+using Clock = std::chrono::steady_clock;
 
-int ceil_div(int a, int b) { return (a + b - 1) / b; }
+// Why a search stopped early (thrown out of Search::front, caught by plan_dapple).
+struct Stopped {
+  const char* search;  // PlannerResult::search
+};
+
+// The time and memory a search may take (PlannerOptions::time_limit_s, kMaxSearchBytes).
+struct Budget {
+  bool timed = false;
+  Clock::time_point deadline;
+
+  void check(double bytes) const {
+    if (bytes > kMaxSearchBytes) throw Stopped{"size-limited"};
+    if (timed && Clock::now() > deadline) throw Stopped{"time-limited"};
+  }
+};
+
+int ceil_div(int a, int b) { return static_cast<int>((static_cast<long long>(a) + b - 1) / b); }  // no overflow at INT_MAX
 
 // One Pareto-optimal completion of a state: the stage covers layers first..last_layer, the rest
 // of the pipeline is entry `child_entry` of state `child` (-1: this is the last stage).
@@ -43,8 +60,9 @@ struct Placed {
 class Search {
  public:
   Search(const Profile& profile, const Cluster& cluster, int global_batch, int microbatches, PlacementPolicy policy,
-         const CostOptions& options, bool overlap, double upper_bound, bool greedy = false)
-      : profile_(profile), cluster_(cluster), policy_(policy), overlap_(overlap), greedy_(greedy), m_(microbatches),
+         const CostOptions& options, bool overlap, double upper_bound, bool greedy = false, const Budget* budget = nullptr)
+      : profile_(profile), cluster_(cluster), budget_(budget), policy_(policy), overlap_(overlap), greedy_(greedy),
+        m_(microbatches),
         b_(global_batch / microbatches), n_(profile.size()), devices_(cluster.devices()),
         max_replicas_(std::min(devices_, b_)), upper_bound_(upper_bound) {
     state_factor_ = 2 + options.optimizer_state_factor;
@@ -134,7 +152,10 @@ class Search {
   int usage_id(std::vector<int> usage) {
     std::stable_sort(usage.begin(), usage.end(), std::greater<int>());
     auto [it, inserted] = usage_ids_.try_emplace(usage, static_cast<int>(usages_.size()));
-    if (inserted) usages_.push_back(usage);
+    if (inserted) {
+      usages_.push_back(usage);
+      bytes_ += 2 * usage.size() * sizeof(int) + 96;
+    }
     return it->second;
   }
 
@@ -155,6 +176,7 @@ class Search {
     p.usage_after = nodes.used;
     p.next_usage = usage_id(nodes.used);
     p.allreduce = allreduce_cost(cluster_, p.devices);
+    bytes_ += sizeof(Placed) + 64 + (p.devices.size() + p.usage_after.size() + cluster_.nodes) * sizeof(int);
     return placed_.emplace(key, std::move(p)).first->second;
   }
 
@@ -176,6 +198,7 @@ class Search {
         tails[static_cast<std::size_t>(first) * n_ + last] = std::max(0.0, done - ready);
       }
     }
+    bytes_ += tails.size() * sizeof(double);
     return overlap_tails_.emplace(key, std::move(tails)).first->second;
   }
 
@@ -198,6 +221,7 @@ class Search {
     const long key = (static_cast<long>(usage) * (devices_ + 1) + replicas) * (n_ + 1) + first;
     auto it = memo_.find(key);
     if (it != memo_.end()) return it->second;
+    if (budget_ && fronts_.size() % 256 == 0) budget_->check(bytes_);
 
     const Placed& here = placed(usage, replicas);
     const LinearCost allreduce = here.allreduce;
@@ -247,6 +271,7 @@ class Search {
     }
     const int id = static_cast<int>(fronts_.size());
     fronts_.push_back(pareto(std::move(candidates)));
+    bytes_ += fronts_.back().size() * sizeof(Entry) + 128;  // the entries, the memo and the bookkeeping
 
     state_replicas_.push_back(replicas);
     memo_.emplace(key, id);
@@ -295,6 +320,8 @@ class Search {
 
   const Profile& profile_;
   const Cluster& cluster_;
+  const Budget* budget_;
+  double bytes_ = 0;  // what the caches and fronts hold, roughly, for the budget
   PlacementPolicy policy_;
   bool overlap_, greedy_;
   int m_, b_, n_, devices_, max_replicas_;
@@ -389,85 +416,163 @@ class Shortlist {
 
 }  // namespace
 
-PlannerResult plan_dapple(const Profile& profile, const Cluster& cluster, int global_batch,
-                          const PlannerOptions& options) {
-  const auto start = std::chrono::steady_clock::now();
-  validate(profile);
+namespace {
+
+// One run of the planner: the bound found so far, the plan that holds it, and the shortlist for
+// the simulator, shared by the passes below.
+struct DappleRun {
+  const Profile& profile;
+  const Cluster& cluster;
+  int global_batch;
+  const PlannerOptions& options;
+  std::vector<PlacementPolicy> policies;
+  Budget budget;
+  Shortlist shortlist;
   PlannerResult result;
-  Shortlist shortlist(options.simulate_candidates);
-  const std::vector<PlacementPolicy> policies = distinct_policies(cluster, options);
-  // Upper bounds first, so that the exact searches can prune: uniform plans, then a quick pass of
-  // the search with smaller fronts (see Search::pareto). The exact pass then visits the M whose
-  // quick plans did best first, and skips an M whose lower bound cannot beat the best so far.
-  double best = kInfinity;
-  struct Candidate {
-    double quick, bound;
-    int m;
-  };
-  std::vector<Candidate> order;
-  for (int m : microbatch_candidates(global_batch, options)) {
-    for (const Plan& plan : uniform_plans(profile, cluster, global_batch, m, policies, options.overlap_allreduce)) {
-      const PlanCost cost = evaluate(profile, cluster, plan, options.cost);
-      if (!cost.feasible) continue;
-      best = std::min(best, cost.step_ms * (1 + 1e-9));
-      shortlist.add(cost.step_ms, plan);
+  double best = kInfinity;   // the step time to beat (a hair above the best plan's)
+  double best_exact = kInfinity;
+  Plan best_plan;
+
+  void progress(const std::string& what) const {
+    if (options.progress) options.progress("dapple: " + what);
+  }
+  void offer(double step_ms, const Plan& plan) {
+    shortlist.add(step_ms, plan);
+    if (step_ms * (1 + 1e-9) >= best) return;
+    best = step_ms * (1 + 1e-9);
+    best_plan = plan;
+  }
+};
+
+struct Candidate {
+  double quick, bound;
+  int m;
+};
+
+// Upper bounds first, so that the exact searches can prune: uniform plans, then a quick pass of
+// the search with smaller fronts (see Search::pareto).
+void uniform_pass(DappleRun& run, const std::vector<int>& counts) {
+  for (std::size_t i = 0; i < counts.size(); ++i) {
+    if (i > 0) run.budget.check(0.0);
+    for (const Plan& plan : uniform_plans(run.profile, run.cluster, run.global_batch, counts[i], run.policies,
+                                          run.options.overlap_allreduce)) {
+      const PlanCost cost = evaluate(run.profile, run.cluster, plan, run.options.cost);
+      if (cost.feasible) run.offer(cost.step_ms, plan);
     }
   }
-  for (int m : microbatch_candidates(global_batch, options)) {
+}
+
+std::vector<Candidate> quick_pass(DappleRun& run, const std::vector<int>& counts) {
+  std::vector<Candidate> order;
+  for (std::size_t i = 0; i < counts.size(); ++i) {
+    const int m = counts[i];
+    run.progress(loom::detail::concat("quick pass, M = ", m, " (", i + 1, "/", counts.size(), ")"));
     double quick = kInfinity;
-    for (PlacementPolicy policy : policies) {
-      Search search(profile, cluster, global_batch, m, policy, options.cost, options.overlap_allreduce, best, true);
+    for (PlacementPolicy policy : run.policies) {
+      Search search(run.profile, run.cluster, run.global_batch, m, policy, run.options.cost,
+                    run.options.overlap_allreduce, run.best, true, &run.budget);
       const Search::Result found = search.run();
-      result.search_states += search.states();
+      run.result.search_states += search.states();
       quick = std::min(quick, found.step_ms);
       if (found.step_ms < kInfinity)
-        shortlist.add(found.step_ms, make_plan(profile, cluster, global_batch, m, policy, options.overlap_allreduce, found));
+        run.offer(found.step_ms, make_plan(run.profile, run.cluster, run.global_batch, m, policy,
+                                           run.options.overlap_allreduce, found));
     }
-    best = std::min(best, quick * (1 + 1e-9));
-    order.push_back(
-        {quick, Search(profile, cluster, global_batch, m, policies[0], options.cost, false, 0).lower_bound(), m});
+    const double bound = Search(run.profile, run.cluster, run.global_batch, m, run.policies[0], run.options.cost,
+                                false, 0).lower_bound();
+    order.push_back({quick, bound, m});
   }
+  // The exact pass visits the M whose quick plans did best first.
   std::sort(order.begin(), order.end(), [](const Candidate& x, const Candidate& y) { return x.quick < y.quick; });
-  for (const Candidate& candidate : order) {
-    if (candidate.bound > best) continue;
-    for (PlacementPolicy policy : policies) {
-      Search search(profile, cluster, global_batch, candidate.m, policy, options.cost, options.overlap_allreduce, best);
+  return order;
+}
+
+// Skips an M whose lower bound cannot beat the best so far.
+void exact_pass(DappleRun& run, const std::vector<Candidate>& order) {
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    const Candidate& candidate = order[i];
+    if (candidate.bound > run.best) continue;
+    run.progress(loom::detail::concat("exact search, M = ", candidate.m, " (", i + 1, "/", order.size(), ")"));
+    for (PlacementPolicy policy : run.policies) {
+      Search search(run.profile, run.cluster, run.global_batch, candidate.m, policy, run.options.cost,
+                    run.options.overlap_allreduce, run.best, false, &run.budget);
       const Search::Result found = search.run();
-      result.search_states += search.states();
-      if (!(found.step_ms < best)) continue;
-      best = found.step_ms;
-      result.plan = make_plan(profile, cluster, global_batch, candidate.m, policy, options.overlap_allreduce, found);
-      result.found = true;
-      shortlist.add(found.step_ms, result.plan);
+      run.result.search_states += search.states();
+      if (!(found.step_ms < run.best)) continue;
+      run.best = run.best_exact = found.step_ms;
+      run.best_plan = make_plan(run.profile, run.cluster, run.global_batch, candidate.m, policy,
+                                run.options.overlap_allreduce, found);
+      run.shortlist.add(found.step_ms, run.best_plan);
     }
   }
-  if (!result.found) {
+}
+
+// The plan to return: the exact optimum (or, when stopped, the best found), then the fastest of
+// the shortlist in the simulator.
+void settle(DappleRun& run) {
+  PlannerResult& result = run.result;
+  if (run.best_plan.stages.empty()) {
     result.note = "no plan fits in device memory";
-  } else {
-    result.cost = evaluate(profile, cluster, result.plan, options.cost);
-    if (std::abs(result.cost.step_ms - best) > 1e-6 * std::max(1.0, best) || !result.cost.feasible)
-      detail::fail("internal error: the DAPPLE search scored ", result.plan.strategy(), " at ", best,
-                   " ms but the cost model says ", result.cost.step_ms, " ms");
-    if (!shortlist.plans().empty()) {
-      double fastest = kInfinity;
-      for (const auto& [ms, plan] : shortlist.plans()) {
-        const double simulated = simulate_plan(profile, cluster, plan, options.cost).step_ms;
-        if (simulated < fastest) {
-          fastest = simulated;
-          result.plan = plan;
-          result.plan.simulated_step_ms = simulated;
-        }
-      }
-      result.cost = evaluate(profile, cluster, result.plan, options.cost);
-      result.note = loom::detail::concat("fastest in the simulator of ", shortlist.plans().size(),
-                                   " candidates; the cost model's optimum is ", best, " ms");
-    }
-    result.plan.predicted_step_ms = result.cost.step_ms;
-    result.plan.peak_memory_bytes = result.cost.peak_memory_bytes;
+    return;
   }
-  result.planning_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  return result;
+  result.found = true;
+  result.plan = run.best_plan;
+  result.cost = evaluate(run.profile, run.cluster, result.plan, run.options.cost);
+  const double scored = result.search == "exact" ? run.best_exact : result.cost.step_ms;
+  if (result.search == "exact" && (std::abs(result.cost.step_ms - scored) > 1e-6 * std::max(1.0, scored) ||
+                                   !result.cost.feasible))
+    detail::fail("internal error: the DAPPLE search scored ", result.plan.strategy(), " at ", scored,
+                 " ms but the cost model says ", result.cost.step_ms, " ms");
+  if (!run.shortlist.plans().empty()) {
+    run.progress(loom::detail::concat("simulating ", run.shortlist.plans().size(), " candidates"));
+    double fastest = kInfinity;
+    for (const auto& [ms, plan] : run.shortlist.plans()) {
+      const double simulated = simulate_plan(run.profile, run.cluster, plan, run.options.cost).step_ms;
+      if (simulated < fastest) {
+        fastest = simulated;
+        result.plan = plan;
+        result.plan.simulated_step_ms = simulated;
+      }
+    }
+    result.cost = evaluate(run.profile, run.cluster, result.plan, run.options.cost);
+    result.note = loom::detail::concat("fastest in the simulator of ", run.shortlist.plans().size(),
+                                       " candidates; the cost model's optimum is ", scored, " ms");
+  }
+  result.plan.predicted_step_ms = result.cost.step_ms;
+  result.plan.peak_memory_bytes = result.cost.peak_memory_bytes;
+}
+
+}  // namespace
+
+PlannerResult plan_dapple(const Profile& profile, const Cluster& cluster, int global_batch,
+                          const PlannerOptions& options) {
+  const auto start = Clock::now();
+  validate(profile);
+  const int exact_layers = options.max_exact_layers > 0 ? options.max_exact_layers : kDappleExactLayers;
+  if (profile.size() > exact_layers)
+    return plan_coarsened(profile, exact_layers, cluster, global_batch, options, plan_dapple);
+  DappleRun run{profile, cluster, global_batch, options, distinct_policies(cluster, options), {},
+                Shortlist(options.simulate_candidates), {}, kInfinity, kInfinity, {}};
+  if (options.time_limit_s > 0) {
+    run.budget.timed = true;
+    run.budget.deadline = start + std::chrono::duration_cast<Clock::duration>(
+                                      std::chrono::duration<double>(std::min(options.time_limit_s, 1e7)));
+  }
+  const std::vector<int> counts = microbatch_candidates(global_batch, options, cluster.devices());
+  try {
+    run.progress("uniform plans");
+    uniform_pass(run, counts);
+    exact_pass(run, quick_pass(run, counts));
+  } catch (const Stopped& stopped) {
+    run.result.search = stopped.search;
+    run.progress(loom::detail::concat("search stopped (", stopped.search, ")"));
+  }
+  settle(run);
+  if (run.result.search != "exact")
+    run.result.note = loom::detail::concat("search ", run.result.search, ": the best plan found before it stopped",
+                                           run.result.note.empty() ? "" : "; ", run.result.note);
+  run.result.planning_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  return run.result;
 }
 
 }  // namespace loom::planner

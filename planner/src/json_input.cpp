@@ -14,6 +14,27 @@ std::string dotted(const std::string& where, const char* key) {
   return where.empty() ? std::string(key) : where + "." + key;
 }
 
+// "line:column" of the 0-based offset `stop` in `text`.
+std::string position(const std::string& text, std::size_t stop) {
+  int line = 1, column = 1;
+  for (std::size_t i = 0; i < std::min(stop, text.size()); ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+  }
+  return std::to_string(line) + ":" + std::to_string(column);
+}
+
+// The library's message without its "[json.exception.xxx.nnn] " prefix.
+std::string reason_of(const nlohmann::json::exception& e) {
+  std::string reason = e.what();
+  const auto bracket = reason.find("] ");
+  return bracket == std::string::npos ? reason : reason.substr(bracket + 2);
+}
+
 }  // namespace
 
 std::string read_text_file(const std::string& path, const char* what) {
@@ -28,21 +49,20 @@ nlohmann::json parse_json(const std::string& text, const std::string& source) {
   try {
     return nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
-    // e.byte is the 1-based offset where parsing stopped; turn it into line:column.
-    const std::size_t stop = e.byte == 0 ? 0 : std::min<std::size_t>(e.byte - 1, text.size());
-    int line = 1, column = 1;
-    for (std::size_t i = 0; i < stop; ++i) {
-      if (text[i] == '\n') {
-        ++line;
-        column = 1;
-      } else {
-        ++column;
-      }
-    }
+    // e.byte is the 1-based offset where parsing stopped.
     std::string reason = e.what();
     const auto colon = reason.rfind(": ");
     if (colon != std::string::npos) reason = reason.substr(colon + 2);
-    fail(source, ":", line, ":", column, ": invalid JSON: ", reason);
+    fail(source, ":", position(text, e.byte == 0 ? 0 : e.byte - 1), ": invalid JSON: ", reason);
+  } catch (const nlohmann::json::exception& e) {
+    // A number beyond double range ("number overflow parsing '1e400'") has no offset: find the
+    // quoted literal in the text.
+    const std::string reason = reason_of(e);
+    const auto open = reason.find('\''), close = reason.rfind('\'');
+    std::size_t at = std::string::npos;
+    if (open != std::string::npos && close > open) at = text.find(reason.substr(open + 1, close - open - 1));
+    if (at == std::string::npos) fail(source, ": invalid JSON: ", reason);
+    fail(source, ":", position(text, at), ": invalid JSON: ", reason);
   }
 }
 
@@ -71,10 +91,24 @@ double number_field_or(const nlohmann::json& object, const char* key, double fal
   return number_field(object, key, source, where);
 }
 
-int int_field(const nlohmann::json& object, const char* key, const std::string& source, const std::string& where) {
+std::int64_t integer_value(const nlohmann::json& value, const std::string& source, const std::string& field,
+                           std::int64_t min, std::int64_t max) {
+  bool in_range = false;
+  if (value.is_number_unsigned()) {  // beyond int64 when above its max: compare unsigned
+    const std::uint64_t u = value.get<std::uint64_t>();
+    in_range = max >= 0 && u <= static_cast<std::uint64_t>(max) && (min <= 0 || u >= static_cast<std::uint64_t>(min));
+  } else if (value.is_number_integer()) {
+    const std::int64_t i = value.get<std::int64_t>();
+    in_range = i >= min && i <= max;
+  }
+  if (!in_range) fail(source, ": ", field, " must be an integer in [", min, ", ", max, "], got ", value.dump());
+  return value.get<std::int64_t>();
+}
+
+int int_field(const nlohmann::json& object, const char* key, const std::string& source, const std::string& where,
+              int min, int max) {
   const nlohmann::json* value = find_field(object, key, source, where, true);
-  if (!value->is_number_integer()) fail(source, ": ", dotted(where, key), " must be an integer");
-  return value->get<int>();
+  return static_cast<int>(integer_value(*value, source, dotted(where, key), min, max));
 }
 
 std::string string_field_or(const nlohmann::json& object, const char* key, const std::string& fallback,
@@ -87,10 +121,11 @@ std::string string_field_or(const nlohmann::json& object, const char* key, const
 
 void reject_unknown_fields(const nlohmann::json& object, std::initializer_list<const char*> known,
                            const std::string& source, const std::string& where) {
+  if (!object.is_object()) fail(source, ": ", where.empty() ? "the document" : where, " must be a JSON object");
   for (auto it = object.begin(); it != object.end(); ++it) {
     bool found = false;
     for (const char* k : known) found = found || it.key() == k;
-    if (!found) fail(source, ": unknown field ", dotted(where, it.key().c_str()));
+    if (!found) fail(source, ": unknown field ", dotted(where, excerpt(it.key()).c_str()));
   }
 }
 

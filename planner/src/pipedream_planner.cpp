@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <limits>
 
 #include "fail.h"
@@ -131,14 +132,24 @@ PipeDreamPartition pipedream_partition(const Profile& profile, const Cluster& cl
   return out;
 }
 
+int pipedream_exact_layers(const Cluster& cluster) {
+  // Each level's programme does about n^3/6 · m^2 steps (m units at that level); keep that near
+  // 5·10^8 (a second or two here), so 360 layers on 8 devices a node, 14 on 1024.
+  const double units = std::max(cluster.devices_per_node, cluster.nodes);
+  return std::max(8, static_cast<int>(std::cbrt(6 * 5e8 / (units * units))));
+}
+
 PlannerResult plan_pipedream(const Profile& profile, const Cluster& cluster, int global_batch,
                              const PlannerOptions& options) {
   const auto start = std::chrono::steady_clock::now();
+  const int exact_layers = options.max_exact_layers > 0 ? options.max_exact_layers : pipedream_exact_layers(cluster);
+  if (profile.size() > exact_layers)
+    return plan_coarsened(profile, exact_layers, cluster, global_batch, options, plan_pipedream);
   const PipeDreamPartition partition = pipedream_partition(profile, cluster);
   int most = 0;
   for (const StagePlan& s : partition.stages) most = std::max(most, s.replicas());
   std::vector<Plan> candidates;
-  for (int m : microbatch_candidates(global_batch, options)) {
+  for (int m : microbatch_candidates(global_batch, options, cluster.devices())) {
     if (global_batch / m < most) continue;  // every replica needs a sample of each micro-batch
     Plan plan;
     plan.model = profile.model;

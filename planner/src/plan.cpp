@@ -4,6 +4,8 @@
 #include <set>
 #include <sstream>
 
+#include <loom/schedule/text.h>
+
 #include "fail.h"
 
 namespace loom::planner {
@@ -13,7 +15,7 @@ const char* to_string(ScheduleKind kind) { return kind == ScheduleKind::GPipe ? 
 ScheduleKind parse_schedule_kind(const std::string& name) {
   if (name == "dapple") return ScheduleKind::Dapple;
   if (name == "gpipe") return ScheduleKind::GPipe;
-  detail::fail("unknown schedule '", name, "' (a plan's schedule is dapple or gpipe)");
+  detail::fail("unknown schedule '", schedule::excerpt(name), "' (a plan's schedule is dapple or gpipe)");
 }
 
 int Plan::devices_used() const {

@@ -1,8 +1,12 @@
 // Plan JSON read/write.
 #include <loom/planner/plan_file.h>
 
+#include <climits>
 #include <fstream>
 #include <set>
+
+#include <loom/planner/profile.h>
+#include <loom/schedule/validator.h>
 
 #include "fail.h"
 #include "json_input.h"
@@ -57,13 +61,13 @@ Plan parse_plan(const std::string& text, const std::string& source) {
                               "predicted_step_ms", "simulated_step_ms", "peak_memory_bytes"},
                         source, "");
   if (string_field_or(doc, "format", "", source, "") != kFormat) fail(source, ": format must be \"", kFormat, "\"");
-  if (int_field(doc, "version", source, "") != 1) fail(source, ": unsupported version (expected 1)");
+  if (int_field(doc, "version", source, "", 0, INT_MAX) != 1) fail(source, ": unsupported version (expected 1)");
   Plan plan;
   plan.model = string_field_or(doc, "model", "", source, "");
   plan.planner = string_field_or(doc, "planner", "", source, "");
   plan.placement = string_field_or(doc, "placement", "", source, "");
-  plan.global_batch = int_field(doc, "global_batch", source, "");
-  plan.microbatches = int_field(doc, "microbatches", source, "");
+  plan.global_batch = int_field(doc, "global_batch", source, "", 1, INT_MAX);
+  plan.microbatches = int_field(doc, "microbatches", source, "", 1, schedule::kMaxMicrobatches);
   try {
     plan.schedule = parse_schedule_kind(string_field_or(doc, "schedule", "dapple", source, ""));
   } catch (const loom::Error& e) {
@@ -84,23 +88,25 @@ Plan parse_plan(const std::string& text, const std::string& source) {
     const nlohmann::json& entry = (*stages)[i];
     reject_unknown_fields(entry, {"layers", "replicas", "ranks", "devices"}, source, where);
     const nlohmann::json* layers = find_field(entry, "layers", source, where, true);
-    if (!layers->is_array() || layers->size() != 2 || !(*layers)[0].is_number_integer() ||
-        !(*layers)[1].is_number_integer())
-      fail(source, ": ", where, ".layers must be [first, last]");
+    if (!layers->is_array() || layers->size() != 2) fail(source, ": ", where, ".layers must be [first, last]");
     StagePlan stage;
-    stage.first_layer = (*layers)[0].get<int>();
-    stage.last_layer = (*layers)[1].get<int>();
+    stage.first_layer = static_cast<int>(integer_value((*layers)[0], source, where + ".layers[0]", 0,
+                                                       kMaxProfileLayers - 1));
+    stage.last_layer = static_cast<int>(integer_value((*layers)[1], source, where + ".layers[1]", 0,
+                                                      kMaxProfileLayers - 1));
     const nlohmann::json* ranks = find_field(entry, "ranks", source, where, true);
-    if (!ranks->is_array() || ranks->empty()) fail(source, ": ", where, ".ranks must be a non-empty array");
-    for (const auto& r : *ranks) {
-      if (!r.is_number_integer() || r.get<int>() < 0) fail(source, ": ", where, ".ranks must hold non-negative integers");
-      stage.devices.push_back(r.get<int>());
-      devices = std::max(devices, r.get<int>() + 1);
+    if (!ranks->is_array() || ranks->empty() || ranks->size() > static_cast<std::size_t>(kMaxClusterDevices))
+      fail(source, ": ", where, ".ranks must be a non-empty array of at most ", kMaxClusterDevices, " ranks");
+    for (std::size_t k = 0; k < ranks->size(); ++k) {
+      const std::string at = where + ".ranks[" + std::to_string(k) + "]";
+      stage.devices.push_back(static_cast<int>(integer_value((*ranks)[k], source, at, 0, kMaxClusterDevices - 1)));
+      devices = std::max(devices, stage.devices.back() + 1);
     }
-    if (find_field(entry, "replicas", source, where, false) &&
-        int_field(entry, "replicas", source, where) != stage.replicas())
-      fail(source, ": ", where, ".replicas is ", int_field(entry, "replicas", source, where), " but ", where,
-           ".ranks lists ", stage.replicas());
+    if (find_field(entry, "replicas", source, where, false)) {
+      const int replicas = int_field(entry, "replicas", source, where, 1, kMaxClusterDevices);
+      if (replicas != stage.replicas())
+        fail(source, ": ", where, ".replicas is ", replicas, " but ", where, ".ranks lists ", stage.replicas());
+    }
     plan.stages.push_back(std::move(stage));
   }
   try {

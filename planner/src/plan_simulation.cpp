@@ -19,7 +19,7 @@ schedule::CostModel simulation_costs(const Profile& profile, const Cluster& clus
     out.forward_ms = sc.forward_ms;
     out.backward_ms = sc.backward_ms;
     out.allreduce_ms = sc.allreduce_ms;
-    const int rows = (b + stage.replicas() - 1) / stage.replicas();
+    const double rows = static_cast<double>((static_cast<long long>(b) + stage.replicas() - 1) / stage.replicas());
     for (int l = stage.first_layer; l <= stage.last_layer; ++l) out.activation_bytes += profile.cost_at(l, rows).activation_bytes;
     if (stage.first_layer > 0) out.activation_bytes += profile.cost_at(stage.first_layer - 1, rows).boundary_bytes;
     model.stages.push_back(out);

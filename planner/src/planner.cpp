@@ -1,21 +1,43 @@
 // Shared planner helpers: micro-batch candidates and picking the best scored variant.
 #include <loom/planner/planner.h>
 
+#include <algorithm>
+#include <cstdint>
+
+#include <loom/planner/coarsen.h>
+#include <loom/schedule/validator.h>
+
 #include "fail.h"
 
 namespace loom::planner {
 
-std::vector<int> microbatch_candidates(int global_batch, const PlannerOptions& options) {
+std::vector<int> microbatch_candidates(int global_batch, const PlannerOptions& options, int devices) {
   if (global_batch < 1) detail::fail("the global batch must be at least 1, got ", global_batch);
+  // A plan has at most `devices` stages, and its schedule at most kMaxScheduleCells cells.
+  const int most = static_cast<int>(std::min<long long>(schedule::kMaxMicrobatches,
+                                                        schedule::kMaxScheduleCells / std::max(1, devices)));
   std::vector<int> out;
   if (!options.microbatch_counts.empty()) {
-    for (int m : options.microbatch_counts)
+    for (int m : options.microbatch_counts) {
+      if (m > most)
+        detail::fail("micro-batch count ", m, " is more than the ", most, " a schedule on ", devices,
+                     " devices may have");
       if (m >= 1 && global_batch % m == 0) out.push_back(m);
+    }
     if (out.empty()) detail::fail("none of the given micro-batch counts divides the global batch ", global_batch);
     return out;
   }
-  for (int m = 1; m <= global_batch; ++m)
-    if (global_batch % m == 0) out.push_back(m);
+  // Divisors in pairs (m, global_batch / m) up to the square root, in 64 bits: a loop up to the
+  // global batch itself would take 2^31 steps and overflow at INT_MAX.
+  std::vector<int> above;
+  const std::int64_t batch = global_batch;
+  for (std::int64_t m = 1; m * m <= batch; ++m) {
+    if (batch % m != 0) continue;
+    out.push_back(static_cast<int>(m));
+    if (m * m != batch) above.push_back(static_cast<int>(batch / m));
+  }
+  out.insert(out.end(), above.rbegin(), above.rend());
+  while (out.size() > 1 && out.back() > most) out.pop_back();
   return out;
 }
 
@@ -35,6 +57,25 @@ PlannerResult best_of(const Profile& profile, const Cluster& cluster, const std:
   best.plan.peak_memory_bytes = best.cost.peak_memory_bytes;
   if (!best.found) best.note = best.plan.stages.empty() ? "no candidate" : "does not fit: " + best.cost.infeasible_reason;
   return best;
+}
+
+PlannerResult plan_coarsened(const Profile& profile, int groups, const Cluster& cluster, int global_batch,
+                             const PlannerOptions& options, PlannerFunction plan) {
+  const Coarsening coarse = coarsen(profile, groups);
+  PlannerResult result = plan(coarse.profile, cluster, global_batch, options);
+  result.coarsened_from = profile.size();
+  result.coarsened_to = coarse.profile.size();
+  const std::string what = loom::detail::concat("planned on ", result.coarsened_to, " groups of the ",
+                                                profile.size(), " layers (coarsened)");
+  result.note = result.note.empty() ? what : what + "; " + result.note;
+  if (result.plan.stages.empty()) return result;
+  result.plan = refine(result.plan, coarse);
+  result.plan.simulated_step_ms = -1;
+  result.cost = evaluate(profile, cluster, result.plan, options.cost);
+  result.found = result.cost.feasible;
+  result.plan.predicted_step_ms = result.cost.step_ms;
+  result.plan.peak_memory_bytes = result.cost.peak_memory_bytes;
+  return result;
 }
 
 }  // namespace loom::planner

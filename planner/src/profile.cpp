@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include <loom/schedule/text.h>
+
 #include "fail.h"
 
 namespace loom::planner {
@@ -22,14 +24,24 @@ LayerCost mix(const LayerCost& a, const LayerCost& b, double t) {
           a.boundary_bytes + t * (b.boundary_bytes - a.boundary_bytes)};
 }
 
-bool finite_nonnegative(double x) { return std::isfinite(x) && x >= 0; }
+bool within(double x, double most) { return std::isfinite(x) && x >= 0 && x <= most; }
+
+void check_value(const Profile& profile, int layer, const char* field, double value, double most,
+                 const char* unit) {
+  if (!within(value, most))
+    detail::fail(profile.source, ": layer ", layer, " (", schedule::excerpt(profile.layers[layer].name), "): ", field, " is ", value,
+                 "; it must be finite, non-negative and at most ", most, " ", unit);
+}
 
 void check_cost(const Profile& profile, int layer, const LayerCost& cost) {
-  const auto& name = profile.layers[layer].name;
-  if (!finite_nonnegative(cost.forward_ms) || !finite_nonnegative(cost.backward_ms) ||
-      !finite_nonnegative(cost.activation_bytes) || !finite_nonnegative(cost.boundary_bytes))
-    detail::fail(profile.source, ": layer ", layer, " (", name,
-                 "): times and byte counts must be finite and non-negative");
+  check_value(profile, layer, "forward_ms", cost.forward_ms, kMaxLayerMs, "ms");
+  check_value(profile, layer, "backward_ms", cost.backward_ms, kMaxLayerMs, "ms");
+  check_value(profile, layer, "activation_bytes", cost.activation_bytes, kMaxLayerBytes, "bytes");
+  check_value(profile, layer, "boundary_bytes", cost.boundary_bytes, kMaxLayerBytes, "bytes");
+}
+
+bool valid_microbatch(double size) {
+  return std::isfinite(size) && size >= kMinProfileMicrobatch && size <= kMaxProfileMicrobatch;
 }
 
 }  // namespace
@@ -62,19 +74,22 @@ double Profile::total_parameter_bytes() const { return layers.empty() ? 0 : para
 
 void validate(const Profile& profile) {
   if (profile.layers.empty()) detail::fail(profile.source, ": the profile has no layers");
-  if (!(std::isfinite(profile.microbatch) && profile.microbatch > 0))
-    detail::fail(profile.source, ": the profiled micro-batch size must be positive");
+  if (profile.size() > kMaxProfileLayers)
+    detail::fail(profile.source, ": the profile has ", profile.size(), " layers; at most ", kMaxProfileLayers,
+                 " are supported");
+  if (!valid_microbatch(profile.microbatch))
+    detail::fail(profile.source, ": the profiled micro-batch size must be positive, in [", kMinProfileMicrobatch,
+                 ", ", kMaxProfileMicrobatch, "], got ", profile.microbatch);
   for (int l = 0; l < profile.size(); ++l) {
     const LayerProfile& lp = profile.layers[l];
     check_cost(profile, l, lp.cost);
-    if (!finite_nonnegative(lp.parameter_bytes))
-      detail::fail(profile.source, ": layer ", l, " (", lp.name, "): parameter bytes must be non-negative");
+    check_value(profile, l, "parameter_bytes", lp.parameter_bytes, kMaxLayerBytes, "bytes");
     std::vector<double> sizes{profile.microbatch};
     for (const Measurement& m : lp.extra) {
-      if (!(std::isfinite(m.microbatch) && m.microbatch > 0) ||
-          std::find(sizes.begin(), sizes.end(), m.microbatch) != sizes.end())
-        detail::fail(profile.source, ": layer ", l, " (", lp.name,
-                     "): each measurement needs its own positive micro-batch size");
+      if (!valid_microbatch(m.microbatch) || std::find(sizes.begin(), sizes.end(), m.microbatch) != sizes.end())
+        detail::fail(profile.source, ": layer ", l, " (", schedule::excerpt(lp.name),
+                     "): each measurement needs its own positive micro-batch size, in [", kMinProfileMicrobatch,
+                     ", ", kMaxProfileMicrobatch, "]");
       sizes.push_back(m.microbatch);
       check_cost(profile, l, m.cost);
     }

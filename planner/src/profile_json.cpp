@@ -1,6 +1,7 @@
 // Profile JSON read/write, and load_profile, which accepts either profile format.
 #include <loom/planner/profile_json.h>
 
+#include <climits>
 #include <fstream>
 #include <sstream>
 
@@ -38,7 +39,7 @@ Profile parse_profile_json(const std::string& text, const std::string& source) {
   detail::reject_unknown_fields(doc, {"format", "version", "model", "microbatch", "device", "layers"}, source, "");
   const std::string format = detail::string_field_or(doc, "format", "", source, "");
   if (format != kFormat) detail::fail(source, ": format must be \"", kFormat, "\"");
-  if (detail::int_field(doc, "version", source, "") != 1) detail::fail(source, ": unsupported version (expected 1)");
+  if (detail::int_field(doc, "version", source, "", 0, INT_MAX) != 1) detail::fail(source, ": unsupported version (expected 1)");
   Profile profile;
   profile.source = source;
   profile.model = detail::string_field_or(doc, "model", "", source, "");
@@ -46,6 +47,8 @@ Profile parse_profile_json(const std::string& text, const std::string& source) {
   profile.microbatch = detail::number_field(doc, "microbatch", source, "");
   const nlohmann::json* layers = detail::find_field(doc, "layers", source, "", true);
   if (!layers->is_array() || layers->empty()) detail::fail(source, ": layers must be a non-empty array");
+  if (layers->size() > static_cast<std::size_t>(kMaxProfileLayers))
+    detail::fail(source, ": layers has ", layers->size(), " entries; at most ", kMaxProfileLayers, " are supported");
   for (std::size_t i = 0; i < layers->size(); ++i) {
     const std::string where = "layers[" + std::to_string(i) + "]";
     const nlohmann::json& entry = (*layers)[i];

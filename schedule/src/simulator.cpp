@@ -73,6 +73,7 @@ SimulationResult simulate(const Schedule& schedule, const CostModel& costs) {
   const int stages = schedule.stages;
   detail::require(stages >= 1 && static_cast<int>(schedule.programs.size()) == stages,
                   "simulate: the schedule has ", schedule.programs.size(), " programs for ", stages, " stages");
+  check_size(stages, schedule.microbatches, schedule.chunks, "simulate");  // bounds its time and memory
   detail::require(costs.stages.size() == 1 || static_cast<int>(costs.stages.size()) == stages, "cost model has ",
                   costs.stages.size(), " stage costs for a ", stages, "-stage schedule");
   detail::require(costs.links.size() <= 1 || static_cast<int>(costs.links.size()) >= stages - 1, "cost model has ",

@@ -9,6 +9,8 @@
 #include <sstream>
 #include <utility>
 
+#include <loom/schedule/validator.h>
+
 #include "fail.h"
 
 namespace loom::schedule {
@@ -49,11 +51,17 @@ std::optional<std::string> parse_token(std::string_view token, Action& action) {
   }
   std::optional<int> microbatch = read_number(token, pos);
   if (!microbatch) return std::string(name) + " must be followed by a micro-batch number";
+  if (*microbatch >= kMaxMicrobatches)
+    return "micro-batch " + std::to_string(*microbatch) + " is beyond the largest a schedule may have (" +
+           std::to_string(kMaxMicrobatches - 1) + ")";
   action.microbatch = *microbatch;
   if (pos < token.size() && token[pos] == 'c') {
     ++pos;
     std::optional<int> chunk = read_number(token, pos);
     if (!chunk) return "'c' must be followed by a chunk number";
+    if (*chunk >= kMaxChunks)
+      return "chunk " + std::to_string(*chunk) + " is beyond the largest a schedule may have (" +
+             std::to_string(kMaxChunks - 1) + ")";
     action.chunk = *chunk;
   }
   if (pos < token.size() && token[pos] == '@') {
@@ -63,7 +71,7 @@ std::optional<std::string> parse_token(std::string_view token, Action& action) {
     action.version = *version;
   }
   if (pos != token.size())
-    return "unexpected '" + std::string(token.substr(pos)) + "' (the form is OPmicrobatch[cCHUNK][@VERSION])";
+    return "unexpected '" + excerpt(token.substr(pos)) + "' (the form is OPmicrobatch[cCHUNK][@VERSION])";
   return std::nullopt;
 }
 
@@ -90,6 +98,11 @@ std::string trim(std::string_view text) {
 
 }  // namespace
 
+std::string excerpt(std::string_view text, std::size_t most) {
+  if (text.size() <= most) return std::string(text);
+  return std::string(text.substr(0, most)) + "...";
+}
+
 std::string program_text(const Schedule& schedule, int stage, TextStyle style) {
   std::string text;
   for (const Action& action : schedule.programs.at(stage)) {
@@ -109,7 +122,7 @@ std::string to_text(const Schedule& schedule, TextStyle style) {
 
 Action parse_action(std::string_view token) {
   Action action;
-  if (auto problem = parse_token(token, action)) detail::fail("bad action '", token, "': ", *problem);
+  if (auto problem = parse_token(token, action)) detail::fail("bad action '", excerpt(token), "': ", *problem);
   return action;
 }
 
@@ -118,7 +131,7 @@ std::vector<Action> parse_program(std::string_view line) {
   for_each_token(line, [&](std::string_view token, std::size_t column) {
     Action action;
     if (auto problem = parse_token(token, action))
-      detail::fail("bad action '", token, "' (token ", program.size() + 1, ", column ", column, "): ", *problem);
+      detail::fail("bad action '", excerpt(token), "' (token ", program.size() + 1, ", column ", column, "): ", *problem);
     program.push_back(action);
   });
   return program;
@@ -142,22 +155,24 @@ Schedule parse_schedule(std::string_view text, const std::string& source) {
       detail::require(!named && schedule.programs.empty(), where(1),
                       "'schedule NAME' must come once, before the stage lines");
       schedule.name = trim(std::string_view(content).substr(8));
-      detail::require(!schedule.name.empty() && schedule.name.find(' ') == std::string::npos, where(1),
-                      "'schedule' must be followed by one name");
+      detail::require(!schedule.name.empty() && schedule.name.find(' ') == std::string::npos &&
+                          schedule.name.size() <= 80,
+                      where(1), "'schedule' must be followed by one name (of at most 80 characters)");
       named = true;
       continue;
     }
     std::size_t colon = line.find(':');
     const int expected = static_cast<int>(schedule.programs.size());
+    detail::require(expected < kMaxStages, where(1), "more than ", kMaxStages, " stage lines");
     const std::string header = colon == std::string::npos ? "" : trim(std::string_view(line).substr(0, colon));
     detail::require(header == "stage " + std::to_string(expected), where(1), "expected 'stage ", expected,
-                    ": <actions>' (stages in order from 0), found '", content, "'");
+                    ": <actions>' (stages in order from 0), found '", excerpt(content), "'");
     std::vector<Action> program;
     std::string_view rest = std::string_view(line).substr(colon + 1);
     for_each_token(rest, [&](std::string_view token, std::size_t column) {
       Action action;
       if (auto problem = parse_token(token, action))
-        detail::fail(where(colon + 1 + column), "bad action '", token, "' (token ", program.size() + 1,
+        detail::fail(where(colon + 1 + column), "bad action '", excerpt(token), "' (token ", program.size() + 1,
                      " of stage ", expected, "): ", *problem);
       program.push_back(action);
     });
@@ -174,6 +189,7 @@ Schedule parse_schedule(std::string_view text, const std::string& source) {
   detail::require(max_microbatch >= 0, source, ": the schedule has no micro-batch actions");
   schedule.microbatches = max_microbatch + 1;
   schedule.chunks = max_chunk + 1;
+  check_size(schedule.stages, schedule.microbatches, schedule.chunks, source);
   return schedule;
 }
 

@@ -59,6 +59,12 @@ bool check_shape(const Schedule& schedule, Reporter& report) {
            schedule.microbatches, ", v=", schedule.chunks, ")");
     return false;
   }
+  try {
+    check_size(schedule.stages, schedule.microbatches, schedule.chunks, "the schedule");
+  } catch (const loom::Error& e) {
+    report(e.what());
+    return false;
+  }
   if (static_cast<int>(schedule.programs.size()) != schedule.stages) {
     report("the schedule has ", schedule.programs.size(), " programs for ", schedule.stages, " stages");
     return false;
@@ -271,6 +277,18 @@ StageMemory stage_memory(const std::vector<Action>& program) {
   return memory;
 }
 
+void check_size(int stages, int microbatches, int chunks, const std::string& source) {
+  detail::require(stages >= 1 && stages <= kMaxStages, source, ": S = ", stages, " stages is outside [1, ",
+                  kMaxStages, "]");
+  detail::require(microbatches >= 1 && microbatches <= kMaxMicrobatches, source, ": M = ", microbatches,
+                  " micro-batches is outside [1, ", kMaxMicrobatches, "]");
+  detail::require(chunks >= 1 && chunks <= kMaxChunks, source, ": v = ", chunks, " chunks is outside [1, ",
+                  kMaxChunks, "]");
+  const long long cells = static_cast<long long>(stages) * microbatches * chunks;
+  detail::require(cells <= kMaxScheduleCells, source, ": S x M x v = ", stages, " x ", microbatches, " x ", chunks,
+                  " = ", cells, " is more than the ", kMaxScheduleCells, " a schedule may have");
+}
+
 ValidationReport validate(const Schedule& schedule) {
   ValidationReport result;
   Reporter report{result.errors};
@@ -283,10 +301,11 @@ ValidationReport validate(const Schedule& schedule) {
   return result;
 }
 
-void check(const Schedule& schedule) {
+void check(const Schedule& schedule, const std::string& source) {
   ValidationReport result = validate(schedule);
   if (result.ok()) return;
-  std::string message = "invalid schedule '" + schedule.name + "': " + result.errors.front();
+  std::string message = (source.empty() ? "" : source + ": ") + "invalid schedule '" + schedule.name +
+                        "': " + result.errors.front();
   if (result.errors.size() > 1) message += " (and " + std::to_string(result.errors.size() - 1) + " more problems)";
   detail::fail(message);
 }

@@ -36,3 +36,77 @@ expect_failure("/nonexistent/ckpt/manifest.json: cannot open" train --stages 2 -
 file(MAKE_DIRECTORY ${WORK_DIR}/ckpt)
 file(WRITE ${WORK_DIR}/ckpt/manifest.json "{\"format\": \"loom-train-checkpoint/1\", \"step\": 1,")
 expect_failure("ckpt/manifest.json: not valid JSON" train --stages 2 --steps 1 --resume ${WORK_DIR}/ckpt)
+
+# `loom plan`, `loom simulate` and `loom bench` with hostile input (issue 15): one process, no
+# mpiexec; the same rules (non-zero exit, one "loom: error" line naming the problem, no hang).
+function(expect_single_failure expected)
+  execute_process(COMMAND ${LOOM} ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 120)
+  if(rc EQUAL 0 OR rc MATCHES "timeout|Child aborted|exception")
+    message(FATAL_ERROR "expected a clean failure, got '${rc}': ${ARGN}\n${out}\n${err}")
+  endif()
+  string(FIND "${err}" "loom: error" at)
+  string(FIND "${err}" "${expected}" found)
+  if(at LESS 0 OR found LESS 0)
+    message(FATAL_ERROR "expected 'loom: error ... ${expected}' for ${ARGN}, got:\n${out}\n${err}")
+  endif()
+  string(LENGTH "${err}" length)
+  if(length GREATER 2000)
+    message(FATAL_ERROR "the error echoes too much (${length} characters) for ${ARGN}")
+  endif()
+  message(STATUS "ok (${rc}): ${expected}")
+endfunction()
+
+# Succeeds (exit 0) and prints `expected`.
+function(expect_single_success expected)
+  execute_process(COMMAND ${LOOM} ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 300)
+  string(FIND "${out}" "${expected}" found)
+  if(NOT rc EQUAL 0 OR found LESS 0)
+    message(FATAL_ERROR "expected success printing '${expected}' for ${ARGN}, got '${rc}':\n${out}\n${err}")
+  endif()
+  message(STATUS "ok: ${expected}")
+endfunction()
+
+set(layer "{\"forward_ms\": 1, \"backward_ms\": 2, \"activation_bytes\": 1, \"parameter_bytes\": 1000}")
+set(profile_head "{\"format\": \"loom-profile\", \"version\": 1, \"microbatch\": 1, \"layers\": ")
+file(WRITE ${WORK_DIR}/two_layers.json "${profile_head}[${layer}, ${layer}]}")
+file(WRITE ${WORK_DIR}/huge_cost.json
+  "${profile_head}[${layer}, {\"forward_ms\": 1e308, \"backward_ms\": 2, \"activation_bytes\": 1, \"parameter_bytes\": 0}]}")
+file(WRITE ${WORK_DIR}/array_layer.json "${profile_head}[[1, 2]]}")
+file(WRITE ${WORK_DIR}/overflow.json "${profile_head}[\n{\"forward_ms\": 1e400, \"backward_ms\": 2, \"activation_bytes\": 1, \"parameter_bytes\": 0}]}")
+file(WRITE ${WORK_DIR}/wide_cluster.json "{\"nodes\": 4294967297, \"devices_per_node\": 8}")
+string(REPEAT "x" 100000 long_value)
+# Defect 4: the micro-batch candidate loop overflowed an int and divided by zero (SIGFPE).
+expect_single_success("dapple" plan --profile ${WORK_DIR}/two_layers.json --cluster 1x2 --global-batch 2147483647)
+# Defects 9, 17, 7 and 18 through `loom plan`.
+expect_single_failure("huge_cost.json: layer 1 (layer1): forward_ms is 1e+308"
+                      plan --profile ${WORK_DIR}/huge_cost.json --cluster 1x2 --global-batch 8)
+expect_single_failure("array_layer.json: layers[0] must be a JSON object"
+                      plan --profile ${WORK_DIR}/array_layer.json --cluster 1x2 --global-batch 8)
+expect_single_failure("overflow.json:2:" plan --profile ${WORK_DIR}/overflow.json --cluster 1x2 --global-batch 8)
+expect_single_failure("wide_cluster.json: nodes must be an integer in [1, 4096]"
+                      plan --profile ${WORK_DIR}/two_layers.json --cluster ${WORK_DIR}/wide_cluster.json --global-batch 8)
+expect_single_failure("devices_per_node must be in [1, 1024], got 4096"
+                      plan --profile ${WORK_DIR}/two_layers.json --cluster 1x4096 --global-batch 4096)
+expect_single_failure("--time-limit must be in [0, 86400]"
+                      plan --profile ${WORK_DIR}/two_layers.json --cluster 1x2 --global-batch 8 --time-limit inf)
+expect_single_failure("--profile-batch must be in" plan --profile ${WORK_DIR}/two_layers.json --cluster 1x2
+                      --global-batch 8 --profile-batch -3)
+expect_single_failure("--simulate-candidates must be in [0, 1000]" plan --profile ${WORK_DIR}/two_layers.json
+                      --cluster 1x2 --global-batch 8 --simulate-candidates 1000000000)
+expect_single_failure("..." plan --profile ${WORK_DIR}/two_layers.json --cluster 1x2:${long_value} --global-batch 8)
+# Defects 7 and 18 through `loom simulate`.
+file(WRITE ${WORK_DIR}/s37.txt "stage 0: F99999999 B99999999 AR STEP\n")
+file(WRITE ${WORK_DIR}/no_backward.txt "stage 0: F0 AR STEP\n")
+file(WRITE ${WORK_DIR}/long_token.txt "stage 0: F0${long_value}\n")
+expect_single_failure("s37.txt:1:10: bad action 'F99999999'" simulate --from ${WORK_DIR}/s37.txt)
+expect_single_failure("no_backward.txt: invalid schedule" simulate --from ${WORK_DIR}/no_backward.txt)
+expect_single_failure("xxx...'" simulate --from ${WORK_DIR}/long_token.txt)
+expect_single_failure("--stages must be in [1, 1024], got 100000" simulate --stages 100000)
+expect_single_failure("--forward-ms must be a finite number" simulate --forward-ms inf)
+expect_single_failure("--link-gb-per-s must be positive" simulate --link-gb-per-s 0)
+# Defect 18 through `loom bench allreduce`: explicit zeros were taken silently.
+expect_single_failure("--iterations" bench allreduce --iterations 0)
+expect_single_failure("--shape-intra-gbps" bench allreduce --shape-intra-gbps 0 --shape-inter-gbps 1)
+# Bounded planning: a time limit that expires returns the best plan so far and says so.
+expect_single_success("dapple: time-limited" plan --profile ${WORK_DIR}/two_layers.json --cluster 2x8 --global-batch 64
+                      --planner dapple --time-limit 0.000001)

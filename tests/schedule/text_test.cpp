@@ -4,6 +4,7 @@
 #include <loom/core/error.h>
 #include <loom/schedule/generators.h>
 #include <loom/schedule/text.h>
+#include <loom/schedule/validator.h>
 
 using namespace loom::schedule;
 
@@ -70,4 +71,39 @@ TEST_CASE("schedule parse errors name the source, line, column and token") {
   CHECK_THROWS_WITH(parse_schedule("stage 0: F0\nschedule late\n", "my.txt"),
                     Catch::Contains("my.txt:2:1: 'schedule NAME' must come once"));
   CHECK_THROWS_AS(parse_schedule("stage 0: AR STEP\n"), loom::Error);
+}
+
+// Issue 15, defect 7: "stage 0: F99999999 B99999999 AR STEP" (37 bytes) used to parse into a
+// schedule of 10^8 micro-batches whose validation allocated 6 GB; sizes are checked while parsing.
+TEST_CASE("schedule sizes are bounded while parsing, with errors that name the file") {
+  CHECK_THROWS_WITH(parse_schedule("stage 0: F99999999 B99999999 AR STEP\n", "s37.txt"),
+                    Catch::StartsWith("s37.txt:1:10: bad action 'F99999999'") &&
+                        Catch::Contains("micro-batch 99999999 is beyond the largest a schedule may have (65535)"));
+  CHECK_THROWS_WITH(parse_schedule("stage 0: F0c64 B0c64 AR STEP\n", "c.txt"), Catch::Contains("chunk 64 is beyond"));
+  std::string many;
+  for (int s = 0; s <= kMaxStages; ++s) many += "stage " + std::to_string(s) + ": F0 B0 AR STEP\n";
+  CHECK_THROWS_WITH(parse_schedule(many, "many.txt"), Catch::StartsWith("many.txt:1025:1: more than 1024 stage lines"));
+  CHECK_THROWS_WITH(parse_schedule("stage 0: F0 F65535 AR STEP\nstage 1: F0\nstage 2: F0\nstage 3: F0\nstage 4: F0\n"
+                                   "stage 5: F0\nstage 6: F0\nstage 7: F0\nstage 8: F0\n",
+                                   "cells.txt"),
+                    Catch::StartsWith("cells.txt: S x M x v = 9 x 65536 x 1 = 589824 is more than the 524288"));
+  CHECK_NOTHROW(check_size(kMaxStages, kMaxScheduleCells / kMaxStages, 1, "--stages"));
+  CHECK_THROWS_WITH(check_size(100000, 8, 1, "--stages"), Catch::StartsWith("--stages: S = 100000 stages is outside [1, 1024]"));
+}
+
+// Defect 18: validation errors name the file; echoed user text is cut to 80 characters.
+TEST_CASE("validation errors name the file, and echoed input is cut short") {
+  const Schedule missing = parse_schedule("stage 0: F0 AR STEP\n", "missing.txt");
+  CHECK_THROWS_WITH(check(missing, "missing.txt"),
+                    Catch::StartsWith("missing.txt: invalid schedule 'custom': stage 0: B0 is missing"));
+  const std::string long_token = "F0" + std::string(10'000'000, 'x');
+  try {
+    parse_schedule("stage 0: " + long_token + "\n", "long.txt");
+    FAIL("a 10 MB token must not parse");
+  } catch (const loom::Error& e) {
+    CHECK(std::string(e.what()).size() < 400);
+    CHECK_THAT(e.what(), Catch::Contains("xxx...'"));
+  }
+  CHECK(excerpt(std::string(100, 'a')) == std::string(80, 'a') + "...");
+  CHECK(excerpt("short") == "short");
 }

@@ -4,18 +4,36 @@
 // waits) runs inside a WatchdogScope. A background thread checks the open scopes; when one has
 // been open longer than the timeout it prints
 //   loom: error (rank R): communication watchdog: <what> (peer rank P on HOST) made no progress for T s; aborting
+//   ...; rank S stopped progressing (not waiting in loom's communication: no answer to the watchdog within G s)
 // and calls MPI_Abort, which ends every rank of the job. This is the one place loom::comm aborts
 // instead of throwing: a thread blocked inside MPI or NCCL cannot be unwound by an exception.
-// Each rank runs its own watchdog, so whichever rank waits longest reports first.
+// Each rank runs its own watchdog, so whichever rank waits longest reports first; before it
+// aborts it asks the other ranks' watchdogs which of them are waiting too, and names the ones that
+// are not (watchdog.cpp says how).
 //
-// Timeout: LOOM_COMM_TIMEOUT_S (seconds, default 600; 0 disables), or set_comm_timeout_seconds().
+// Timeout: LOOM_COMM_TIMEOUT_S (seconds, default kDefaultCommTimeoutSeconds; 0 disables; at most
+// kMaxCommTimeoutSeconds, anything else is a loom::Error), or set_comm_timeout_seconds().
+// 300 s: far above any healthy wait loom has (a step, an allreduce of a few GB on a slow network,
+// a first-step NCCL setup, a stage writing its checkpoint file), yet a hang ends in five minutes
+// rather than ten, on a cluster where an idle job is expensive.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 namespace loom::comm {
+
+constexpr double kDefaultCommTimeoutSeconds = 300;
+constexpr double kMaxCommTimeoutSeconds = 1e6;  // 11.6 days; beyond, the deadline arithmetic would not be needed
+
+// LOOM_COMM_TIMEOUT_S's value (null or empty: the default); throws loom::Error for anything but a
+// number of seconds in [0, kMaxCommTimeoutSeconds] (nan, inf, 1e10, -1, "4abc").
+double comm_timeout_from_environment(const char* text);
+// now + seconds on the steady clock, for seconds in [0, kMaxCommTimeoutSeconds] (throws otherwise),
+// so the nanosecond count cannot overflow into a deadline in the past.
+std::chrono::steady_clock::time_point comm_deadline(std::chrono::steady_clock::time_point now, double seconds);
 
 double comm_timeout_seconds();
 void set_comm_timeout_seconds(double seconds);

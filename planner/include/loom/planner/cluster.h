@@ -32,6 +32,18 @@ struct Cluster {
   int node_of(int device) const { return device / devices_per_node; }
 };
 
+// The sizes and quantities a cluster may have (every reader checks them, naming the field): the
+// planners' searches and the plans they write are sized by them.
+constexpr int kMaxNodes = 4096;
+constexpr int kMaxDevicesPerNode = 1024;
+constexpr int kMaxClusterDevices = 16384;
+constexpr double kMaxBandwidth = 1e15;  // bytes/s (1 PB/s)
+constexpr double kMaxDeviceMemory = 1e15;  // bytes
+constexpr double kMaxLatencyMs = 1e6;  // 1000 s
+
+// Throws loom::Error, prefixed by `source`, when a size or quantity lies outside those ranges.
+void validate(const Cluster& cluster, const std::string& source);
+
 Cluster cluster_preset(const std::string& letter);  // "A", "B" or "C"
 // A preset, a spec, or the path of a JSON file (anything that names an existing file).
 Cluster parse_cluster(const std::string& spec_or_path);

@@ -25,6 +25,9 @@ struct PipeDreamPartition {
 
 PipeDreamPartition pipedream_partition(const Profile& profile, const Cluster& cluster);
 
+// The longest chain plan_pipedream runs the programme on without coarsening it first.
+int pipedream_exact_layers(const Cluster& cluster);
+
 PlannerResult plan_pipedream(const Profile& profile, const Cluster& cluster, int global_batch,
                              const PlannerOptions& options = {});
 

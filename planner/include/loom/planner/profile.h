@@ -46,8 +46,18 @@ struct Profile {
   double total_parameter_bytes() const;
 };
 
-// Throws loom::Error naming the profile and the layer when a cost is negative, not finite, or a
-// micro-batch size is not positive.
+// The ranges validate() accepts. Wide enough for any real model (a layer of 10^7 ms is 2.8 hours
+// per micro-batch; 10^15 bytes is a petabyte), narrow enough that the planners' sums over every
+// layer, replica and micro-batch stay finite and exact enough to compare (1e308 would not).
+constexpr int kMaxProfileLayers = 100000;
+constexpr double kMaxLayerMs = 1e7;
+constexpr double kMaxLayerBytes = 1e15;
+constexpr double kMinProfileMicrobatch = 1e-3;
+constexpr double kMaxProfileMicrobatch = 1e9;
+
+// Throws loom::Error naming the profile, the layer and the field when a cost or byte count lies
+// outside [0, kMaxLayerMs] / [0, kMaxLayerBytes] (or is not finite), a micro-batch size lies outside
+// [kMinProfileMicrobatch, kMaxProfileMicrobatch], or there are more than kMaxProfileLayers layers.
 void validate(const Profile& profile);
 
 }  // namespace loom::planner

@@ -86,7 +86,8 @@ struct SimulationResult {
   std::vector<Transfer> transfers;
 };
 
-// Throws loom::Error if the schedule deadlocks or the cost model does not fit it.
+// Throws loom::Error if the schedule deadlocks, the cost model does not fit it, or it is larger
+// than check_size() allows (validator.h).
 SimulationResult simulate(const Schedule& schedule, const CostModel& costs);
 
 }  // namespace loom::schedule

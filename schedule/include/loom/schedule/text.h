@@ -27,6 +27,10 @@ std::string program_text(const Schedule& schedule, int stage, TextStyle style = 
 // The whole schedule, "schedule NAME" line first.
 std::string to_text(const Schedule& schedule, TextStyle style = TextStyle::Full);
 
+// User text quoted in an error message: at most `most` characters, cut with "..." (a 10 MB token
+// or line must not come back whole). The planner's readers quote with it too.
+std::string excerpt(std::string_view text, std::size_t most = 80);
+
 // Parses one token ("F3c1@2"); errors name the token.
 Action parse_action(std::string_view token);
 

@@ -27,10 +27,25 @@ struct ValidationReport {
   bool ok() const { return errors.empty(); }
 };
 
+// The sizes a schedule may have. Text files, generator options and the planner's candidates are
+// checked against them before anything is sized by them (a 37-byte file must not ask for 10^8
+// micro-batches); S·M·v bounds the actions (about six per cell) that the validator, the simulator
+// and a trace hold at once, and with it their time.
+constexpr int kMaxStages = 1024;
+constexpr int kMaxMicrobatches = 65536;
+constexpr int kMaxChunks = 64;
+constexpr long long kMaxScheduleCells = 1 << 19;
+
+// Throws loom::Error, prefixed by `source` ("plan.txt", "--stages"), when S, M or v or their product
+// lies outside those ranges.
+void check_size(int stages, int microbatches, int chunks, const std::string& source);
+
+// Reports sizes outside check_size()'s ranges as its first error, without looking further.
 ValidationReport validate(const Schedule& schedule);
 
-// validate() and throw loom::Error with the first errors when it fails.
-void check(const Schedule& schedule);
+// validate() and throw loom::Error with the first errors when it fails, prefixed by `source` (the
+// file the schedule was read from) when given.
+void check(const Schedule& schedule, const std::string& source = "");
 
 // In-flight activations and weight versions of one program, in program order.
 StageMemory stage_memory(const std::vector<Action>& program);
