@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <loom/core/error.h>
+#include <loom/layers/optimizer_kind.h>
 #include <loom/planner/baselines.h>
 #include <loom/planner/dapple_planner.h>
 #include <loom/planner/pipedream_planner.h>
@@ -36,13 +37,6 @@ struct Row {
   double simulated_ms = -1;
 };
 
-double optimizer_state_factor(const std::string& name) {
-  if (name == "adam" || name == "adamw") return 2;
-  if (name == "momentum") return 1;
-  if (name == "sgd") return 0;
-  LOOM_THROW("--optimizer: unknown optimizer '", name, "' (adam, adamw, momentum, sgd)");
-}
-
 std::vector<int> parse_counts(const std::string& text) {
   std::vector<int> out;
   std::stringstream in(text);
@@ -53,7 +47,7 @@ std::vector<int> parse_counts(const std::string& text) {
       out.push_back(std::stoi(item, &used));
       if (used != item.size() || out.back() < 1) throw std::invalid_argument(item);
     } catch (const std::exception&) {
-      LOOM_THROW("--microbatches: '", schedule::excerpt(item), "' is not a positive integer");
+      LOOM_THROW("--microbatches: '", excerpt(item), "' is not a positive integer");
     }
   }
   return out;
@@ -70,7 +64,7 @@ nlohmann::json row_json(const Row& row, double single_device_ms) {
                         {"strategy", plan.strategy()},
                         {"stages", stages},
                         {"microbatches", any ? nlohmann::json(plan.microbatches) : nlohmann::json()},
-                        {"schedule", planner::to_string(plan.schedule)},
+                        {"schedule", schedule::schedule_kind_name(plan.schedule)},
                         {"placement", plan.placement},
                         {"predicted_step_ms", any ? nlohmann::json(row.result.cost.step_ms) : nlohmann::json()},
                         {"simulated_step_ms", row.simulated_ms >= 0 ? nlohmann::json(row.simulated_ms) : nlohmann::json()},
@@ -161,7 +155,7 @@ void run(const PlanOptions& o) {
   const planner::Cluster cluster = planner::parse_cluster(o.cluster);
   if (o.global_batch < 1) LOOM_THROW("--global-batch must be at least 1");
   planner::PlannerOptions options;
-  options.cost.optimizer_state_factor = optimizer_state_factor(o.optimizer);
+  options.cost.optimizer_state_factor = optimizer_state_tensors(parse_optimizer_kind(o.optimizer));
   if (!o.microbatches.empty()) options.microbatch_counts = parse_counts(o.microbatches);
   if (o.simulate_candidates < 0 || o.simulate_candidates > 1000)
     LOOM_THROW("--simulate-candidates must be in [0, 1000], got ", o.simulate_candidates);
@@ -235,7 +229,7 @@ void add_plan_command(CLI::App& app) {
                 "does) instead of after it (DAPPLE's model); dp shows both anyway");
   cmd->add_option("--profile-batch", o.profile_batch,
                   "graph.txt only: the micro-batch it was profiled at (default: -pbs-N in the file name, else 1)");
-  cmd->add_option("--optimizer", o.optimizer, "optimizer state per parameter: adam/adamw (2x), momentum (1x), sgd")
+  cmd->add_option("--optimizer", o.optimizer, optimizer_kind_list() + ": the state it keeps per parameter (adam/adamw 2x, momentum 1x, sgd none)")
       ->capture_default_str();
   cmd->add_option("--microbatches", o.microbatches, "only these micro-batch counts, e.g. 8,16,32 (default: divisors)");
   cmd->add_option("--simulate-candidates", o.simulate_candidates,

@@ -66,7 +66,7 @@ PlannerResult plan_gpipe(const Profile& profile, const Cluster& cluster, int glo
       plan.planner = "gpipe";
       plan.global_batch = global_batch;
       plan.microbatches = m;
-      plan.schedule = ScheduleKind::GPipe;
+      plan.schedule = ScheduleKind::gpipe;
       plan.overlap_allreduce = options.overlap_allreduce;
       for (int s = 0, first = 0; s < stages; first = last[s] + 1, ++s) {
         StagePlan stage{first, last[s], std::vector<int>(replicas)};

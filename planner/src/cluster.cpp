@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <sstream>
 
-#include "fail.h"
+#include <loom/core/error.h>
 #include "json_input.h"
 
 namespace loom::planner {
@@ -51,7 +51,7 @@ double take_prefix(std::string& unit) {
 }
 
 void expect_positive(double value, const std::string& text, const char* what) {
-  if (!(value > 0)) detail::fail("'", excerpt(text), "' is not a positive ", what);
+  if (!(value > 0)) LOOM_THROW("'", excerpt(text), "' is not a positive ", what);
 }
 
 // "2x8" → nodes and devices per node; false unless both are whole numbers (of any size: the
@@ -70,7 +70,7 @@ bool split_shape(const std::string& shape, long long& nodes, long long& per_node
 
 void check_range(const std::string& source, const char* field, double value, double least, double most) {
   if (!(value >= least && value <= most))
-    detail::fail(source, ": ", field, " must be in [", least, ", ", most, "], got ", value);
+    LOOM_THROW(source, ": ", field, " must be in [", least, ", ", most, "], got ", value);
 }
 
 }  // namespace
@@ -89,27 +89,27 @@ void validate(const Cluster& c, const std::string& source) {
 
 double parse_bytes(const std::string& text) {
   Quantity q;
-  if (!split_quantity(text, q)) detail::fail("cannot read '", excerpt(text), "' as a size (e.g. 16GB or 16GiB)");
+  if (!split_quantity(text, q)) LOOM_THROW("cannot read '", excerpt(text), "' as a size (e.g. 16GB or 16GiB)");
   std::string unit = q.unit;
   const double factor = take_prefix(unit);
   if (unit == "b" || unit == "bit")
-    detail::fail("'", excerpt(text), "': memory sizes are in bytes (B), not bits (b)");
+    LOOM_THROW("'", excerpt(text), "': memory sizes are in bytes (B), not bits (b)");
   if (!(unit.empty() || unit == "B"))
-    detail::fail("cannot read '", excerpt(text), "' as a size: unknown unit '", excerpt(q.unit), "' (use B, KB, MB, GB, GiB, ...)");
+    LOOM_THROW("cannot read '", excerpt(text), "' as a size: unknown unit '", excerpt(q.unit), "' (use B, KB, MB, GB, GiB, ...)");
   expect_positive(q.number, text, "size");
   return q.number * factor;
 }
 
 double parse_bandwidth(const std::string& text) {
   Quantity q;
-  if (!split_quantity(text, q)) detail::fail("cannot read '", excerpt(text), "' as a bandwidth (e.g. 130GB/s or 25Gb/s)");
+  if (!split_quantity(text, q)) LOOM_THROW("cannot read '", excerpt(text), "' as a bandwidth (e.g. 130GB/s or 25Gb/s)");
   std::string unit = q.unit;
   const double factor = take_prefix(unit);
   double scale = 0;
   if (unit.empty() || unit == "B/s" || unit == "Bps") scale = 1.0;
   if (unit == "b/s" || unit == "bps" || unit == "bit/s") scale = 1.0 / 8;
   if (scale == 0)
-    detail::fail("cannot read '", excerpt(text), "' as a bandwidth: unknown unit '", excerpt(q.unit),
+    LOOM_THROW("cannot read '", excerpt(text), "' as a bandwidth: unknown unit '", excerpt(q.unit),
                  "' (use GB/s for bytes, Gb/s or Gbps for bits)");
   expect_positive(q.number, text, "bandwidth");
   return q.number * factor * scale;
@@ -117,15 +117,15 @@ double parse_bandwidth(const std::string& text) {
 
 double parse_latency_ms(const std::string& text) {
   Quantity q;
-  if (!split_quantity(text, q)) detail::fail("cannot read '", excerpt(text), "' as a latency (e.g. 5us)");
+  if (!split_quantity(text, q)) LOOM_THROW("cannot read '", excerpt(text), "' as a latency (e.g. 5us)");
   double scale = -1;
   if (q.unit == "s") scale = 1e3;
   if (q.unit == "ms") scale = 1;
   if (q.unit == "us") scale = 1e-3;
   if (q.unit == "ns") scale = 1e-6;
   if (q.unit.empty() && q.number == 0) scale = 0;
-  if (scale < 0) detail::fail("cannot read '", excerpt(text), "' as a latency: use s, ms, us or ns");
-  if (q.number < 0) detail::fail("'", excerpt(text), "' is a negative latency");
+  if (scale < 0) LOOM_THROW("cannot read '", excerpt(text), "' as a latency: use s, ms, us or ns");
+  if (q.number < 0) LOOM_THROW("'", excerpt(text), "' is a negative latency");
   return q.number * scale;
 }
 
@@ -142,7 +142,7 @@ Cluster cluster_preset(const std::string& letter) {
     c.devices_per_node = 1;
     c.inter_bandwidth = (letter == "B" ? 25e9 : 10e9) / 8;
   } else {
-    detail::fail("unknown cluster preset '", excerpt(letter), "' (presets: A, B, C)");
+    LOOM_THROW("unknown cluster preset '", excerpt(letter), "' (presets: A, B, C)");
   }
   c.device_memory = 16e9;
   return c;
@@ -158,10 +158,10 @@ Cluster parse_cluster_spec(const std::string& spec) {
     } else {
       long long nodes = 0, per_node = 0;
       if (!split_shape(shape, nodes, per_node) || nodes < 1 || per_node < 1)
-        detail::fail("expected NODESxDEVICES (e.g. 2x8) or a preset A, B, C before ':', got '", excerpt(shape), "'");
-      if (nodes > kMaxNodes) detail::fail("nodes must be in [1, ", kMaxNodes, "], got ", nodes);
+        LOOM_THROW("expected NODESxDEVICES (e.g. 2x8) or a preset A, B, C before ':', got '", excerpt(shape), "'");
+      if (nodes > kMaxNodes) LOOM_THROW("nodes must be in [1, ", kMaxNodes, "], got ", nodes);
       if (per_node > kMaxDevicesPerNode)
-        detail::fail("devices_per_node must be in [1, ", kMaxDevicesPerNode, "], got ", per_node);
+        LOOM_THROW("devices_per_node must be in [1, ", kMaxDevicesPerNode, "], got ", per_node);
       c.nodes = static_cast<int>(nodes);
       c.devices_per_node = static_cast<int>(per_node);
     }
@@ -170,19 +170,19 @@ Cluster parse_cluster_spec(const std::string& spec) {
       std::string item;
       while (std::getline(items, item, ',')) {
         const auto eq = item.find('=');
-        if (eq == std::string::npos) detail::fail("expected key=value, got '", excerpt(item), "'");
+        if (eq == std::string::npos) LOOM_THROW("expected key=value, got '", excerpt(item), "'");
         const std::string key = item.substr(0, eq), value = item.substr(eq + 1);
         if (key == "intra") c.intra_bandwidth = parse_bandwidth(value);
         else if (key == "inter") c.inter_bandwidth = parse_bandwidth(value);
         else if (key == "mem") c.device_memory = parse_bytes(value);
         else if (key == "intra_lat") c.intra_latency_ms = parse_latency_ms(value);
         else if (key == "inter_lat") c.inter_latency_ms = parse_latency_ms(value);
-        else detail::fail("unknown key '", excerpt(key), "' (keys: intra, inter, mem, intra_lat, inter_lat)");
+        else LOOM_THROW("unknown key '", excerpt(key), "' (keys: intra, inter, mem, intra_lat, inter_lat)");
       }
     }
     validate(c, "the cluster");
   } catch (const loom::Error& e) {
-    detail::fail("cluster spec '", excerpt(spec), "': ", e.what());
+    LOOM_THROW("cluster spec '", excerpt(spec), "': ", e.what());
   }
   c.name = spec;
   return c;
@@ -205,11 +205,11 @@ Cluster read_cluster_json(const std::string& path) {
       try {
         return parse(value->get<std::string>());
       } catch (const loom::Error& e) {
-        detail::fail(path, ": ", key, ": ", e.what());
+        LOOM_THROW(path, ": ", key, ": ", e.what());
       }
     }
     if (!value->is_number() || !(value->get<double>() >= 0))
-      detail::fail(path, ": ", key, " must be a non-negative number or a string with a unit");
+      LOOM_THROW(path, ": ", key, " must be a non-negative number or a string with a unit");
     return value->get<double>();
   };
   c.intra_bandwidth = quantity("intra_bandwidth", c.intra_bandwidth, parse_bandwidth);
@@ -218,7 +218,7 @@ Cluster read_cluster_json(const std::string& path) {
   c.intra_latency_ms = quantity("intra_latency", 0, parse_latency_ms);
   c.inter_latency_ms = quantity("inter_latency", 0, parse_latency_ms);
   if (c.intra_bandwidth <= 0 || c.inter_bandwidth <= 0 || c.device_memory <= 0)
-    detail::fail(path, ": bandwidths and device_memory must be positive");
+    LOOM_THROW(path, ": bandwidths and device_memory must be positive");
   validate(c, path);
   return c;
 }

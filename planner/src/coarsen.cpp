@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "fail.h"
+#include <loom/core/error.h>
 
 namespace loom::planner {
 
@@ -60,7 +60,7 @@ LayerProfile merge(const Profile& profile, int first, int last) {
 }  // namespace
 
 Coarsening coarsen(const Profile& profile, int groups) {
-  if (groups < 1) detail::fail("coarsen: at least one group, got ", groups);
+  if (groups < 1) LOOM_THROW("coarsen: at least one group, got ", groups);
   Coarsening out;
   out.profile = profile;
   if (profile.size() <= groups) {
@@ -79,7 +79,7 @@ Plan refine(const Plan& coarse, const Coarsening& coarsening) {
   const int groups = static_cast<int>(coarsening.last_layers.size());
   for (StagePlan& stage : plan.stages) {
     if (stage.first_layer < 0 || stage.last_layer >= groups || stage.first_layer > stage.last_layer)
-      detail::fail("refine: stage layers ", stage.first_layer, "-", stage.last_layer, " are not groups of 0..",
+      LOOM_THROW("refine: stage layers ", stage.first_layer, "-", stage.last_layer, " are not groups of 0..",
                    groups - 1);
     stage.first_layer = stage.first_layer == 0 ? 0 : coarsening.last_layers[stage.first_layer - 1] + 1;
     stage.last_layer = coarsening.last_layers[stage.last_layer];

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <map>
 
-#include "fail.h"
+#include <loom/core/error.h>
 
 namespace loom::planner {
 
@@ -177,7 +177,7 @@ PlanCost evaluate(const Profile& profile, const Cluster& cluster, const Plan& pl
     } else {
       sc.allreduce_ms = ar.at(weights);
     }
-    sc.in_flight = plan.schedule == ScheduleKind::GPipe ? m : std::min(stages - s, m);
+    sc.in_flight = plan.schedule == ScheduleKind::gpipe ? m : std::min(stages - s, m);
     sc.memory_bytes = weights * (2 + options.optimizer_state_factor) + sc.in_flight * activations;
     if (s + 1 < stages) {
       const double bytes = profile.cost_at(stage.last_layer, b).boundary_bytes;
@@ -194,7 +194,7 @@ PlanCost evaluate(const Profile& profile, const Cluster& cluster, const Plan& pl
     cost.stages.push_back(sc);
   }
   const PipelineLatency latency =
-      plan.schedule == ScheduleKind::GPipe ? gpipe_latency(elements, m) : dapple_latency(elements, m);
+      plan.schedule == ScheduleKind::gpipe ? gpipe_latency(elements, m) : dapple_latency(elements, m);
   cost.step_ms = latency.step_ms;
   cost.pivot = latency.pivot;
   cost.pivot_is_round_trip = latency.pivot_is_round_trip;

@@ -11,7 +11,7 @@
 #include <loom/planner/plan_simulation.h>
 
 #include "balanced_split.h"
-#include "fail.h"
+#include <loom/core/error.h>
 
 namespace loom::planner {
 
@@ -386,7 +386,7 @@ Plan make_plan(const Profile& profile, const Cluster& cluster, int global_batch,
   plan.placement = to_string(policy);
   plan.global_batch = global_batch;
   plan.microbatches = microbatches;
-  plan.schedule = ScheduleKind::Dapple;
+  plan.schedule = ScheduleKind::dapple;
   const auto devices = place_stages(cluster.nodes, cluster.devices_per_node, found.replicas, policy);
   for (std::size_t s = 0, first = 0; s < found.replicas.size(); first = found.last_layers[s] + 1, ++s)
     plan.stages.push_back({static_cast<int>(first), found.last_layers[s], devices[s]});
@@ -521,7 +521,7 @@ void settle(DappleRun& run) {
   const double scored = result.search == "exact" ? run.best_exact : result.cost.step_ms;
   if (result.search == "exact" && (std::abs(result.cost.step_ms - scored) > 1e-6 * std::max(1.0, scored) ||
                                    !result.cost.feasible))
-    detail::fail("internal error: the DAPPLE search scored ", result.plan.strategy(), " at ", scored,
+    LOOM_THROW("internal error: the DAPPLE search scored ", result.plan.strategy(), " at ", scored,
                  " ms but the cost model says ", result.cost.step_ms, " ms");
   if (!run.shortlist.plans().empty()) {
     run.progress(loom::detail::concat("simulating ", run.shortlist.plans().size(), " candidates"));

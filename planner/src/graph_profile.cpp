@@ -15,7 +15,7 @@
 
 #include <loom/schedule/text.h>
 
-#include "fail.h"
+#include <loom/core/error.h>
 
 namespace loom::planner {
 
@@ -55,7 +55,7 @@ class GraphParser {
   }
 
   std::vector<Node>& nodes() { return nodes_; }
-  [[noreturn]] void error(const std::string& message) const { detail::fail(source_, ":", line_, ": ", message); }
+  [[noreturn]] void error(const std::string& message) const { LOOM_THROW(source_, ":", line_, ": ", message); }
 
   // Resolves edges once every node is known (node lines may follow the edges that use them).
   void connect();
@@ -182,7 +182,7 @@ std::vector<int> topological_order(const std::vector<Node>& nodes, const std::st
   if (order.size() != nodes.size()) {
     for (std::size_t i = 0; i < nodes.size(); ++i)
       if (indegree[i] > 0)
-        detail::fail(source, ":", nodes[i].line, ": the graph has a cycle through ", excerpt(nodes[i].name));
+        LOOM_THROW(source, ":", nodes[i].line, ": the graph has a cycle through ", excerpt(nodes[i].name));
   }
   return order;
 }
@@ -212,7 +212,7 @@ Profile parse_graph_profile(std::istream& in, const std::string& source, double 
   while (std::getline(in, raw)) parser.line(raw, ++number);
   parser.connect();
   std::vector<Node>& nodes = parser.nodes();
-  if (nodes.empty()) detail::fail(source, ": no node lines (expected 'nodeN -- description -- ...')");
+  if (nodes.empty()) LOOM_THROW(source, ": no node lines (expected 'nodeN -- description -- ...')");
 
   const std::vector<int> order = topological_order(nodes, source);
   std::vector<int> position(nodes.size());
@@ -260,7 +260,7 @@ Profile parse_graph_profile(std::istream& in, const std::string& source, double 
 
 Profile read_graph_profile(const std::string& path, double microbatch) {
   std::ifstream in(path);
-  if (!in) detail::fail(path, ": cannot open profile file");
+  if (!in) LOOM_THROW(path, ": cannot open profile file");
   return parse_graph_profile(in, path, microbatch);
 }
 

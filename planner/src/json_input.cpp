@@ -4,7 +4,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "fail.h"
+#include <loom/core/error.h>
 
 namespace loom::planner::detail {
 
@@ -39,7 +39,7 @@ std::string reason_of(const nlohmann::json::exception& e) {
 
 std::string read_text_file(const std::string& path, const char* what) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) fail(path, ": cannot open ", what, " file");
+  if (!in) LOOM_THROW(path, ": cannot open ", what, " file");
   std::ostringstream text;
   text << in.rdbuf();
   return text.str();
@@ -53,7 +53,7 @@ nlohmann::json parse_json(const std::string& text, const std::string& source) {
     std::string reason = e.what();
     const auto colon = reason.rfind(": ");
     if (colon != std::string::npos) reason = reason.substr(colon + 2);
-    fail(source, ":", position(text, e.byte == 0 ? 0 : e.byte - 1), ": invalid JSON: ", reason);
+    LOOM_THROW(source, ":", position(text, e.byte == 0 ? 0 : e.byte - 1), ": invalid JSON: ", reason);
   } catch (const nlohmann::json::exception& e) {
     // A number beyond double range ("number overflow parsing '1e400'") has no offset: find the
     // quoted literal in the text.
@@ -61,17 +61,17 @@ nlohmann::json parse_json(const std::string& text, const std::string& source) {
     const auto open = reason.find('\''), close = reason.rfind('\'');
     std::size_t at = std::string::npos;
     if (open != std::string::npos && close > open) at = text.find(reason.substr(open + 1, close - open - 1));
-    if (at == std::string::npos) fail(source, ": invalid JSON: ", reason);
-    fail(source, ":", position(text, at), ": invalid JSON: ", reason);
+    if (at == std::string::npos) LOOM_THROW(source, ": invalid JSON: ", reason);
+    LOOM_THROW(source, ":", position(text, at), ": invalid JSON: ", reason);
   }
 }
 
 const nlohmann::json* find_field(const nlohmann::json& object, const char* key, const std::string& source,
                                  const std::string& where, bool required) {
-  if (!object.is_object()) fail(source, ": ", where.empty() ? "the document" : where, " must be a JSON object");
+  if (!object.is_object()) LOOM_THROW(source, ": ", where.empty() ? "the document" : where, " must be a JSON object");
   auto it = object.find(key);
   if (it == object.end()) {
-    if (required) fail(source, ": missing field ", dotted(where, key));
+    if (required) LOOM_THROW(source, ": missing field ", dotted(where, key));
     return nullptr;
   }
   return &*it;
@@ -81,7 +81,7 @@ double number_field(const nlohmann::json& object, const char* key, const std::st
                     const std::string& where) {
   const nlohmann::json* value = find_field(object, key, source, where, true);
   if (!value->is_number() || !std::isfinite(value->get<double>()))
-    fail(source, ": ", dotted(where, key), " must be a number");
+    LOOM_THROW(source, ": ", dotted(where, key), " must be a number");
   return value->get<double>();
 }
 
@@ -101,7 +101,7 @@ std::int64_t integer_value(const nlohmann::json& value, const std::string& sourc
     const std::int64_t i = value.get<std::int64_t>();
     in_range = i >= min && i <= max;
   }
-  if (!in_range) fail(source, ": ", field, " must be an integer in [", min, ", ", max, "], got ", value.dump());
+  if (!in_range) LOOM_THROW(source, ": ", field, " must be an integer in [", min, ", ", max, "], got ", value.dump());
   return value.get<std::int64_t>();
 }
 
@@ -115,17 +115,17 @@ std::string string_field_or(const nlohmann::json& object, const char* key, const
                             const std::string& source, const std::string& where) {
   const nlohmann::json* value = find_field(object, key, source, where, false);
   if (!value) return fallback;
-  if (!value->is_string()) fail(source, ": ", dotted(where, key), " must be a string");
+  if (!value->is_string()) LOOM_THROW(source, ": ", dotted(where, key), " must be a string");
   return value->get<std::string>();
 }
 
 void reject_unknown_fields(const nlohmann::json& object, std::initializer_list<const char*> known,
                            const std::string& source, const std::string& where) {
-  if (!object.is_object()) fail(source, ": ", where.empty() ? "the document" : where, " must be a JSON object");
+  if (!object.is_object()) LOOM_THROW(source, ": ", where.empty() ? "the document" : where, " must be a JSON object");
   for (auto it = object.begin(); it != object.end(); ++it) {
     bool found = false;
     for (const char* k : known) found = found || it.key() == k;
-    if (!found) fail(source, ": unknown field ", dotted(where, excerpt(it.key()).c_str()));
+    if (!found) LOOM_THROW(source, ": unknown field ", dotted(where, excerpt(it.key()).c_str()));
   }
 }
 

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <limits>
 
-#include "fail.h"
+#include <loom/core/error.h>
 
 namespace loom::planner {
 
@@ -156,7 +156,7 @@ PlannerResult plan_pipedream(const Profile& profile, const Cluster& cluster, int
     plan.planner = "pipedream";
     plan.global_batch = global_batch;
     plan.microbatches = m;
-    plan.schedule = ScheduleKind::Dapple;
+    plan.schedule = ScheduleKind::dapple;
     plan.overlap_allreduce = options.overlap_allreduce;
     plan.stages = partition.stages;
     candidates.push_back(std::move(plan));

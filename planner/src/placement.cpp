@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <numeric>
 
-#include "fail.h"
+#include <loom/core/error.h>
 
 namespace loom::planner {
 
@@ -20,7 +20,7 @@ const char* to_string(PlacementPolicy policy) {
 PlacementPolicy parse_placement_policy(const std::string& name) {
   for (PlacementPolicy p : kAllPlacementPolicies)
     if (name == to_string(p)) return p;
-  detail::fail("unknown placement policy '", name, "' (fresh-first, append-first, scatter-first)");
+  LOOM_THROW("unknown placement policy '", name, "' (fresh-first, append-first, scatter-first)");
 }
 
 int NodeUsage::free_devices() const {
@@ -58,7 +58,7 @@ std::vector<int> fill_order(const NodeUsage& usage, PlacementPolicy policy) {
 std::vector<int> place_stage(NodeUsage& usage, int replicas, PlacementPolicy policy) {
   const int cap = usage.devices_per_node, nodes = static_cast<int>(usage.used.size());
   if (replicas < 1 || replicas > usage.free_devices())
-    detail::fail("cannot place ", replicas, " replicas on ", usage.free_devices(), " free devices");
+    LOOM_THROW("cannot place ", replicas, " replicas on ", usage.free_devices(), " free devices");
   std::vector<int> devices;
   if (policy == PlacementPolicy::ScatterFirst) {
     std::vector<int> mine(nodes, 0);

@@ -8,7 +8,7 @@
 #include <loom/planner/profile.h>
 #include <loom/schedule/validator.h>
 
-#include "fail.h"
+#include <loom/core/error.h>
 #include "json_input.h"
 
 namespace loom::planner {
@@ -35,7 +35,7 @@ nlohmann::json plan_to_json(const Plan& plan, const Cluster& cluster) {
                         {"global_batch", plan.global_batch},
                         {"microbatches", plan.microbatches},
                         {"microbatch_size", plan.microbatch_size()},
-                        {"schedule", to_string(plan.schedule)},
+                        {"schedule", schedule::schedule_kind_name(plan.schedule)},
                         {"placement", plan.placement},
                         {"overlap_allreduce", plan.overlap_allreduce},
                         {"cluster", {{"nodes", cluster.nodes}, {"devices_per_node", cluster.devices_per_node}}},
@@ -48,9 +48,9 @@ nlohmann::json plan_to_json(const Plan& plan, const Cluster& cluster) {
 
 void write_plan(const Plan& plan, const Cluster& cluster, const std::string& path) {
   std::ofstream out(path);
-  if (!out) detail::fail(path, ": cannot write plan file");
+  if (!out) LOOM_THROW(path, ": cannot write plan file");
   out << plan_to_json(plan, cluster).dump(2) << "\n";
-  if (!out) detail::fail(path, ": error while writing plan file");
+  if (!out) LOOM_THROW(path, ": error while writing plan file");
 }
 
 Plan parse_plan(const std::string& text, const std::string& source) {
@@ -60,8 +60,8 @@ Plan parse_plan(const std::string& text, const std::string& source) {
                               "microbatch_size", "schedule", "placement", "overlap_allreduce", "cluster", "stages",
                               "predicted_step_ms", "simulated_step_ms", "peak_memory_bytes"},
                         source, "");
-  if (string_field_or(doc, "format", "", source, "") != kFormat) fail(source, ": format must be \"", kFormat, "\"");
-  if (int_field(doc, "version", source, "", 0, INT_MAX) != 1) fail(source, ": unsupported version (expected 1)");
+  if (string_field_or(doc, "format", "", source, "") != kFormat) LOOM_THROW(source, ": format must be \"", kFormat, "\"");
+  if (int_field(doc, "version", source, "", 0, INT_MAX) != 1) LOOM_THROW(source, ": unsupported version (expected 1)");
   Plan plan;
   plan.model = string_field_or(doc, "model", "", source, "");
   plan.planner = string_field_or(doc, "planner", "", source, "");
@@ -69,26 +69,26 @@ Plan parse_plan(const std::string& text, const std::string& source) {
   plan.global_batch = int_field(doc, "global_batch", source, "", 1, INT_MAX);
   plan.microbatches = int_field(doc, "microbatches", source, "", 1, schedule::kMaxMicrobatches);
   try {
-    plan.schedule = parse_schedule_kind(string_field_or(doc, "schedule", "dapple", source, ""));
+    plan.schedule = parse_plan_schedule(string_field_or(doc, "schedule", "dapple", source, ""));
   } catch (const loom::Error& e) {
-    fail(source, ": schedule: ", e.what());
+    LOOM_THROW(source, ": schedule: ", e.what());
   }
   if (const nlohmann::json* overlap = find_field(doc, "overlap_allreduce", source, "", false)) {
-    if (!overlap->is_boolean()) fail(source, ": overlap_allreduce must be true or false");
+    if (!overlap->is_boolean()) LOOM_THROW(source, ": overlap_allreduce must be true or false");
     plan.overlap_allreduce = overlap->get<bool>();
   }
   plan.predicted_step_ms = number_field_or(doc, "predicted_step_ms", 0, source, "");
   plan.simulated_step_ms = number_field_or(doc, "simulated_step_ms", -1, source, "");
   plan.peak_memory_bytes = number_field_or(doc, "peak_memory_bytes", 0, source, "");
   const nlohmann::json* stages = find_field(doc, "stages", source, "", true);
-  if (!stages->is_array() || stages->empty()) fail(source, ": stages must be a non-empty array");
+  if (!stages->is_array() || stages->empty()) LOOM_THROW(source, ": stages must be a non-empty array");
   int devices = 0;
   for (std::size_t i = 0; i < stages->size(); ++i) {
     const std::string where = "stages[" + std::to_string(i) + "]";
     const nlohmann::json& entry = (*stages)[i];
     reject_unknown_fields(entry, {"layers", "replicas", "ranks", "devices"}, source, where);
     const nlohmann::json* layers = find_field(entry, "layers", source, where, true);
-    if (!layers->is_array() || layers->size() != 2) fail(source, ": ", where, ".layers must be [first, last]");
+    if (!layers->is_array() || layers->size() != 2) LOOM_THROW(source, ": ", where, ".layers must be [first, last]");
     StagePlan stage;
     stage.first_layer = static_cast<int>(integer_value((*layers)[0], source, where + ".layers[0]", 0,
                                                        kMaxProfileLayers - 1));
@@ -96,7 +96,7 @@ Plan parse_plan(const std::string& text, const std::string& source) {
                                                       kMaxProfileLayers - 1));
     const nlohmann::json* ranks = find_field(entry, "ranks", source, where, true);
     if (!ranks->is_array() || ranks->empty() || ranks->size() > static_cast<std::size_t>(kMaxClusterDevices))
-      fail(source, ": ", where, ".ranks must be a non-empty array of at most ", kMaxClusterDevices, " ranks");
+      LOOM_THROW(source, ": ", where, ".ranks must be a non-empty array of at most ", kMaxClusterDevices, " ranks");
     for (std::size_t k = 0; k < ranks->size(); ++k) {
       const std::string at = where + ".ranks[" + std::to_string(k) + "]";
       stage.devices.push_back(static_cast<int>(integer_value((*ranks)[k], source, at, 0, kMaxClusterDevices - 1)));
@@ -105,14 +105,14 @@ Plan parse_plan(const std::string& text, const std::string& source) {
     if (find_field(entry, "replicas", source, where, false)) {
       const int replicas = int_field(entry, "replicas", source, where, 1, kMaxClusterDevices);
       if (replicas != stage.replicas())
-        fail(source, ": ", where, ".replicas is ", replicas, " but ", where, ".ranks lists ", stage.replicas());
+        LOOM_THROW(source, ": ", where, ".replicas is ", replicas, " but ", where, ".ranks lists ", stage.replicas());
     }
     plan.stages.push_back(std::move(stage));
   }
   try {
     validate(plan, plan.stages.back().last_layer + 1, devices);
   } catch (const loom::Error& e) {
-    fail(source, ": ", e.what());
+    LOOM_THROW(source, ": ", e.what());
   }
   return plan;
 }

@@ -39,7 +39,7 @@ schedule::CostModel simulation_costs(const Profile& profile, const Cluster& clus
 }
 
 schedule::Schedule plan_schedule(const Plan& plan) {
-  return plan.schedule == ScheduleKind::GPipe ? schedule::gpipe(plan.stage_count(), plan.microbatches)
+  return plan.schedule == ScheduleKind::gpipe ? schedule::gpipe(plan.stage_count(), plan.microbatches)
                                               : schedule::dapple(plan.stage_count(), plan.microbatches);
 }
 

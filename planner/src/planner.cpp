@@ -7,12 +7,12 @@
 #include <loom/planner/coarsen.h>
 #include <loom/schedule/validator.h>
 
-#include "fail.h"
+#include <loom/core/error.h>
 
 namespace loom::planner {
 
 std::vector<int> microbatch_candidates(int global_batch, const PlannerOptions& options, int devices) {
-  if (global_batch < 1) detail::fail("the global batch must be at least 1, got ", global_batch);
+  if (global_batch < 1) LOOM_THROW("the global batch must be at least 1, got ", global_batch);
   // A plan has at most `devices` stages, and its schedule at most kMaxScheduleCells cells.
   const int most = static_cast<int>(std::min<long long>(schedule::kMaxMicrobatches,
                                                         schedule::kMaxScheduleCells / std::max(1, devices)));
@@ -20,11 +20,11 @@ std::vector<int> microbatch_candidates(int global_batch, const PlannerOptions& o
   if (!options.microbatch_counts.empty()) {
     for (int m : options.microbatch_counts) {
       if (m > most)
-        detail::fail("micro-batch count ", m, " is more than the ", most, " a schedule on ", devices,
+        LOOM_THROW("micro-batch count ", m, " is more than the ", most, " a schedule on ", devices,
                      " devices may have");
       if (m >= 1 && global_batch % m == 0) out.push_back(m);
     }
-    if (out.empty()) detail::fail("none of the given micro-batch counts divides the global batch ", global_batch);
+    if (out.empty()) LOOM_THROW("none of the given micro-batch counts divides the global batch ", global_batch);
     return out;
   }
   // Divisors in pairs (m, global_batch / m) up to the square root, in 64 bits: a loop up to the

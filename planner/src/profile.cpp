@@ -6,7 +6,7 @@
 
 #include <loom/schedule/text.h>
 
-#include "fail.h"
+#include <loom/core/error.h>
 
 namespace loom::planner {
 
@@ -29,7 +29,7 @@ bool within(double x, double most) { return std::isfinite(x) && x >= 0 && x <= m
 void check_value(const Profile& profile, int layer, const char* field, double value, double most,
                  const char* unit) {
   if (!within(value, most))
-    detail::fail(profile.source, ": layer ", layer, " (", schedule::excerpt(profile.layers[layer].name), "): ", field, " is ", value,
+    LOOM_THROW(profile.source, ": layer ", layer, " (", schedule::excerpt(profile.layers[layer].name), "): ", field, " is ", value,
                  "; it must be finite, non-negative and at most ", most, " ", unit);
 }
 
@@ -73,12 +73,12 @@ double Profile::parameter_bytes(int first, int last) const {
 double Profile::total_parameter_bytes() const { return layers.empty() ? 0 : parameter_bytes(0, size() - 1); }
 
 void validate(const Profile& profile) {
-  if (profile.layers.empty()) detail::fail(profile.source, ": the profile has no layers");
+  if (profile.layers.empty()) LOOM_THROW(profile.source, ": the profile has no layers");
   if (profile.size() > kMaxProfileLayers)
-    detail::fail(profile.source, ": the profile has ", profile.size(), " layers; at most ", kMaxProfileLayers,
+    LOOM_THROW(profile.source, ": the profile has ", profile.size(), " layers; at most ", kMaxProfileLayers,
                  " are supported");
   if (!valid_microbatch(profile.microbatch))
-    detail::fail(profile.source, ": the profiled micro-batch size must be positive, in [", kMinProfileMicrobatch,
+    LOOM_THROW(profile.source, ": the profiled micro-batch size must be positive, in [", kMinProfileMicrobatch,
                  ", ", kMaxProfileMicrobatch, "], got ", profile.microbatch);
   for (int l = 0; l < profile.size(); ++l) {
     const LayerProfile& lp = profile.layers[l];
@@ -87,7 +87,7 @@ void validate(const Profile& profile) {
     std::vector<double> sizes{profile.microbatch};
     for (const Measurement& m : lp.extra) {
       if (!valid_microbatch(m.microbatch) || std::find(sizes.begin(), sizes.end(), m.microbatch) != sizes.end())
-        detail::fail(profile.source, ": layer ", l, " (", schedule::excerpt(lp.name),
+        LOOM_THROW(profile.source, ": layer ", l, " (", schedule::excerpt(lp.name),
                      "): each measurement needs its own positive micro-batch size, in [", kMinProfileMicrobatch,
                      ", ", kMaxProfileMicrobatch, "]");
       sizes.push_back(m.microbatch);

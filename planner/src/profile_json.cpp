@@ -7,7 +7,7 @@
 
 #include <loom/planner/graph_profile.h>
 
-#include "fail.h"
+#include <loom/core/error.h>
 #include "json_input.h"
 
 namespace loom::planner {
@@ -38,17 +38,17 @@ Profile parse_profile_json(const std::string& text, const std::string& source) {
   const nlohmann::json doc = detail::parse_json(text, source);
   detail::reject_unknown_fields(doc, {"format", "version", "model", "microbatch", "device", "layers"}, source, "");
   const std::string format = detail::string_field_or(doc, "format", "", source, "");
-  if (format != kFormat) detail::fail(source, ": format must be \"", kFormat, "\"");
-  if (detail::int_field(doc, "version", source, "", 0, INT_MAX) != 1) detail::fail(source, ": unsupported version (expected 1)");
+  if (format != kFormat) LOOM_THROW(source, ": format must be \"", kFormat, "\"");
+  if (detail::int_field(doc, "version", source, "", 0, INT_MAX) != 1) LOOM_THROW(source, ": unsupported version (expected 1)");
   Profile profile;
   profile.source = source;
   profile.model = detail::string_field_or(doc, "model", "", source, "");
   profile.device = detail::string_field_or(doc, "device", "", source, "");
   profile.microbatch = detail::number_field(doc, "microbatch", source, "");
   const nlohmann::json* layers = detail::find_field(doc, "layers", source, "", true);
-  if (!layers->is_array() || layers->empty()) detail::fail(source, ": layers must be a non-empty array");
+  if (!layers->is_array() || layers->empty()) LOOM_THROW(source, ": layers must be a non-empty array");
   if (layers->size() > static_cast<std::size_t>(kMaxProfileLayers))
-    detail::fail(source, ": layers has ", layers->size(), " entries; at most ", kMaxProfileLayers, " are supported");
+    LOOM_THROW(source, ": layers has ", layers->size(), " entries; at most ", kMaxProfileLayers, " are supported");
   for (std::size_t i = 0; i < layers->size(); ++i) {
     const std::string where = "layers[" + std::to_string(i) + "]";
     const nlohmann::json& entry = (*layers)[i];
@@ -60,7 +60,7 @@ Profile parse_profile_json(const std::string& text, const std::string& source) {
     layer.cost = read_cost(entry, source, where);
     layer.parameter_bytes = detail::number_field(entry, "parameter_bytes", source, where);
     if (const nlohmann::json* extra = detail::find_field(entry, "measurements", source, where, false)) {
-      if (!extra->is_array()) detail::fail(source, ": ", where, ".measurements must be an array");
+      if (!extra->is_array()) LOOM_THROW(source, ": ", where, ".measurements must be an array");
       for (std::size_t k = 0; k < extra->size(); ++k) {
         const std::string at = where + ".measurements[" + std::to_string(k) + "]";
         detail::reject_unknown_fields((*extra)[k], {"microbatch", "forward_ms", "backward_ms", "activation_bytes",
@@ -109,9 +109,9 @@ nlohmann::json profile_to_json(const Profile& profile) {
 
 void write_profile_json(const Profile& profile, const std::string& path) {
   std::ofstream out(path);
-  if (!out) detail::fail(path, ": cannot write profile file");
+  if (!out) LOOM_THROW(path, ": cannot write profile file");
   out << profile_to_json(profile).dump(1) << "\n";
-  if (!out) detail::fail(path, ": error while writing profile file");
+  if (!out) LOOM_THROW(path, ": error while writing profile file");
 }
 
 Profile load_profile(const std::string& path, double microbatch) {
@@ -120,7 +120,7 @@ Profile load_profile(const std::string& path, double microbatch) {
   if (first != std::string::npos && text[first] == '{') {
     Profile profile = parse_profile_json(text, path);
     if (microbatch > 0 && microbatch != profile.microbatch)
-      detail::fail(path, ": the JSON profile was measured at micro-batch ", profile.microbatch,
+      LOOM_THROW(path, ": the JSON profile was measured at micro-batch ", profile.microbatch,
                    "; a different profiled size cannot be imposed on it");
     return profile;
   }

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "fail.h"
+#include <loom/core/error.h>
 #include "one_f_one_b.h"
 
 namespace loom::schedule {
@@ -24,20 +24,20 @@ std::vector<Action> one_f_one_b_order(int microbatches, int warmup) {
 }  // namespace detail
 
 std::vector<int> warmup_depths(int stages, int microbatches, const std::vector<int>& warmup) {
-  detail::require(stages >= 1 && microbatches >= 1, "a schedule needs at least one stage and one micro-batch");
+  LOOM_CHECK(stages >= 1 && microbatches >= 1, "a schedule needs at least one stage and one micro-batch");
   std::vector<int> depths(stages);
   if (warmup.empty()) {
     for (int s = 0; s < stages; ++s) depths[s] = std::min(stages - s, microbatches);
   } else if (warmup.size() == 1) {
-    detail::require(warmup[0] >= 1, "warm-up depth K must be at least 1, got ", warmup[0]);
+    LOOM_CHECK(warmup[0] >= 1, "warm-up depth K must be at least 1, got ", warmup[0]);
     for (int s = 0; s < stages; ++s) depths[s] = std::min(std::max(warmup[0] - s, 1), microbatches);
   } else {
-    detail::require(static_cast<int>(warmup.size()) == stages, "warm-up depths: expected 1 or ", stages,
+    LOOM_CHECK(static_cast<int>(warmup.size()) == stages, "warm-up depths: expected 1 or ", stages,
                     " values (one per stage), got ", warmup.size());
     for (int s = 0; s < stages; ++s) {
-      detail::require(warmup[s] >= 1 && warmup[s] <= microbatches, "warm-up depth of stage ", s, " is ",
+      LOOM_CHECK(warmup[s] >= 1 && warmup[s] <= microbatches, "warm-up depth of stage ", s, " is ",
                       warmup[s], "; it must be between 1 and the number of micro-batches (", microbatches, ")");
-      detail::require(s == 0 || warmup[s] <= warmup[s - 1], "warm-up depths must not increase along the pipeline (stage ",
+      LOOM_CHECK(s == 0 || warmup[s] <= warmup[s - 1], "warm-up depths must not increase along the pipeline (stage ",
                       s, " has ", warmup[s], " > ", warmup[s - 1], " of stage ", s - 1,
                       "): the later stage would wait for a forward that comes after a backward it feeds");
       depths[s] = warmup[s];

@@ -2,12 +2,12 @@
 // but each stage holds all M micro-batches' activations at the turn.
 #include <loom/schedule/generators.h>
 
-#include "fail.h"
+#include <loom/core/error.h>
 
 namespace loom::schedule {
 
 Schedule gpipe(int stages, int microbatches) {
-  detail::require(stages >= 1 && microbatches >= 1, "a schedule needs at least one stage and one micro-batch");
+  LOOM_CHECK(stages >= 1 && microbatches >= 1, "a schedule needs at least one stage and one micro-batch");
   Schedule schedule{"gpipe", stages, microbatches, 1, {}};
   for (int s = 0; s < stages; ++s) {
     std::vector<Action> program;

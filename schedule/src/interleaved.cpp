@@ -6,7 +6,7 @@
 
 #include <algorithm>
 
-#include "fail.h"
+#include <loom/core/error.h>
 
 namespace loom::schedule {
 
@@ -26,9 +26,9 @@ Action interleaved_step(int k, int stages, int chunks, bool is_forward) {
 }  // namespace
 
 Schedule interleaved(int stages, int microbatches, int chunks) {
-  detail::require(stages >= 1 && microbatches >= 1, "a schedule needs at least one stage and one micro-batch");
-  detail::require(chunks >= 1, "interleaved needs at least one chunk per stage, got ", chunks);
-  detail::require(microbatches % stages == 0, "interleaved 1F1B needs the number of micro-batches (", microbatches,
+  LOOM_CHECK(stages >= 1 && microbatches >= 1, "a schedule needs at least one stage and one micro-batch");
+  LOOM_CHECK(chunks >= 1, "interleaved needs at least one chunk per stage, got ", chunks);
+  LOOM_CHECK(microbatches % stages == 0, "interleaved 1F1B needs the number of micro-batches (", microbatches,
                   ") to be a multiple of the number of stages (", stages,
                   "): micro-batches go through the chunks in groups of S");
   Schedule schedule{"interleaved", stages, microbatches, chunks, {}};

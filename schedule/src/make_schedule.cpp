@@ -1,13 +1,13 @@
 // Schedules by name, for the CLI, plan files and the planner.
 #include <loom/schedule/generators.h>
 
-#include "fail.h"
+#include <loom/core/error.h>
 
 namespace loom::schedule {
 
 Schedule make_schedule(const ScheduleOptions& options) {
-  detail::require(options.stages >= 1, "the number of stages must be at least 1, got ", options.stages);
-  detail::require(options.microbatches >= 1, "the number of micro-batches must be at least 1, got ", options.microbatches);
+  LOOM_CHECK(options.stages >= 1, "the number of stages must be at least 1, got ", options.stages);
+  LOOM_CHECK(options.microbatches >= 1, "the number of micro-batches must be at least 1, got ", options.microbatches);
   switch (parse_schedule_kind(options.kind)) {
     case ScheduleKind::gpipe: return gpipe(options.stages, options.microbatches);
     case ScheduleKind::dapple: return dapple(options.stages, options.microbatches, options.warmup);
@@ -17,7 +17,7 @@ Schedule make_schedule(const ScheduleOptions& options) {
     case ScheduleKind::interleaved: return interleaved(options.stages, options.microbatches, options.chunks);
     case ScheduleKind::zb_h1: return zb_h1(options.stages, options.microbatches);
   }
-  detail::fail("internal: schedule kind ", static_cast<int>(parse_schedule_kind(options.kind)));
+  LOOM_THROW("internal: schedule kind ", static_cast<int>(parse_schedule_kind(options.kind)));
 }
 
 }  // namespace loom::schedule

@@ -7,7 +7,7 @@
 #include <map>
 #include <utility>
 
-#include "fail.h"
+#include <loom/core/error.h>
 #include "one_f_one_b.h"
 
 namespace loom::schedule {
@@ -35,8 +35,8 @@ Schedule pipedream(int stages, int minibatches, const std::vector<int>& warmup) 
 }
 
 Schedule pipedream_2bw(int stages, int microbatches, int minibatches, const std::vector<int>& warmup) {
-  detail::require(minibatches >= 1, "pipedream-2bw needs at least one minibatch in the window, got ", minibatches);
-  detail::require(microbatches >= stages, "pipedream-2bw needs at least as many micro-batches per minibatch as stages (got ",
+  LOOM_CHECK(minibatches >= 1, "pipedream-2bw needs at least one minibatch in the window, got ", minibatches);
+  LOOM_CHECK(microbatches >= stages, "pipedream-2bw needs at least as many micro-batches per minibatch as stages (got ",
                   microbatches, " < ", stages, "): with fewer, a stage would need a third weight version");
   const int total = microbatches * minibatches;
   const std::vector<int> depths = warmup_depths(stages, total, warmup);

@@ -10,15 +10,15 @@
 
 #include <loom/schedule/validator.h>
 
-#include "fail.h"
+#include <loom/core/error.h>
 #include "messages.h"
 
 namespace loom::schedule {
 
 const StageCost& CostModel::stage(int s) const {
-  detail::require(!stages.empty(), "cost model: no stage costs given");
+  LOOM_CHECK(!stages.empty(), "cost model: no stage costs given");
   if (stages.size() == 1) return stages.front();
-  detail::require(s >= 0 && s < static_cast<int>(stages.size()), "cost model: no costs for stage ", s, " (have ",
+  LOOM_CHECK(s >= 0 && s < static_cast<int>(stages.size()), "cost model: no costs for stage ", s, " (have ",
                   stages.size(), ")");
   return stages[s];
 }
@@ -26,7 +26,7 @@ const StageCost& CostModel::stage(int s) const {
 Link CostModel::link(int from_stage) const {
   if (links.empty()) return Link{};
   if (links.size() == 1) return links.front();
-  detail::require(from_stage >= 0 && from_stage < static_cast<int>(links.size()), "cost model: no link after stage ",
+  LOOM_CHECK(from_stage >= 0 && from_stage < static_cast<int>(links.size()), "cost model: no link after stage ",
                   from_stage, " (have ", links.size(), ")");
   return links[from_stage];
 }
@@ -71,16 +71,16 @@ double steady_ms_per_microbatch(const std::vector<TimedAction>& timeline, int mi
 
 SimulationResult simulate(const Schedule& schedule, const CostModel& costs) {
   const int stages = schedule.stages;
-  detail::require(stages >= 1 && static_cast<int>(schedule.programs.size()) == stages,
+  LOOM_CHECK(stages >= 1 && static_cast<int>(schedule.programs.size()) == stages,
                   "simulate: the schedule has ", schedule.programs.size(), " programs for ", stages, " stages");
   check_size(stages, schedule.microbatches, schedule.chunks, "simulate");  // bounds its time and memory
-  detail::require(costs.stages.size() == 1 || static_cast<int>(costs.stages.size()) == stages, "cost model has ",
+  LOOM_CHECK(costs.stages.size() == 1 || static_cast<int>(costs.stages.size()) == stages, "cost model has ",
                   costs.stages.size(), " stage costs for a ", stages, "-stage schedule");
-  detail::require(costs.links.size() <= 1 || static_cast<int>(costs.links.size()) >= stages - 1, "cost model has ",
+  LOOM_CHECK(costs.links.size() <= 1 || static_cast<int>(costs.links.size()) >= stages - 1, "cost model has ",
                   costs.links.size(), " links for a ", stages, "-stage schedule (need 1, or one after each stage)");
   for (int s = 0; s < stages; ++s) {
     const StageCost& c = costs.stage(s);
-    detail::require(c.forward_ms >= 0 && c.backward_ms >= 0 && c.allreduce_ms >= 0 && c.step_ms >= 0 &&
+    LOOM_CHECK(c.forward_ms >= 0 && c.backward_ms >= 0 && c.allreduce_ms >= 0 && c.step_ms >= 0 &&
                         c.activation_bytes >= 0 && c.forward_transient_bytes >= 0 && c.boundary_bytes >= 0,
                     "cost model: negative cost for stage ", s);
   }
@@ -140,7 +140,7 @@ SimulationResult simulate(const Schedule& schedule, const CostModel& costs) {
   }
   if (remaining > 0) {
     check(schedule);  // says why it is stuck
-    detail::fail("simulate: schedule '", schedule.name, "' cannot finish");
+    LOOM_THROW("simulate: schedule '", schedule.name, "' cannot finish");
   }
 
   double start = 0, end = 0;

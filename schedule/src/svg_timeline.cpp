@@ -9,7 +9,7 @@
 #include <map>
 #include <sstream>
 
-#include "fail.h"
+#include <loom/core/error.h>
 
 namespace loom::schedule {
 
@@ -122,9 +122,9 @@ std::string svg_timeline(const Trace& trace, const std::string& title) {
 
 void write_svg_timeline(const Trace& trace, const std::string& path, const std::string& title) {
   std::ofstream out(path);
-  detail::require(static_cast<bool>(out), "cannot write SVG file '", path, "'");
+  LOOM_CHECK(static_cast<bool>(out), "cannot write SVG file '", path, "'");
   out << svg_timeline(trace, title);
-  detail::require(static_cast<bool>(out), "error while writing SVG file '", path, "'");
+  LOOM_CHECK(static_cast<bool>(out), "error while writing SVG file '", path, "'");
 }
 
 }  // namespace loom::schedule

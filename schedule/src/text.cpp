@@ -11,7 +11,7 @@
 
 #include <loom/schedule/validator.h>
 
-#include "fail.h"
+#include <loom/core/error.h>
 
 namespace loom::schedule {
 
@@ -98,11 +98,6 @@ std::string trim(std::string_view text) {
 
 }  // namespace
 
-std::string excerpt(std::string_view text, std::size_t most) {
-  if (text.size() <= most) return std::string(text);
-  return std::string(text.substr(0, most)) + "...";
-}
-
 std::string program_text(const Schedule& schedule, int stage, TextStyle style) {
   std::string text;
   for (const Action& action : schedule.programs.at(stage)) {
@@ -122,7 +117,7 @@ std::string to_text(const Schedule& schedule, TextStyle style) {
 
 Action parse_action(std::string_view token) {
   Action action;
-  if (auto problem = parse_token(token, action)) detail::fail("bad action '", excerpt(token), "': ", *problem);
+  if (auto problem = parse_token(token, action)) LOOM_THROW("bad action '", excerpt(token), "': ", *problem);
   return action;
 }
 
@@ -131,7 +126,7 @@ std::vector<Action> parse_program(std::string_view line) {
   for_each_token(line, [&](std::string_view token, std::size_t column) {
     Action action;
     if (auto problem = parse_token(token, action))
-      detail::fail("bad action '", excerpt(token), "' (token ", program.size() + 1, ", column ", column, "): ", *problem);
+      LOOM_THROW("bad action '", excerpt(token), "' (token ", program.size() + 1, ", column ", column, "): ", *problem);
     program.push_back(action);
   });
   return program;
@@ -152,10 +147,10 @@ Schedule parse_schedule(std::string_view text, const std::string& source) {
       return source + ":" + std::to_string(line_number) + ":" + std::to_string(column) + ": ";
     };
     if (content.rfind("schedule", 0) == 0 && (content.size() == 8 || std::isspace(static_cast<unsigned char>(content[8])))) {
-      detail::require(!named && schedule.programs.empty(), where(1),
+      LOOM_CHECK(!named && schedule.programs.empty(), where(1),
                       "'schedule NAME' must come once, before the stage lines");
       schedule.name = trim(std::string_view(content).substr(8));
-      detail::require(!schedule.name.empty() && schedule.name.find(' ') == std::string::npos &&
+      LOOM_CHECK(!schedule.name.empty() && schedule.name.find(' ') == std::string::npos &&
                           schedule.name.size() <= 80,
                       where(1), "'schedule' must be followed by one name (of at most 80 characters)");
       named = true;
@@ -163,22 +158,22 @@ Schedule parse_schedule(std::string_view text, const std::string& source) {
     }
     std::size_t colon = line.find(':');
     const int expected = static_cast<int>(schedule.programs.size());
-    detail::require(expected < kMaxStages, where(1), "more than ", kMaxStages, " stage lines");
+    LOOM_CHECK(expected < kMaxStages, where(1), "more than ", kMaxStages, " stage lines");
     const std::string header = colon == std::string::npos ? "" : trim(std::string_view(line).substr(0, colon));
-    detail::require(header == "stage " + std::to_string(expected), where(1), "expected 'stage ", expected,
+    LOOM_CHECK(header == "stage " + std::to_string(expected), where(1), "expected 'stage ", expected,
                     ": <actions>' (stages in order from 0), found '", excerpt(content), "'");
     std::vector<Action> program;
     std::string_view rest = std::string_view(line).substr(colon + 1);
     for_each_token(rest, [&](std::string_view token, std::size_t column) {
       Action action;
       if (auto problem = parse_token(token, action))
-        detail::fail(where(colon + 1 + column), "bad action '", excerpt(token), "' (token ", program.size() + 1,
+        LOOM_THROW(where(colon + 1 + column), "bad action '", excerpt(token), "' (token ", program.size() + 1,
                      " of stage ", expected, "): ", *problem);
       program.push_back(action);
     });
     schedule.programs.push_back(std::move(program));
   }
-  detail::require(!schedule.programs.empty(), source, ": no 'stage N: ...' lines");
+  LOOM_CHECK(!schedule.programs.empty(), source, ": no 'stage N: ...' lines");
   schedule.stages = static_cast<int>(schedule.programs.size());
   int max_microbatch = -1, max_chunk = 0;
   for (const auto& program : schedule.programs)
@@ -186,7 +181,7 @@ Schedule parse_schedule(std::string_view text, const std::string& source) {
       max_microbatch = std::max(max_microbatch, action.microbatch);
       max_chunk = std::max(max_chunk, action.chunk);
     }
-  detail::require(max_microbatch >= 0, source, ": the schedule has no micro-batch actions");
+  LOOM_CHECK(max_microbatch >= 0, source, ": the schedule has no micro-batch actions");
   schedule.microbatches = max_microbatch + 1;
   schedule.chunks = max_chunk + 1;
   check_size(schedule.stages, schedule.microbatches, schedule.chunks, source);

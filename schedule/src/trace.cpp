@@ -5,7 +5,7 @@
 
 #include <fstream>
 
-#include "fail.h"
+#include <loom/core/error.h>
 
 namespace loom::schedule {
 
@@ -86,9 +86,9 @@ nlohmann::json chrome_trace(const Trace& trace) {
 
 void write_chrome_trace(const Trace& trace, const std::string& path) {
   std::ofstream out(path);
-  detail::require(static_cast<bool>(out), "cannot write trace file '", path, "'");
+  LOOM_CHECK(static_cast<bool>(out), "cannot write trace file '", path, "'");
   out << chrome_trace(trace).dump(1) << '\n';
-  detail::require(static_cast<bool>(out), "error while writing trace file '", path, "'");
+  LOOM_CHECK(static_cast<bool>(out), "error while writing trace file '", path, "'");
 }
 
 }  // namespace loom::schedule

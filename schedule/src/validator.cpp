@@ -12,7 +12,7 @@
 #include <sstream>
 #include <tuple>
 
-#include "fail.h"
+#include <loom/core/error.h>
 #include "messages.h"
 
 namespace loom::schedule {
@@ -45,7 +45,7 @@ struct Positions {
       case Op::RecvGradient: return recv_gradient;
       default: break;
     }
-    detail::fail("internal: no position list for ", op_name(op));
+    LOOM_THROW("internal: no position list for ", op_name(op));
   }
 };
 
@@ -278,14 +278,14 @@ StageMemory stage_memory(const std::vector<Action>& program) {
 }
 
 void check_size(int stages, int microbatches, int chunks, const std::string& source) {
-  detail::require(stages >= 1 && stages <= kMaxStages, source, ": S = ", stages, " stages is outside [1, ",
+  LOOM_CHECK(stages >= 1 && stages <= kMaxStages, source, ": S = ", stages, " stages is outside [1, ",
                   kMaxStages, "]");
-  detail::require(microbatches >= 1 && microbatches <= kMaxMicrobatches, source, ": M = ", microbatches,
+  LOOM_CHECK(microbatches >= 1 && microbatches <= kMaxMicrobatches, source, ": M = ", microbatches,
                   " micro-batches is outside [1, ", kMaxMicrobatches, "]");
-  detail::require(chunks >= 1 && chunks <= kMaxChunks, source, ": v = ", chunks, " chunks is outside [1, ",
+  LOOM_CHECK(chunks >= 1 && chunks <= kMaxChunks, source, ": v = ", chunks, " chunks is outside [1, ",
                   kMaxChunks, "]");
   const long long cells = static_cast<long long>(stages) * microbatches * chunks;
-  detail::require(cells <= kMaxScheduleCells, source, ": S x M x v = ", stages, " x ", microbatches, " x ", chunks,
+  LOOM_CHECK(cells <= kMaxScheduleCells, source, ": S x M x v = ", stages, " x ", microbatches, " x ", chunks,
                   " = ", cells, " is more than the ", kMaxScheduleCells, " a schedule may have");
 }
 
@@ -307,7 +307,7 @@ void check(const Schedule& schedule, const std::string& source) {
   std::string message = (source.empty() ? "" : source + ": ") + "invalid schedule '" + schedule.name +
                         "': " + result.errors.front();
   if (result.errors.size() > 1) message += " (and " + std::to_string(result.errors.size() - 1) + " more problems)";
-  detail::fail(message);
+  LOOM_THROW(message);
 }
 
 }  // namespace loom::schedule

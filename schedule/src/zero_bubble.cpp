@@ -8,12 +8,12 @@
 
 #include <algorithm>
 
-#include "fail.h"
+#include <loom/core/error.h>
 
 namespace loom::schedule {
 
 Schedule zb_h1(int stages, int microbatches) {
-  detail::require(stages >= 1 && microbatches >= 1, "a schedule needs at least one stage and one micro-batch");
+  LOOM_CHECK(stages >= 1 && microbatches >= 1, "a schedule needs at least one stage and one micro-batch");
   Schedule schedule{"zb-h1", stages, microbatches, 1, {}};
   for (int s = 0; s < stages; ++s) {
     const int warmup = std::min(stages - s, microbatches);

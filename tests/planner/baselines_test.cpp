@@ -41,7 +41,7 @@ TEST_CASE("GPipe baseline: even split over stages dividing the devices") {
   const Cluster c = make_cluster(1, 2, 50e9, 10e9, 1e12);
   const PlannerResult r = plan_gpipe(p, c, 8);
   REQUIRE(r.found);
-  CHECK(r.plan.schedule == ScheduleKind::GPipe);
+  CHECK(r.plan.schedule == ScheduleKind::gpipe);
   REQUIRE(r.plan.stage_count() == 2);
   CHECK(r.plan.strategy() == "[0-1]x1 | [2-4]x1");  // work 8 | 8
   CHECK(r.plan.stages[1].devices == std::vector<int>{1});

@@ -12,7 +12,7 @@ using namespace loom::planner::test;
 namespace {
 
 Plan make_plan(int global_batch, int microbatches, std::vector<StagePlan> stages,
-               ScheduleKind kind = ScheduleKind::Dapple) {
+               ScheduleKind kind = ScheduleKind::dapple) {
   Plan p;
   p.global_batch = global_batch;
   p.microbatches = microbatches;
@@ -123,7 +123,7 @@ TEST_CASE("memory: weights, gradients, optimizer state, and the activations in f
   CHECK(d.peak_memory_bytes == Approx(4 * 3e8 + 1 * 6e6));
   CHECK(d.feasible);
   Plan gpipe = dapple;
-  gpipe.schedule = ScheduleKind::GPipe;
+  gpipe.schedule = ScheduleKind::gpipe;
   const PlanCost g = evaluate(p, c, gpipe);
   CHECK(g.stages[0].in_flight == 8);
   CHECK(g.stages[2].memory_bytes == Approx(4 * 3e8 + 8 * 6e6));
@@ -138,7 +138,7 @@ TEST_CASE("GPipe: two flow shops, forwards then backwards") {
   // (F, B) = (1, 2) and (3, 1), free transfers, M = 3: (1 + 3 + 2·3) + (2 + 1 + 2·2) = 17.
   const Profile p = make_profile({{1, 2, 0, 0, 0}, {3, 1, 0, 0, 0}});
   const Cluster c = make_cluster(1, 2, 1e9, 1e9, 1e12);
-  CHECK(evaluate(p, c, make_plan(3, 3, {{0, 0, {0}}, {1, 1, {1}}}, ScheduleKind::GPipe)).step_ms == Approx(17));
+  CHECK(evaluate(p, c, make_plan(3, 3, {{0, 0, {0}}, {1, 1, {1}}}, ScheduleKind::gpipe)).step_ms == Approx(17));
 }
 
 TEST_CASE("data parallelism with the allreduce overlapped with the last backward") {

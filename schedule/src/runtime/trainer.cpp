@@ -65,7 +65,7 @@ void resolve(detail::TrainerState& s, int world) {
                "', not '", s.spec.name, "'");
     s.shape.microbatches = plan->microbatches;
     s.shape.global_batch = plan->global_batch > 0 ? plan->global_batch : o.global_batch;
-    s.shape.schedule = planner::to_string(plan->schedule);
+    s.shape.schedule = schedule::schedule_kind_name(plan->schedule);
   }
   LOOM_CHECK(s.shape.microbatches >= 1, "--microbatches must be at least 1, got ", s.shape.microbatches);
   const schedule::ScheduleKind kind = schedule::parse_schedule_kind(s.shape.schedule);

@@ -12,6 +12,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace loom {
 
@@ -43,6 +44,13 @@ std::string concat(const Args&... args) {
   throw Error(out.str());
 }
 }  // namespace detail
+
+// User text quoted in an error message: at most `most` characters, cut with "..." (a 10 MB token
+// or line must not come back whole).
+inline std::string excerpt(std::string_view text, std::size_t most = 80) {
+  if (text.size() <= most) return std::string(text);
+  return std::string(text.substr(0, most)) + "...";
+}
 
 // The rank stamped on error messages and log lines; -1 until MPI (or the app) sets it.
 inline void set_error_rank(int rank) { detail::error_rank_slot() = rank; }

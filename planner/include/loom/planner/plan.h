@@ -4,16 +4,20 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include <loom/schedule/schedule_kind.h>
 
 namespace loom::planner {
 
-// How a step is executed: synchronous 1F1B with early backward (DAPPLE) or all forwards then
-// all backwards (GPipe). A one-stage plan is plain data parallelism with gradient accumulation.
-enum class ScheduleKind { Dapple, GPipe };
+// How a step is executed: one of loom's schedule kinds (schedule/schedule_kind.h). A plan carries
+// one the cost model knows: dapple (synchronous 1F1B with early backward) or gpipe (all forwards,
+// then all backwards). A one-stage plan is plain data parallelism with gradient accumulation.
+using schedule::ScheduleKind;
 
-const char* to_string(ScheduleKind kind);  // "dapple", "gpipe" (the names `loom train --schedule` takes)
-ScheduleKind parse_schedule_kind(const std::string& name);
+// "dapple" or "gpipe"; any other name is a loom::Error.
+ScheduleKind parse_plan_schedule(std::string_view name);
 
 struct StagePlan {
   int first_layer = 0;  // inclusive
@@ -31,7 +35,7 @@ struct Plan {
   std::string placement;  // the placement policy that produced it, when one did
   int global_batch = 0;
   int microbatches = 1;
-  ScheduleKind schedule = ScheduleKind::Dapple;
+  ScheduleKind schedule = ScheduleKind::dapple;
   // Gradients are allreduced layer by layer while the last backward still runs (bucketed,
   // overlapped); otherwise each stage allreduces after its last backward, as DAPPLE models it.
   bool overlap_allreduce = false;

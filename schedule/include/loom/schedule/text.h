@@ -8,6 +8,8 @@
 // comment. The parser infers S from the stage lines, M and v from the largest micro-batch and chunk.
 #pragma once
 
+#include <loom/core/error.h>
+
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,9 +29,8 @@ std::string program_text(const Schedule& schedule, int stage, TextStyle style = 
 // The whole schedule, "schedule NAME" line first.
 std::string to_text(const Schedule& schedule, TextStyle style = TextStyle::Full);
 
-// User text quoted in an error message: at most `most` characters, cut with "..." (a 10 MB token
-// or line must not come back whole). The planner's readers quote with it too.
-std::string excerpt(std::string_view text, std::size_t most = 80);
+// User text in error messages is quoted with loom::excerpt (core/error.h).
+using loom::excerpt;
 
 // Parses one token ("F3c1@2"); errors name the token.
 Action parse_action(std::string_view token);
