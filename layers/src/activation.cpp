@@ -10,7 +10,7 @@
 #include <loom/core/parallel.h>
 
 #include "activation_math.h"
-#include "cuda_kernels.h"
+#include "cuda/kernels.h"
 #include "layer_util.h"
 
 namespace loom {

@@ -18,7 +18,7 @@
 #include <loom/core/rng.h>
 #include <loom/layers/dropout.h>
 
-#include "cuda_kernels.h"
+#include "cuda/kernels.h"
 #include "layer_util.h"
 
 namespace loom {

@@ -1,6 +1,6 @@
 // Additive attention (see bahdanau_attention.h). The projections are Linear children (context
 // children 0 and 1); the score kernels run here on the CPU (Eigen) or in
-// bahdanau_attention_cuda.cu; the rest goes through loom::ops on either device.
+// cuda/bahdanau_attention.cu; the rest goes through loom::ops on either device.
 #include <loom/layers/bahdanau_attention.h>
 
 #include <cmath>
@@ -15,7 +15,7 @@
 #include <loom/core/memory.h>
 #include <loom/core/ops.h>
 
-#include "bahdanau_attention_cuda.h"
+#include "cuda/bahdanau_attention.h"
 #include "layer_util.h"
 
 namespace loom {

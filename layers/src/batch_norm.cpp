@@ -1,12 +1,12 @@
 // BatchNorm2d forward/backward (see batch_norm.h): CPU loops with per-channel sums accumulated in
-// double, cuDNN in batch_norm_cuda.cpp.
+// double, cuDNN in cuda/batch_norm.cu.
 #include <loom/layers/batch_norm.h>
 
 #include <cmath>
 
 #include <loom/core/memory.h>
 
-#include "batch_norm_cuda.h"
+#include "cuda/batch_norm.h"
 #include "layer_util.h"
 
 namespace loom {

@@ -1,4 +1,4 @@
-// Conv2d forward/backward (see conv2d.h): CPU im2col + GEMM here, cuDNN in conv2d_cuda.cpp.
+// Conv2d forward/backward (see conv2d.h): CPU im2col + GEMM here, cuDNN in cuda/conv2d.cpp.
 #include <loom/layers/conv2d.h>
 
 #include <algorithm>
@@ -7,11 +7,11 @@
 #include <loom/core/ops.h>
 #include <loom/core/parallel.h>
 
-#include "conv2d_cuda.h"
-#include "im2col.h"
+#include "cuda/conv2d.h"
+#include "cpu/im2col.h"
 #include "layer_util.h"
 #include "strided_copy.h"
-#include "winograd.h"
+#include "cpu/winograd.h"
 
 namespace loom {
 

@@ -8,9 +8,9 @@
 #include <loom/core/parallel.h>
 #include <loom/core/rng.h>
 
-#include "cuda_kernels.h"
+#include "cuda/kernels.h"
 #include "layer_util.h"
-#include "philox_cpu.h"
+#include "cpu/philox.h"
 
 namespace loom {
 

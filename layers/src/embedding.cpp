@@ -3,7 +3,7 @@
 
 #include <cstring>
 
-#include "cuda_kernels.h"
+#include "cuda/kernels.h"
 #include "layer_util.h"
 
 namespace loom {

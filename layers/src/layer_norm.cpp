@@ -9,7 +9,7 @@
 
 #include <loom/core/parallel.h>
 
-#include "cuda_kernels.h"
+#include "cuda/kernels.h"
 #include "layer_util.h"
 
 namespace loom {

@@ -7,7 +7,7 @@
 
 #include <loom/core/ops.h>
 
-#include "cuda_kernels.h"
+#include "cuda/kernels.h"
 #include "layer_util.h"
 
 namespace loom {

@@ -1,6 +1,6 @@
 // LSTM forward/backward (see lstm.h). The sequence work is shared by CPU and CUDA: GEMMs go
 // through loom::ops, the fused cell runs here on the CPU (Eigen-vectorised in f32, the shared
-// lstm_cell.h math in f64) or in lstm_cuda.cu.
+// lstm_cell.h math in f64) or in cuda/lstm.cu.
 #include <loom/layers/lstm.h>
 
 #include <cmath>
@@ -19,7 +19,7 @@
 
 #include "layer_util.h"
 #include "lstm_cell.h"
-#include "lstm_cuda.h"
+#include "cuda/lstm.h"
 #include "strided_copy.h"
 
 namespace loom {

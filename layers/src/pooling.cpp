@@ -1,5 +1,5 @@
 // MaxPool2d, AvgPool2d and GlobalAvgPool2d (see pooling.h): CPU loops here, cuDNN in
-// pooling_cuda.cpp. Window bounds follow PyTorch's CPU kernels exactly, padding included.
+// cuda/pooling.cpp. Window bounds follow PyTorch's CPU kernels exactly, padding included.
 #include <loom/layers/pooling.h>
 
 #include <algorithm>
@@ -10,7 +10,7 @@
 #include <loom/core/ops.h>
 
 #include "layer_util.h"
-#include "pooling_cuda.h"
+#include "cuda/pooling.h"
 
 namespace loom {
 

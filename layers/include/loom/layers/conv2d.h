@@ -7,7 +7,7 @@
 // images per GEMM). Forward keeps only the input; backward recomputes the columns.
 // Backward splits in two for zero-bubble schedules: backward_input (col2im of W^T dY) keeps dY in
 // the context, backward_weight (dY im2col(x)^T and the bias sum) accumulates and frees it.
-// CUDA: cuDNN (conv2d_cuda.cpp), FMA math only, so results compare with the CPU's in fp32.
+// CUDA: cuDNN (cuda/conv2d.cpp), FMA math only, so results compare with the CPU's in fp32.
 #pragma once
 
 #include <loom/layers/layer.h>

@@ -1,6 +1,6 @@
-// Additive attention score kernels (bahdanau_attention_cuda.h). Straightforward parallelisation
+// Additive attention score kernels (cuda/bahdanau_attention.h). Straightforward parallelisation
 // over independent outputs; tanh is recomputed instead of stored, as on the CPU.
-#include "bahdanau_attention_cuda.h"
+#include "cuda/bahdanau_attention.h"
 
 #include <loom/core/cuda/context.h>
 

@@ -1,6 +1,6 @@
-// LSTM cell kernels (lstm_cuda.h): one thread per (row, unit), the math of lstm_cell.h that the
+// LSTM cell kernels (cuda/lstm.h): one thread per (row, unit), the math of lstm_cell.h that the
 // CPU's f64 path runs too.
-#include "lstm_cuda.h"
+#include "cuda/lstm.h"
 
 #include <loom/core/cuda/context.h>
 

@@ -1,8 +1,8 @@
-// cuDNN batch normalisation for BatchNorm2d (batch_norm_cuda.cpp, batch_norm_cuda.cu).
+// cuDNN batch normalisation for BatchNorm2d (cuda/batch_norm.cu).
 // Per-channel tensors (weight, bias, running and saved statistics) have shape [C].
 #pragma once
 
-#include "cuda_kernels.h"
+#include "cuda/kernels.h"
 
 #ifndef LOOM_WITH_CUDA  // the throwing stubs ignore their parameters
 #pragma GCC diagnostic push

@@ -1,4 +1,4 @@
-// CUDA launches of the fused optimizer updates (optimizer_math.h); compiled with the CUDA backend.
+// CUDA launches of the fused optimizer updates (optimizers/optimizer_math.h); compiled with the CUDA backend.
 #pragma once
 
 #include <loom/core/tensor.h>

@@ -1,8 +1,8 @@
 // CUDA kernels of Embedding: gather rows; scatter-add gradients with atomics (ids repeat).
 #include <loom/core/cuda/context.h>
 
-#include "cuda_block_reduce.cuh"
-#include "cuda_kernels.h"
+#include "cuda/block_reduce.cuh"
+#include "cuda/kernels.h"
 
 namespace loom::cuda_kernels {
 

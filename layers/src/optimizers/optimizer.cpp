@@ -7,9 +7,9 @@
 
 #include <loom/core/ops.h>
 
-#include "optimizer_math.h"
+#include "optimizers/optimizer_math.h"
 #ifdef LOOM_WITH_CUDA
-#include "optimizer_cuda.h"
+#include "cuda/optimizer.h"
 #endif
 
 namespace loom {

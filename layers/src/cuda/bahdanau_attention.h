@@ -1,8 +1,8 @@
-// CUDA kernels of the additive attention scores (bahdanau_attention_cuda.cu); see
+// CUDA kernels of the additive attention scores (cuda/bahdanau_attention.cu); see
 // bahdanau_attention.cpp for the CPU versions and the math.
 #pragma once
 
-#include "cuda_kernels.h"
+#include "cuda/kernels.h"
 
 #ifndef LOOM_WITH_CUDA  // the throwing stubs ignore their parameters
 #pragma GCC diagnostic push

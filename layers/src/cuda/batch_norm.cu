@@ -1,9 +1,9 @@
-// BatchNorm2d on CUDA (batch_norm_cuda.h): cuDNN spatial batch norm for training and inference,
+// BatchNorm2d on CUDA (cuda/batch_norm.h): cuDNN spatial batch norm for training and inference,
 // and small kernels for what cuDNN lacks (the backward with fixed statistics, 1/sqrt(var + eps)).
 // cuDNN updates the running variance with the unbiased batch variance, as PyTorch does.
-#include "batch_norm_cuda.h"
+#include "cuda/batch_norm.h"
 
-#include "cudnn_util.h"
+#include "cuda/cudnn_util.h"
 
 namespace loom::cuda_kernels {
 

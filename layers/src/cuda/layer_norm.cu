@@ -2,8 +2,8 @@
 // thread per column for dgamma/dbeta (coalesced across columns, rows looped), accumulating.
 #include <loom/core/cuda/context.h>
 
-#include "cuda_block_reduce.cuh"
-#include "cuda_kernels.h"
+#include "cuda/block_reduce.cuh"
+#include "cuda/kernels.h"
 
 namespace loom::cuda_kernels {
 

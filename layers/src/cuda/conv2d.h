@@ -1,9 +1,9 @@
-// cuDNN convolution for Conv2d (conv2d_cuda.cpp). Tensors are NCHW on one CUDA device.
+// cuDNN convolution for Conv2d (cuda/conv2d.cpp). Tensors are NCHW on one CUDA device.
 #pragma once
 
 #include <loom/layers/conv2d.h>
 
-#include "cuda_kernels.h"
+#include "cuda/kernels.h"
 
 #ifndef LOOM_WITH_CUDA  // the throwing stubs ignore their parameters
 #pragma GCC diagnostic push

@@ -4,8 +4,8 @@
 
 #include <loom/core/cuda/context.h>
 
-#include "cuda_block_reduce.cuh"
-#include "cuda_kernels.h"
+#include "cuda/block_reduce.cuh"
+#include "cuda/kernels.h"
 
 namespace loom::cuda_kernels {
 

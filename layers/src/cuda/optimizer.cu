@@ -1,8 +1,8 @@
 // Fused optimizer update kernels: one thread per element, the same math as the CPU loop.
 #include <loom/core/cuda/context.h>
 
-#include "optimizer_cuda.h"
-#include "optimizer_math.h"
+#include "cuda/optimizer.h"
+#include "optimizers/optimizer_math.h"
 
 namespace loom::optim::cuda {
 

@@ -1,10 +1,10 @@
-// CUDA kernels of the LSTM cell (lstm_cuda.cu); the GEMMs go through loom::ops (cuBLAS).
+// CUDA kernels of the LSTM cell (cuda/lstm.cu); the GEMMs go through loom::ops (cuBLAS).
 // Pointers are device pointers of `dtype` (f32 or f64); rows = batch, hidden = H.
 #pragma once
 
 #include <cstdint>
 
-#include "cuda_kernels.h"
+#include "cuda/kernels.h"
 
 #ifndef LOOM_WITH_CUDA  // the throwing stubs ignore their parameters
 #pragma GCC diagnostic push

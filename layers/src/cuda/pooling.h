@@ -1,9 +1,9 @@
-// cuDNN pooling for MaxPool2d and AvgPool2d (pooling_cuda.cpp). NCHW tensors on one CUDA device.
+// cuDNN pooling for MaxPool2d and AvgPool2d (cuda/pooling.cpp). NCHW tensors on one CUDA device.
 #pragma once
 
 #include <loom/layers/pooling.h>
 
-#include "cuda_kernels.h"
+#include "cuda/kernels.h"
 
 #ifndef LOOM_WITH_CUDA  // the throwing stubs ignore their parameters
 #pragma GCC diagnostic push

@@ -5,7 +5,7 @@
 //   A^T = [1 1 1 0; 0 1 -1 -1]
 // Layouts: U [16, O, C], V [16, C, T], M [16, O, T] with T the tiles of a chunk of images, tile
 // t = (image * tiles_h + ty) * tiles_w + tx covering output rows 2ty..2ty+1, columns 2tx..2tx+1.
-#include "winograd.h"
+#include "cpu/winograd.h"
 
 #include <algorithm>
 #include <vector>
