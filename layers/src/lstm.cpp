@@ -121,7 +121,7 @@ void cell_forward(Tensor& gates, const Tensor& bias, const Tensor& c_prev, Tenso
                                     bias.raw_data(), data_or_null(c_prev), c.raw_data(), h.raw_data());
     return;
   }
-  detail::dispatch_floating(gates.dtype(), where, [&](auto zero) {
+  dispatch_floating(gates.dtype(), where, [&](auto zero) {
     using T = decltype(zero);
     cell_forward_cpu<T>(rows, hidden, gates.data<T>(), bias.data<T>(),
                         c_prev.defined() ? c_prev.data<T>() : nullptr, c.data<T>(), h.data<T>());
@@ -144,7 +144,7 @@ void cell_backward(const Tensor& gates, const Tensor& c, const Tensor& c_prev, c
                                      grad_c.raw_data(), grad_gates.raw_data());
     return;
   }
-  detail::dispatch_floating(gates.dtype(), where, [&](auto zero) {
+  dispatch_floating(gates.dtype(), where, [&](auto zero) {
     using T = decltype(zero);
     cell_backward_cpu<T>(rows, hidden, gates.data<T>(), c.data<T>(), c_prev.defined() ? c_prev.data<T>() : nullptr,
                          static_cast<const T*>(grad_h), grad_h_pitch, grad_h_recurrent.data<T>(), grad_c.data<T>(),
@@ -394,12 +394,6 @@ void LSTM::backward_weight(Context& ctx) {
     ops::bias_grad(grad_rows, dir.bias_hh.grad);
   }
   ctx.clear();
-}
-
-TensorList LSTM::backward(const TensorList& grad_outputs, Context& ctx) {
-  TensorList grad_inputs = backward_input(grad_outputs, ctx);
-  backward_weight(ctx);
-  return grad_inputs;
 }
 
 std::vector<Shape> LSTM::output_shapes(const std::vector<Shape>& input_shapes) const {
