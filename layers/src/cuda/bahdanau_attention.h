@@ -4,11 +4,6 @@
 
 #include "cuda/kernels.h"
 
-#ifndef LOOM_WITH_CUDA  // the throwing stubs ignore their parameters
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-parameter"
-#endif
-
 namespace loom::cuda_kernels {
 
 // probs [N, Tq, Tk] = masked softmax_j(v^ . tanh(pq[n, i] + pk[n, j] + b)); padding: [N, Tk] in the
@@ -21,7 +16,3 @@ LOOM_CUDA_KERNEL(void additive_attention_backward(const Tensor& pq, const Tensor
                                                   Tensor& grad_pk, Tensor& grad_v_hat, Tensor& grad_bias))
 
 }  // namespace loom::cuda_kernels
-
-#ifndef LOOM_WITH_CUDA
-#pragma GCC diagnostic pop
-#endif

@@ -4,11 +4,6 @@
 
 #include "cuda/kernels.h"
 
-#ifndef LOOM_WITH_CUDA  // the throwing stubs ignore their parameters
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-parameter"
-#endif
-
 namespace loom::cuda_kernels {
 
 // Training: y from batch statistics; running stats updated in place; saves mean and 1/sqrt(var+eps).
@@ -30,7 +25,3 @@ LOOM_CUDA_KERNEL(void batch_norm_backward_inference(const Tensor& x, const Tenso
 LOOM_CUDA_KERNEL(void inverse_std(const Tensor& var, double eps, Tensor& invstd))
 
 }  // namespace loom::cuda_kernels
-
-#ifndef LOOM_WITH_CUDA
-#pragma GCC diagnostic pop
-#endif

@@ -5,11 +5,6 @@
 
 #include "cuda/kernels.h"
 
-#ifndef LOOM_WITH_CUDA  // the throwing stubs ignore their parameters
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-parameter"
-#endif
-
 namespace loom::cuda_kernels {
 
 // y = conv(x, weight) (+ bias when defined).
@@ -23,7 +18,3 @@ LOOM_CUDA_KERNEL(void conv2d_backward_filter(const Tensor& x, const Tensor& grad
                                              Tensor& grad_bias, const Conv2dOptions& options))
 
 }  // namespace loom::cuda_kernels
-
-#ifndef LOOM_WITH_CUDA
-#pragma GCC diagnostic pop
-#endif

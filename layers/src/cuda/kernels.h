@@ -11,14 +11,11 @@
 
 #ifdef LOOM_WITH_CUDA
 #define LOOM_CUDA_KERNEL(declaration) declaration;
-#else
-#define LOOM_CUDA_KERNEL(declaration) \
-  [[noreturn]] inline declaration { LOOM_THROW("this build of loom has no CUDA backend"); }
-#endif
-
-#ifndef LOOM_WITH_CUDA
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-parameter"
+#else  // a stub ignores its parameters: the warning is off for it alone
+#define LOOM_CUDA_KERNEL(declaration)                                                      \
+  _Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Wunused-parameter\"") \
+  [[noreturn]] inline declaration { LOOM_THROW("this build of loom has no CUDA backend"); } \
+  _Pragma("GCC diagnostic pop")
 #endif
 
 namespace loom::cuda_kernels {
@@ -56,7 +53,3 @@ LOOM_CUDA_KERNEL(void masked_softmax(Tensor& scores, const Tensor& key_padding, 
 LOOM_CUDA_KERNEL(void dropout_apply(const Tensor& x, Tensor& out, std::uint64_t seed, std::uint64_t key,
                                     std::uint64_t first_index, float keep, double scale))
 }  // namespace loom::cuda_kernels
-
-#ifndef LOOM_WITH_CUDA
-#pragma GCC diagnostic pop
-#endif

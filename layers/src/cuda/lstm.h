@@ -6,11 +6,6 @@
 
 #include "cuda/kernels.h"
 
-#ifndef LOOM_WITH_CUDA  // the throwing stubs ignore their parameters
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-parameter"
-#endif
-
 namespace loom::cuda_kernels {
 
 // See lstm_cell::forward; c_prev may be null (zero state).
@@ -25,7 +20,3 @@ LOOM_CUDA_KERNEL(void lstm_cell_backward(DType dtype, int device, std::int64_t r
                                          void* grad_gates))
 
 }  // namespace loom::cuda_kernels
-
-#ifndef LOOM_WITH_CUDA
-#pragma GCC diagnostic pop
-#endif

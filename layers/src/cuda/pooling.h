@@ -5,11 +5,6 @@
 
 #include "cuda/kernels.h"
 
-#ifndef LOOM_WITH_CUDA  // the throwing stubs ignore their parameters
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-parameter"
-#endif
-
 namespace loom::cuda_kernels {
 
 enum class PoolMode { max, average_include_padding, average_exclude_padding };
@@ -20,7 +15,3 @@ LOOM_CUDA_KERNEL(void pool2d_backward(PoolMode mode, const WindowGeometry& geome
                                       const Tensor& grad_y, Tensor& grad_x))
 
 }  // namespace loom::cuda_kernels
-
-#ifndef LOOM_WITH_CUDA
-#pragma GCC diagnostic pop
-#endif

@@ -5,18 +5,9 @@
 
 #include "cuda/kernels.h"
 
-#ifndef LOOM_WITH_CUDA  // the throwing stubs ignore their parameters
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-parameter"
-#endif
-
 namespace loom::cuda_kernels {
 
 LOOM_CUDA_KERNEL(void copy_rows(const void* src, std::int64_t src_pitch_bytes, void* dst, std::int64_t dst_pitch_bytes,
                                 std::int64_t rows, std::int64_t width_bytes, int device))
 
 }  // namespace loom::cuda_kernels
-
-#ifndef LOOM_WITH_CUDA
-#pragma GCC diagnostic pop
-#endif
