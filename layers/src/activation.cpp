@@ -135,8 +135,7 @@ Tensor Activation::forward_tensor(const Tensor& x, Context& ctx) {
   if (x.device().is_cuda()) {
     cuda_kernels::activation_forward(static_cast<int>(kind), x, y);
   } else {
-    dispatch_floating(x.dtype(), describe(), [&](auto zero) {
-      using T = decltype(zero);
+    dispatch_floating(x.dtype(), describe(), [&]<typename T>(T) {
       const T* in = x.data<T>();
       T* out = y.data<T>();
       parallel_for(x.numel(), 1 << 14, [&](std::int64_t begin, std::int64_t end) {
@@ -157,8 +156,7 @@ Tensor Activation::backward_input_tensor(const Tensor& grad_y, Context& ctx) {
   if (saved.device().is_cuda()) {
     cuda_kernels::activation_backward(static_cast<int>(kind), saved, grad_y, grad_x);
   } else {
-    dispatch_floating(saved.dtype(), describe(), [&](auto zero) {
-      using T = decltype(zero);
+    dispatch_floating(saved.dtype(), describe(), [&]<typename T>(T) {
       const T* s = saved.data<T>();
       const T* g = grad_y.data<T>();
       T* dx = grad_x.data<T>();

@@ -151,8 +151,7 @@ TensorList BahdanauAttention::forward(const TensorList& inputs, Context& ctx) {
     if (keys.device().is_cuda()) {
       cuda_kernels::additive_attention_probs(pq, pk, normalize_bias_.value, v_hat, padding, probs);
     } else {
-      dispatch_floating(keys.dtype(), describe(), [&](auto zero) {
-        using T = decltype(zero);
+      dispatch_floating(keys.dtype(), describe(), [&]<typename T>(T) {
         probs_cpu<T>(s, pq.data<T>(), pk.data<T>(), normalize_bias_.value.data<T>(), v_hat.data<T>(),
                      padding.defined() ? padding.data<T>() : nullptr, probs.data<T>());
       });
@@ -198,8 +197,7 @@ TensorList BahdanauAttention::backward_input(const TensorList& grad_outputs, Con
       cuda_kernels::additive_attention_backward(pq, pk, normalize_bias_.value, v_hat, grad_scores, grad_pq, grad_pk,
                                                 grad_v_hat, grad_bias);
     } else {
-      dispatch_floating(pq.dtype(), describe(), [&](auto zero) {
-        using T = decltype(zero);
+      dispatch_floating(pq.dtype(), describe(), [&]<typename T>(T) {
         backward_cpu<T>(s, pq.data<T>(), pk.data<T>(), normalize_bias_.value.data<T>(), v_hat.data<T>(),
                         grad_scores.data<T>(), grad_pq.data<T>(), grad_pk.data<T>(), grad_v_hat.data<T>(),
                         grad_bias.data<T>());

@@ -132,8 +132,7 @@ Tensor BatchNorm2d::forward_tensor(const Tensor& x, Context& ctx) {
       cuda_kernels::inverse_std(running_var_.value, options_.eps, invstd);
     }
   } else {
-    dispatch_floating(x.dtype(), describe(), [&](auto zero) {
-      using T = decltype(zero);
+    dispatch_floating(x.dtype(), describe(), [&]<typename T>(T) {
       forward_cpu<T>(x, weight_.value, bias_.value, running_mean_.value, running_var_.value, options_, training, y,
                      mean, invstd);
     });
@@ -160,8 +159,7 @@ Tensor BatchNorm2d::backward_input_tensor(const Tensor& grad_y, Context& ctx) {
       cuda_kernels::batch_norm_backward_inference(x, grad_y, weight_.value, mean, invstd, grad_x, weight_.grad,
                                                   bias_.grad);
   } else {
-    dispatch_floating(x.dtype(), describe(), [&](auto zero) {
-      using T = decltype(zero);
+    dispatch_floating(x.dtype(), describe(), [&]<typename T>(T) {
       backward_cpu<T>(x, grad_y, weight_.value, mean, invstd, batch_statistics, grad_x, weight_.grad, bias_.grad);
     });
   }

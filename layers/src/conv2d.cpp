@@ -213,8 +213,7 @@ Tensor Conv2d::forward_tensor(const Tensor& x, Context& ctx) {
   const Lowering l = lower(o, g, batch, x.dtype());
   const Tensor weights = weight_.value.reshape({o.out_channels, l.group_rows});
 
-  dispatch_floating(x.dtype(), describe(), [&](auto zero) {
-    using T = decltype(zero);
+  dispatch_floating(x.dtype(), describe(), [&]<typename T>(T) {
     for (std::int64_t first = 0; first < batch; first += l.chunk) {
       const std::int64_t count = std::min(l.chunk, batch - first), cols = count * out_plane;
       const Tensor col = l.columns_of<T>(x, first, count, g);
@@ -256,8 +255,7 @@ Tensor Conv2d::input_gradient(const Shape& input_shape, const Tensor& grad_y) co
   const Lowering l = lower(o, g, batch, grad_y.dtype());
   const Tensor weights = weight_.value.reshape({o.out_channels, l.group_rows});
 
-  dispatch_floating(grad_y.dtype(), describe(), [&](auto zero) {
-    using T = decltype(zero);
+  dispatch_floating(grad_y.dtype(), describe(), [&]<typename T>(T) {
     for (std::int64_t first = 0; first < batch; first += l.chunk) {
       const std::int64_t count = std::min(l.chunk, batch - first), cols = count * out_plane;
       const Tensor dy = gather_output_rows(grad_y, first, count, l.staging);
@@ -287,16 +285,13 @@ void Conv2d::accumulate_weight_gradient(const Tensor& x, const Tensor& grad_y) {
   if (uses_winograd(o)) {
     detail::winograd::accumulate_filter_gradient(x, grad_y, o.padding.h, weight_.grad);
     if (o.bias)
-      dispatch_floating(x.dtype(), describe(), [&](auto zero) {
-        accumulate_channel_sums<decltype(zero)>(grad_y, bias_.grad);
-      });
+      dispatch_floating(x.dtype(), describe(), [&]<typename T>(T) { accumulate_channel_sums<T>(grad_y, bias_.grad); });
     return;
   }
   const Lowering l = lower(o, g, batch, x.dtype());
   Tensor grad_weights = weight_.grad.reshape({o.out_channels, l.group_rows});
 
-  dispatch_floating(x.dtype(), describe(), [&](auto zero) {
-    using T = decltype(zero);
+  dispatch_floating(x.dtype(), describe(), [&]<typename T>(T) {
     for (std::int64_t first = 0; first < batch; first += l.chunk) {
       const std::int64_t count = std::min(l.chunk, batch - first);
       const Tensor dy = gather_output_rows(grad_y, first, count, l.staging);

@@ -56,8 +56,7 @@ void dropout_apply(const Tensor& x, Tensor& out, double p, std::uint64_t seed, s
   const float keep = static_cast<float>(1.0 - p);
   const double scale = 1.0 / (1.0 - p);
   if (x.device().is_cuda()) return cuda_kernels::dropout_apply(x, out, seed, key, first, keep, scale);
-  dispatch_floating(x.dtype(), "dropout", [&](auto zero) {
-    using T = decltype(zero);
+  dispatch_floating(x.dtype(), "dropout", [&]<typename T>(T) {
     cpu_dropout<T>(x.data<T>(), out.data<T>(), x.numel(), seed, key, first, keep, static_cast<T>(scale));
   });
 }

@@ -71,8 +71,7 @@ Tensor Embedding::backward_input_tensor(const Tensor& g, Context& ctx) {
     cuda_kernels::embedding_backward(ids, g, padding_idx_, weight_.grad);
   } else {
     const std::vector<std::int64_t> id = ids_on_host(ids);
-    dispatch_floating(g.dtype(), describe(), [&](auto zero) {
-      using T = decltype(zero);
+    dispatch_floating(g.dtype(), describe(), [&]<typename T>(T) {
       const T* gp = g.data<T>();
       T* w = weight_.grad.data<T>();
       for (std::size_t i = 0; i < id.size(); ++i) {

@@ -115,8 +115,7 @@ Tensor LayerNorm::forward_tensor(const Tensor& x, Context& ctx) {
     cuda_kernels::layer_norm_forward(x, affine_ ? weight_.value : Tensor(), affine_ ? bias_.value : Tensor(), eps_, y,
                                      mean, rstd);
   } else {
-    dispatch_floating(x.dtype(), describe(), [&](auto zero) {
-      using T = decltype(zero);
+    dispatch_floating(x.dtype(), describe(), [&]<typename T>(T) {
       cpu_forward<T>(x.data<T>(), affine_ ? weight_.value.data<T>() : nullptr,
                      affine_ ? bias_.value.data<T>() : nullptr, y.data<T>(), mean.data<T>(), rstd.data<T>(), rows,
                      dim_, eps_);
@@ -138,8 +137,7 @@ Tensor LayerNorm::backward_input_tensor(const Tensor& grad_y, Context& ctx) {
     cuda_kernels::layer_norm_backward(x, affine_ ? weight_.value : Tensor(), mean, rstd, grad_y, grad_x,
                                       affine_ ? weight_.grad : Tensor(), affine_ ? bias_.grad : Tensor());
   } else {
-    dispatch_floating(x.dtype(), describe(), [&](auto zero) {
-      using T = decltype(zero);
+    dispatch_floating(x.dtype(), describe(), [&]<typename T>(T) {
       cpu_backward<T>(x.data<T>(), affine_ ? weight_.value.data<T>() : nullptr, mean.data<T>(), rstd.data<T>(),
                       grad_y.data<T>(), grad_x.data<T>(), affine_ ? weight_.grad.data<T>() : nullptr,
                       affine_ ? bias_.grad.data<T>() : nullptr, rows, dim_);

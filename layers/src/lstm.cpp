@@ -121,8 +121,7 @@ void cell_forward(Tensor& gates, const Tensor& bias, const Tensor& c_prev, Tenso
                                     bias.raw_data(), data_or_null(c_prev), c.raw_data(), h.raw_data());
     return;
   }
-  dispatch_floating(gates.dtype(), where, [&](auto zero) {
-    using T = decltype(zero);
+  dispatch_floating(gates.dtype(), where, [&]<typename T>(T) {
     cell_forward_cpu<T>(rows, hidden, gates.data<T>(), bias.data<T>(),
                         c_prev.defined() ? c_prev.data<T>() : nullptr, c.data<T>(), h.data<T>());
   });
@@ -144,8 +143,7 @@ void cell_backward(const Tensor& gates, const Tensor& c, const Tensor& c_prev, c
                                      grad_c.raw_data(), grad_gates.raw_data());
     return;
   }
-  dispatch_floating(gates.dtype(), where, [&](auto zero) {
-    using T = decltype(zero);
+  dispatch_floating(gates.dtype(), where, [&]<typename T>(T) {
     cell_backward_cpu<T>(rows, hidden, gates.data<T>(), c.data<T>(), c_prev.defined() ? c_prev.data<T>() : nullptr,
                          static_cast<const T*>(grad_h), grad_h_pitch, grad_h_recurrent.data<T>(), grad_c.data<T>(),
                          grad_gates.data<T>());

@@ -186,8 +186,7 @@ Tensor MaxPool2d::forward_tensor(const Tensor& x, Context& ctx) {
     MemoryCategoryScope scope(MemoryCategory::activations);
     argmax = Tensor::empty(step.result.shape(), DType::i32);
   }
-  dispatch_floating(x.dtype(), describe(), [&](auto zero) {
-    using T = decltype(zero);
+  dispatch_floating(x.dtype(), describe(), [&]<typename T>(T) {
     max_pool_forward<T>(step.g, x.size(0) * x.size(1), x.data<T>(), step.result.data<T>(), argmax.data<std::int32_t>());
   });
   ctx.save("argmax", argmax);
@@ -198,8 +197,7 @@ Tensor MaxPool2d::backward_input_tensor(const Tensor& grad_y, Context& ctx) {
   PoolStep step = pool_backward(*this, options_, cuda_kernels::PoolMode::max, grad_y, ctx);
   if (!step.done) {
     const Tensor argmax = ctx.get("argmax");
-    dispatch_floating(grad_y.dtype(), describe(), [&](auto zero) {
-      using T = decltype(zero);
+    dispatch_floating(grad_y.dtype(), describe(), [&]<typename T>(T) {
       max_pool_backward<T>(step.g, step.result.size(0) * step.result.size(1), grad_y.data<T>(),
                            argmax.data<std::int32_t>(), step.result.data<T>());
     });
@@ -219,8 +217,7 @@ AvgPool2d::AvgPool2d(const Pool2dOptions& options) : Pool2d(options) { check_poo
 Tensor AvgPool2d::forward_tensor(const Tensor& x, Context& ctx) {
   PoolStep step = pool_forward(*this, options_, average_mode(options_), x, ctx);
   if (step.done) return step.result;
-  dispatch_floating(x.dtype(), describe(), [&](auto zero) {
-    using T = decltype(zero);
+  dispatch_floating(x.dtype(), describe(), [&]<typename T>(T) {
     avg_pool<T, false>(step.g, options_.count_include_pad, x.size(0) * x.size(1), x.data<T>(), step.result.data<T>(),
                        nullptr, nullptr);
   });
@@ -230,8 +227,7 @@ Tensor AvgPool2d::forward_tensor(const Tensor& x, Context& ctx) {
 Tensor AvgPool2d::backward_input_tensor(const Tensor& grad_y, Context& ctx) {
   PoolStep step = pool_backward(*this, options_, average_mode(options_), grad_y, ctx);
   if (!step.done) {
-    dispatch_floating(grad_y.dtype(), describe(), [&](auto zero) {
-      using T = decltype(zero);
+    dispatch_floating(grad_y.dtype(), describe(), [&]<typename T>(T) {
       avg_pool<T, true>(step.g, options_.count_include_pad, step.result.size(0) * step.result.size(1), nullptr, nullptr,
                         grad_y.data<T>(), step.result.data<T>());
     });

@@ -47,8 +47,7 @@ void cast(const Tensor& source, Tensor& out) {
 }
 
 void binary(char op, const Tensor& a, const Tensor& b, Tensor& out) {
-  dispatch_floating(a.dtype(), "cpu::binary", [&](auto zero) {
-    using T = decltype(zero);
+  dispatch_floating(a.dtype(), "cpu::binary", [&]<typename T>(T) {
     auto o = vec<T>(out);
     switch (op) {
       case '+': o = vec<T>(a) + vec<T>(b); break;
@@ -59,22 +58,19 @@ void binary(char op, const Tensor& a, const Tensor& b, Tensor& out) {
 }
 
 void add_scaled(const Tensor& a, double alpha, const Tensor& b, double beta, Tensor& out) {
-  dispatch_floating(a.dtype(), "cpu::add_scaled", [&](auto zero) {
-    using T = decltype(zero);
+  dispatch_floating(a.dtype(), "cpu::add_scaled", [&]<typename T>(T) {
     vec<T>(out) = static_cast<T>(alpha) * vec<T>(a) + static_cast<T>(beta) * vec<T>(b);
   });
 }
 
 void scale(Tensor& x, double alpha) {
-  dispatch_floating(x.dtype(), "cpu::scale", [&](auto zero) {
-    using T = decltype(zero);
+  dispatch_floating(x.dtype(), "cpu::scale", [&]<typename T>(T) {
     vec<T>(x) *= static_cast<T>(alpha);
   });
 }
 
 double dot(const Tensor& a, const Tensor& b) {
-  return dispatch_floating(a.dtype(), "cpu::dot", [&](auto zero) {
-    using T = decltype(zero);
+  return dispatch_floating(a.dtype(), "cpu::dot", [&]<typename T>(T) {
     const T* pa = static_cast<const T*>(a.raw_data());
     const T* pb = static_cast<const T*>(b.raw_data());
     double total = 0;  // accumulated in double, in order: deterministic and accurate
@@ -84,8 +80,7 @@ double dot(const Tensor& a, const Tensor& b) {
 }
 
 void bias_add(Tensor& x, const Tensor& bias) {
-  dispatch_floating(x.dtype(), "cpu::bias_add", [&](auto zero) {
-    using T = decltype(zero);
+  dispatch_floating(x.dtype(), "cpu::bias_add", [&]<typename T>(T) {
     const std::int64_t n = bias.numel();
     Rows<T> rows(static_cast<T*>(x.raw_data()), x.numel() / std::max<std::int64_t>(n, 1), n);
     rows.rowwise() += Eigen::Map<const Eigen::Matrix<T, 1, Eigen::Dynamic>>(static_cast<const T*>(bias.raw_data()), n);
@@ -93,8 +88,7 @@ void bias_add(Tensor& x, const Tensor& bias) {
 }
 
 void bias_grad(const Tensor& grad, Tensor& grad_bias) {
-  dispatch_floating(grad.dtype(), "cpu::bias_grad", [&](auto zero) {
-    using T = decltype(zero);
+  dispatch_floating(grad.dtype(), "cpu::bias_grad", [&]<typename T>(T) {
     const std::int64_t n = grad_bias.numel();
     if (n == 0) return;
     // Row by row into a contiguous accumulator: unit-stride, vectorised (a column-wise reduction of

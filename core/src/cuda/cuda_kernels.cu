@@ -184,8 +184,7 @@ void cast(const Tensor& source, Tensor& out) {
 void binary(char op, const Tensor& a, const Tensor& b, Tensor& out) {
   const long long n = a.numel();
   if (n == 0) return;
-  dispatch_floating(a.dtype(), "cuda::binary", [&](auto zero) {
-    using T = decltype(zero);
+  dispatch_floating(a.dtype(), "cuda::binary", [&]<typename T>(T) {
     binary_kernel<T><<<blocks_for(n), kThreads, 0, stream_of(a)>>>(
         op, static_cast<const T*>(a.raw_data()), static_cast<const T*>(b.raw_data()),
         static_cast<T*>(out.raw_data()), n);
@@ -196,8 +195,7 @@ void binary(char op, const Tensor& a, const Tensor& b, Tensor& out) {
 void add_scaled(const Tensor& a, double alpha, const Tensor& b, double beta, Tensor& out) {
   const long long n = a.numel();
   if (n == 0) return;
-  dispatch_floating(a.dtype(), "cuda::add_scaled", [&](auto zero) {
-    using T = decltype(zero);
+  dispatch_floating(a.dtype(), "cuda::add_scaled", [&]<typename T>(T) {
     add_scaled_kernel<T><<<blocks_for(n), kThreads, 0, stream_of(a)>>>(
         static_cast<const T*>(a.raw_data()), static_cast<T>(alpha),
         static_cast<const T*>(b.raw_data()), static_cast<T>(beta),
@@ -209,8 +207,7 @@ void add_scaled(const Tensor& a, double alpha, const Tensor& b, double beta, Ten
 void scale(Tensor& x, double alpha) {
   const long long n = x.numel();
   if (n == 0) return;
-  dispatch_floating(x.dtype(), "cuda::scale", [&](auto zero) {
-    using T = decltype(zero);
+  dispatch_floating(x.dtype(), "cuda::scale", [&]<typename T>(T) {
     scale_kernel<T><<<blocks_for(n), kThreads, 0, stream_of(x)>>>(
         static_cast<T*>(x.raw_data()), static_cast<T>(alpha), n);
   });
@@ -220,8 +217,7 @@ void scale(Tensor& x, double alpha) {
 double dot(const Tensor& a, const Tensor& b) {
   MemoryCategoryScope scope(MemoryCategory::workspace);
   Tensor result = Tensor::empty({1}, DType::f64, a.device());
-  dispatch_floating(a.dtype(), "cuda::dot", [&](auto zero) {
-    using T = decltype(zero);
+  dispatch_floating(a.dtype(), "cuda::dot", [&]<typename T>(T) {
     dot_kernel<T><<<1, kThreads, 0, stream_of(a)>>>(
         static_cast<const T*>(a.raw_data()), static_cast<const T*>(b.raw_data()),
         a.numel(), result.data<double>());
@@ -233,8 +229,7 @@ double dot(const Tensor& a, const Tensor& b) {
 void bias_add(Tensor& x, const Tensor& bias) {
   const long long n = x.numel(), width = bias.numel();
   if (n == 0) return;
-  dispatch_floating(x.dtype(), "cuda::bias_add", [&](auto zero) {
-    using T = decltype(zero);
+  dispatch_floating(x.dtype(), "cuda::bias_add", [&]<typename T>(T) {
     bias_add_kernel<T><<<blocks_for(n), kThreads, 0, stream_of(x)>>>(
         static_cast<T*>(x.raw_data()), static_cast<const T*>(bias.raw_data()), n, width);
   });
@@ -245,8 +240,7 @@ void bias_grad(const Tensor& grad, Tensor& grad_bias) {
   const long long width = grad_bias.numel();
   if (width == 0) return;
   const long long rows = grad.numel() / width;
-  dispatch_floating(grad.dtype(), "cuda::bias_grad", [&](auto zero) {
-    using T = decltype(zero);
+  dispatch_floating(grad.dtype(), "cuda::bias_grad", [&]<typename T>(T) {
     bias_grad_kernel<T><<<blocks_for(width), kThreads, 0, stream_of(grad)>>>(
         static_cast<const T*>(grad.raw_data()), static_cast<T*>(grad_bias.raw_data()),
         rows, width);
@@ -259,8 +253,7 @@ void reduce(char op, const Tensor& x, std::int64_t outer, std::int64_t length, s
   const long long n = outer * inner;
   if (n == 0) return;
   std::int64_t* idx = indices ? static_cast<std::int64_t*>(indices->raw_data()) : nullptr;
-  dispatch_floating(x.dtype(), "cuda::bias_grad", [&](auto zero) {
-    using T = decltype(zero);
+  dispatch_floating(x.dtype(), "cuda::bias_grad", [&]<typename T>(T) {
     reduce_kernel<T><<<blocks_for(n), kThreads, 0, stream_of(x)>>>(
         op, static_cast<const T*>(x.raw_data()), outer, length, inner,
         static_cast<T*>(out.raw_data()), idx);
@@ -271,8 +264,7 @@ void reduce(char op, const Tensor& x, std::int64_t outer, std::int64_t length, s
 void softmax(const Tensor& x, Tensor& out, bool log) {
   const long long n = x.size(-1), rows = n ? x.numel() / n : 0;
   if (rows == 0) return;
-  dispatch_floating(x.dtype(), "cuda::softmax", [&](auto zero) {
-    using T = decltype(zero);
+  dispatch_floating(x.dtype(), "cuda::softmax", [&]<typename T>(T) {
     softmax_kernel<T><<<static_cast<unsigned int>(rows), kThreads, 0, stream_of(x)>>>(
         static_cast<const T*>(x.raw_data()), static_cast<T*>(out.raw_data()), n, log);
   });
@@ -282,8 +274,7 @@ void softmax(const Tensor& x, Tensor& out, bool log) {
 void softmax_backward(const Tensor& y, const Tensor& grad_y, Tensor& grad_x) {
   const long long n = y.size(-1), rows = n ? y.numel() / n : 0;
   if (rows == 0) return;
-  dispatch_floating(y.dtype(), "cuda::softmax_backward", [&](auto zero) {
-    using T = decltype(zero);
+  dispatch_floating(y.dtype(), "cuda::softmax_backward", [&]<typename T>(T) {
     softmax_backward_kernel<T><<<static_cast<unsigned int>(rows), kThreads, 0, stream_of(y)>>>(
         static_cast<const T*>(y.raw_data()), static_cast<const T*>(grad_y.raw_data()),
         static_cast<T*>(grad_x.raw_data()), n);
@@ -295,8 +286,7 @@ void random(RandomKind kind, Tensor& out, std::uint64_t seed, std::uint64_t key,
             std::uint64_t first_index) {
   const long long n = out.numel();
   if (n == 0) return;
-  dispatch_floating(out.dtype(), "cuda::softmax_backward", [&](auto zero) {
-    using T = decltype(zero);
+  dispatch_floating(out.dtype(), "cuda::softmax_backward", [&]<typename T>(T) {
     random_kernel<T><<<blocks_for(n), kThreads, 0, stream_of(out)>>>(
         kind, static_cast<T*>(out.raw_data()), n, seed, key, static_cast<float>(p0),
         static_cast<float>(p1), first_index);

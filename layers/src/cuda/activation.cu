@@ -27,8 +27,7 @@ void activation_forward(int kind, const Tensor& x, Tensor& y) {
   if (n == 0) return;
   const auto k = static_cast<activation_math::Kind>(kind);
   cudaStream_t s = cuda::stream(x.device().index);
-  dispatch_floating(x.dtype(), "cuda::activation_forward", [&](auto zero) {
-    using T = decltype(zero);
+  dispatch_floating(x.dtype(), "cuda::activation_forward", [&]<typename T>(T) {
     forward_kernel<<<cuda::blocks_for(n), 256, 0, s>>>(k, x.data<T>(), y.data<T>(), n);
   });
   LOOM_CUDA_CHECK(cudaGetLastError());
@@ -39,8 +38,7 @@ void activation_backward(int kind, const Tensor& saved, const Tensor& grad_y, Te
   if (n == 0) return;
   const auto k = static_cast<activation_math::Kind>(kind);
   cudaStream_t s = cuda::stream(saved.device().index);
-  dispatch_floating(saved.dtype(), "cuda::activation_backward", [&](auto zero) {
-    using T = decltype(zero);
+  dispatch_floating(saved.dtype(), "cuda::activation_backward", [&]<typename T>(T) {
     backward_kernel<<<cuda::blocks_for(n), 256, 0, s>>>(k, saved.data<T>(), grad_y.data<T>(),
                                                         grad_x.data<T>(), n);
   });

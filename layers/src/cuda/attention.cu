@@ -64,8 +64,7 @@ void split_heads(const Tensor& packed, std::int64_t offset, std::int64_t heads, 
   const long long n = out.numel(), Tn = out.size(1), D = out.size(2), W = packed.size(2);
   if (n == 0) return;
   cudaStream_t s = cuda::stream(packed.device().index);
-  dispatch_floating(packed.dtype(), "cuda::split_heads", [&](auto zero) {
-    using T = decltype(zero);
+  dispatch_floating(packed.dtype(), "cuda::split_heads", [&]<typename T>(T) {
     split_kernel<<<cuda::blocks_for(n), 256, 0, s>>>(packed.data<T>(), out.data<T>(), n, heads, Tn, D, W, offset);
   });
   LOOM_CUDA_CHECK(cudaGetLastError());
@@ -75,8 +74,7 @@ void merge_heads(const Tensor& heads_tensor, std::int64_t offset, std::int64_t h
   const long long n = heads_tensor.numel(), Tn = heads_tensor.size(1), D = heads_tensor.size(2), W = packed.size(2);
   if (n == 0) return;
   cudaStream_t s = cuda::stream(packed.device().index);
-  dispatch_floating(packed.dtype(), "cuda::merge_heads", [&](auto zero) {
-    using T = decltype(zero);
+  dispatch_floating(packed.dtype(), "cuda::merge_heads", [&]<typename T>(T) {
     merge_kernel<<<cuda::blocks_for(n), 256, 0, s>>>(heads_tensor.data<T>(), packed.data<T>(), n, heads, Tn, D,
                                                      W, offset);
   });
@@ -88,8 +86,7 @@ void masked_softmax(Tensor& scores, const Tensor& key_padding, std::int64_t batc
   if (rows == 0 || S == 0) return;
   (void)batch;
   cudaStream_t s = cuda::stream(scores.device().index);
-  dispatch_floating(scores.dtype(), "cuda::masked_softmax", [&](auto zero) {
-    using T = decltype(zero);
+  dispatch_floating(scores.dtype(), "cuda::masked_softmax", [&]<typename T>(T) {
     masked_softmax_kernel<<<static_cast<unsigned int>(rows), 128, 0, s>>>(
         scores.data<T>(), key_padding.defined() ? key_padding.data<T>() : nullptr, heads, Tn, S, causal);
   });

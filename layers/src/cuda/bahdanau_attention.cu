@@ -138,8 +138,7 @@ void backward_typed(const Tensor& pq, const Tensor& pk, const Tensor& bias, cons
 
 void additive_attention_probs(const Tensor& pq, const Tensor& pk, const Tensor& bias, const Tensor& v_hat,
                               const Tensor& padding, Tensor& probs) {
-  dispatch_floating(pq.dtype(), "cuda::additive_attention_probs", [&](auto zero) {
-    using T = decltype(zero);
+  dispatch_floating(pq.dtype(), "cuda::additive_attention_probs", [&]<typename T>(T) {
     probs_typed<T>(pq, pk, bias, v_hat, padding, probs);
   });
 }
@@ -147,8 +146,7 @@ void additive_attention_probs(const Tensor& pq, const Tensor& pk, const Tensor& 
 void additive_attention_backward(const Tensor& pq, const Tensor& pk, const Tensor& bias, const Tensor& v_hat,
                                  const Tensor& grad_scores, Tensor& grad_pq, Tensor& grad_pk, Tensor& grad_v_hat,
                                  Tensor& grad_bias) {
-  dispatch_floating(pq.dtype(), "cuda::additive_attention_backward", [&](auto zero) {
-    using T = decltype(zero);
+  dispatch_floating(pq.dtype(), "cuda::additive_attention_backward", [&]<typename T>(T) {
     backward_typed<T>(pq, pk, bias, v_hat, grad_scores, grad_pq, grad_pk, grad_v_hat, grad_bias);
   });
 }

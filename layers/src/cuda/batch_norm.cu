@@ -97,8 +97,7 @@ void batch_norm_backward_inference(const Tensor& x, const Tensor& grad_y, const 
                                    const Tensor& invstd, Tensor& grad_x, Tensor& grad_weight, Tensor& grad_bias) {
   const long long batch = x.size(0), channels = x.size(1), plane = x.size(2) * x.size(3);
   cudaStream_t stream = cuda::stream(x.device().index);
-  dispatch_floating(x.dtype(), "cuda::batch_norm_backward_inference", [&](auto zero) {
-    using T = decltype(zero);
+  dispatch_floating(x.dtype(), "cuda::batch_norm_backward_inference", [&]<typename T>(T) {
     backward_fixed_statistics_kernel<T><<<static_cast<unsigned int>(channels), kThreads, 0, stream>>>(
         x.data<T>(), grad_y.data<T>(), weight.data<T>(), mean.data<T>(), invstd.data<T>(),
         grad_x.data<T>(), grad_weight.data<T>(), grad_bias.data<T>(), batch, channels, plane);
@@ -110,8 +109,7 @@ void inverse_std(const Tensor& var, double eps, Tensor& invstd) {
   const long long channels = var.numel();
   cudaStream_t stream = cuda::stream(var.device().index);
   const unsigned int blocks = cuda::blocks_for(channels);
-  dispatch_floating(var.dtype(), "cuda::inverse_std", [&](auto zero) {
-    using T = decltype(zero);
+  dispatch_floating(var.dtype(), "cuda::inverse_std", [&]<typename T>(T) {
     inverse_std_kernel<T><<<blocks, kThreads, 0, stream>>>(var.data<T>(), static_cast<T>(eps), invstd.data<T>(),
                                                            channels);
   });

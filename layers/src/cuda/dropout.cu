@@ -23,8 +23,7 @@ void dropout_apply(const Tensor& x, Tensor& out, std::uint64_t seed, std::uint64
   const long long n = x.numel();
   if (n == 0) return;
   cudaStream_t s = cuda::stream(x.device().index);
-  dispatch_floating(x.dtype(), "cuda::dropout_apply", [&](auto zero) {
-    using T = decltype(zero);
+  dispatch_floating(x.dtype(), "cuda::dropout_apply", [&]<typename T>(T) {
     dropout_kernel<<<cuda::blocks_for(n), 256, 0, s>>>(x.data<T>(), out.data<T>(), n, seed, key, first_index,
                                                        keep, static_cast<T>(scale));
   });

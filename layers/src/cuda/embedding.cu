@@ -48,8 +48,7 @@ void scatter(const Tensor& ids, const Tensor& g, long long padding_idx, Tensor& 
 void embedding_forward(const Tensor& ids, const Tensor& table, Tensor& y) {
   if (y.numel() == 0) return;
   cudaStream_t s = cuda::stream(table.device().index);
-  dispatch_floating(table.dtype(), "cuda::embedding_forward", [&](auto zero) {
-    using T = decltype(zero);
+  dispatch_floating(table.dtype(), "cuda::embedding_forward", [&]<typename T>(T) {
     gather<T>(ids, table, y, s);
   });
   LOOM_CUDA_CHECK(cudaGetLastError());
@@ -58,8 +57,7 @@ void embedding_forward(const Tensor& ids, const Tensor& table, Tensor& y) {
 void embedding_backward(const Tensor& ids, const Tensor& grad_y, std::int64_t padding_idx, Tensor& grad_weight) {
   if (grad_y.numel() == 0) return;
   cudaStream_t s = cuda::stream(grad_weight.device().index);
-  dispatch_floating(grad_weight.dtype(), "cuda::embedding_backward", [&](auto zero) {
-    using T = decltype(zero);
+  dispatch_floating(grad_weight.dtype(), "cuda::embedding_backward", [&]<typename T>(T) {
     scatter<T>(ids, grad_y, padding_idx, grad_weight, s);
   });
   LOOM_CUDA_CHECK(cudaGetLastError());

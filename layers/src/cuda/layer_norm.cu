@@ -104,8 +104,7 @@ void backward(const Tensor& x, const Tensor& gamma, const Tensor& mean, const Te
 void layer_norm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps, Tensor& y, Tensor& mean,
                         Tensor& rstd) {
   if (mean.numel() == 0) return;
-  dispatch_floating(x.dtype(), "cuda::layer_norm_forward", [&](auto zero) {
-    using T = decltype(zero);
+  dispatch_floating(x.dtype(), "cuda::layer_norm_forward", [&]<typename T>(T) {
     forward<T>(x, gamma, beta, eps, y, mean, rstd);
   });
   LOOM_CUDA_CHECK(cudaGetLastError());
@@ -114,8 +113,7 @@ void layer_norm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta
 void layer_norm_backward(const Tensor& x, const Tensor& gamma, const Tensor& mean, const Tensor& rstd,
                          const Tensor& grad_y, Tensor& grad_x, Tensor grad_gamma, Tensor grad_beta) {
   if (mean.numel() == 0) return;
-  dispatch_floating(x.dtype(), "cuda::layer_norm_backward", [&](auto zero) {
-    using T = decltype(zero);
+  dispatch_floating(x.dtype(), "cuda::layer_norm_backward", [&]<typename T>(T) {
     backward<T>(x, gamma, mean, rstd, grad_y, grad_x, grad_gamma, grad_beta);
   });
   LOOM_CUDA_CHECK(cudaGetLastError());

@@ -64,8 +64,7 @@ void gradient(const Tensor& log_probs, const Tensor& targets, std::int64_t ignor
 double cross_entropy_sum(const Tensor& log_probs, const Tensor& targets, std::int64_t ignore_index, double smoothing) {
   if (log_probs.numel() == 0) return 0.0;
   const bool wide = targets.dtype() == DType::i64;
-  return dispatch_floating(log_probs.dtype(), "cuda::cross_entropy_sum", [&](auto zero) {
-    using T = decltype(zero);
+  return dispatch_floating(log_probs.dtype(), "cuda::cross_entropy_sum", [&]<typename T>(T) {
     return wide ? loss_sum<T, std::int64_t>(log_probs, targets, ignore_index, smoothing)
                 : loss_sum<T, std::int32_t>(log_probs, targets, ignore_index, smoothing);
   });
@@ -75,8 +74,7 @@ void cross_entropy_backward(const Tensor& log_probs, const Tensor& targets, std:
                             double smoothing, double scale, Tensor& grad_logits) {
   if (log_probs.numel() == 0) return;
   const bool wide = targets.dtype() == DType::i64;
-  dispatch_floating(log_probs.dtype(), "cuda::cross_entropy_backward", [&](auto zero) {
-    using T = decltype(zero);
+  dispatch_floating(log_probs.dtype(), "cuda::cross_entropy_backward", [&]<typename T>(T) {
     if (wide)
       gradient<T, std::int64_t>(log_probs, targets, ignore_index, smoothing, scale, grad_logits);
     else

@@ -59,8 +59,7 @@ void backward_typed(int device, long long rows, long long hidden, const void* ga
 
 void lstm_cell_forward(DType dtype, int device, std::int64_t rows, std::int64_t hidden, void* gates, const void* bias,
                        const void* c_prev, void* c, void* h) {
-  dispatch_floating(dtype, "cuda::lstm_cell_forward", [&](auto zero) {
-    using T = decltype(zero);
+  dispatch_floating(dtype, "cuda::lstm_cell_forward", [&]<typename T>(T) {
     forward_typed<T>(device, rows, hidden, gates, bias, c_prev, c, h);
   });
 }
@@ -68,8 +67,7 @@ void lstm_cell_forward(DType dtype, int device, std::int64_t rows, std::int64_t 
 void lstm_cell_backward(DType dtype, int device, std::int64_t rows, std::int64_t hidden, const void* gates,
                         const void* c, const void* c_prev, const void* grad_h, std::int64_t grad_h_pitch,
                         const void* grad_h_recurrent, void* grad_c, void* grad_gates) {
-  dispatch_floating(dtype, "cuda::lstm_cell_backward", [&](auto zero) {
-    using T = decltype(zero);
+  dispatch_floating(dtype, "cuda::lstm_cell_backward", [&]<typename T>(T) {
     backward_typed<T>(device, rows, hidden, gates, c, c_prev, grad_h, grad_h_pitch, grad_h_recurrent, grad_c,
                       grad_gates);
   });

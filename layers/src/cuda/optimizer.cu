@@ -32,8 +32,7 @@ void sgd_step(Tensor& param, const Tensor& grad, Tensor* buffer, double lr, doub
   const long long n = param.numel();
   if (n == 0) return;
   cudaStream_t s = loom::cuda::stream(param.device().index);
-  dispatch_floating(param.dtype(), "cuda::sgd_step", [&](auto zero) {
-    using T = decltype(zero);
+  dispatch_floating(param.dtype(), "cuda::sgd_step", [&]<typename T>(T) {
     sgd_kernel<T><<<loom::cuda::blocks_for(n), 256, 0, s>>>(
         param.data<T>(), grad.data<T>(), buffer ? buffer->data<T>() : nullptr, n, T(lr), T(grad_scale), T(momentum),
         T(dampening), T(weight_decay), nesterov, first);
@@ -47,8 +46,7 @@ void adam_step(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_a
   const long long n = param.numel();
   if (n == 0) return;
   cudaStream_t s = loom::cuda::stream(param.device().index);
-  dispatch_floating(param.dtype(), "cuda::adam_step", [&](auto zero) {
-    using T = decltype(zero);
+  dispatch_floating(param.dtype(), "cuda::adam_step", [&]<typename T>(T) {
     adam_kernel<T><<<loom::cuda::blocks_for(n), 256, 0, s>>>(
         param.data<T>(), grad.data<T>(), exp_avg.data<T>(), exp_avg_sq.data<T>(), n, T(lr), T(grad_scale), T(beta1),
         T(beta2), T(eps), T(weight_decay), decoupled, T(bias_correction1), T(bias_correction2_sqrt));

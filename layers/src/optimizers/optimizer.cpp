@@ -64,8 +64,7 @@ void Sgd::step(double lr, double grad_scale) {
                             options_.weight_decay, options_.nesterov, first);
       continue;
     }
-    dispatch_floating(p.value.dtype(), "optimizer", [&](auto zero) {
-      using T = decltype(zero);
+    dispatch_floating(p.value.dtype(), "optimizer", [&]<typename T>(T) {
       T* w = p.value.data<T>();
       const T* g = p.grad.data<T>();
       T* b = buffer ? buffer->data<T>() : nullptr;
@@ -111,8 +110,7 @@ void Adam::step(double lr, double grad_scale) {
                              bias_correction1, bias_correction2_sqrt);
       continue;
     }
-    dispatch_floating(p.value.dtype(), "optimizer", [&](auto zero) {
-      using T = decltype(zero);
+    dispatch_floating(p.value.dtype(), "optimizer", [&]<typename T>(T) {
       T* w = p.value.data<T>();
       const T* g = p.grad.data<T>();
       T* m = exp_avg_[i].data<T>();

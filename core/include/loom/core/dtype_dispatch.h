@@ -1,7 +1,8 @@
 // The one place that maps a DType to the C++ type of its elements.
 //   dispatch_floating(dtype, where, f)  calls f(float{}) for f32 or f(double{}) for f64 (the compute
 //                                       types) and throws loom::Error naming `where` for any other
-//                                       dtype; host code only (CPU loops, CUDA launches).
+//                                       dtype; host code only (CPU loops, CUDA launches). Callers
+//                                       write f as [&]<typename T>(T) { ... T ... }.
 //   load_element<T> / store_element<T>  element i of a buffer of any dtype, as T and back (bf16 and
 //                                       f16 through float); LOOM_HD, so the CPU loops and the CUDA
 //                                       kernels convert the same way.
