@@ -1,5 +1,8 @@
-// The dispatch seam: every op validates its arguments here, once, then runs the backend of the
-// tensors' device. Nothing else in loom branches on the device.
+// The dispatch seam of the generic ops: every op validates its arguments here, once, then runs
+// the backend of the tensors' device. Code built on loom::ops needs no device branch; the layers
+// that have their own CPU loops and CUDA kernels (activations, LayerNorm, attention, convolution,
+// pooling, BatchNorm, LSTM, embedding, losses, dropout, optimizers, strided copies) branch on
+// is_cuda() once per op in their own sources, as rng.cpp does for random fills.
 #include <loom/core/ops.h>
 
 #include <cmath>

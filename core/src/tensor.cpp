@@ -3,7 +3,7 @@
 #include <cstring>
 #include <sstream>
 
-#include <loom/core/half.h>
+#include <loom/core/dtype_dispatch.h>
 #include <loom/core/ops.h>
 
 namespace loom {
@@ -36,16 +36,8 @@ std::vector<Out> host_values(const Tensor& tensor) {
   const Tensor host = tensor.to(Device::cpu());
   std::vector<Out> values(static_cast<std::size_t>(host.numel()));
   const void* p = host.raw_data();
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    switch (host.dtype()) {
-      case DType::f32: values[i] = static_cast<Out>(static_cast<const float*>(p)[i]); break;
-      case DType::f64: values[i] = static_cast<Out>(static_cast<const double*>(p)[i]); break;
-      case DType::bf16: values[i] = static_cast<Out>(half::bf16_to_float(static_cast<const std::uint16_t*>(p)[i])); break;
-      case DType::f16: values[i] = static_cast<Out>(half::f16_to_float(static_cast<const std::uint16_t*>(p)[i])); break;
-      case DType::i32: values[i] = static_cast<Out>(static_cast<const std::int32_t*>(p)[i]); break;
-      case DType::i64: values[i] = static_cast<Out>(static_cast<const std::int64_t*>(p)[i]); break;
-    }
-  }
+  for (std::size_t i = 0; i < values.size(); ++i)
+    values[i] = load_element<Out>(p, host.dtype(), static_cast<std::int64_t>(i));
   return values;
 }
 }  // namespace

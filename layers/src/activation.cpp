@@ -10,7 +10,7 @@
 #include <loom/core/parallel.h>
 
 #include "activation_math.h"
-#include "cuda_kernels.h"
+#include "cuda/kernels.h"
 #include "layer_util.h"
 
 namespace loom {
@@ -135,8 +135,7 @@ Tensor Activation::forward_tensor(const Tensor& x, Context& ctx) {
   if (x.device().is_cuda()) {
     cuda_kernels::activation_forward(static_cast<int>(kind), x, y);
   } else {
-    detail::dispatch_floating(x.dtype(), describe(), [&](auto zero) {
-      using T = decltype(zero);
+    dispatch_floating(x.dtype(), describe(), [&]<typename T>(T) {
       const T* in = x.data<T>();
       T* out = y.data<T>();
       parallel_for(x.numel(), 1 << 14, [&](std::int64_t begin, std::int64_t end) {
@@ -148,7 +147,7 @@ Tensor Activation::forward_tensor(const Tensor& x, Context& ctx) {
   return y;
 }
 
-Tensor Activation::backward_tensor(const Tensor& grad_y, Context& ctx) {
+Tensor Activation::backward_input_tensor(const Tensor& grad_y, Context& ctx) {
   const Tensor saved = ctx.get("saved");
   detail::check_same_shape(*this, "output gradient", grad_y, saved.shape());
   detail::check_like(*this, "output gradient", grad_y, saved, "saved activation");
@@ -157,8 +156,7 @@ Tensor Activation::backward_tensor(const Tensor& grad_y, Context& ctx) {
   if (saved.device().is_cuda()) {
     cuda_kernels::activation_backward(static_cast<int>(kind), saved, grad_y, grad_x);
   } else {
-    detail::dispatch_floating(saved.dtype(), describe(), [&](auto zero) {
-      using T = decltype(zero);
+    dispatch_floating(saved.dtype(), describe(), [&]<typename T>(T) {
       const T* s = saved.data<T>();
       const T* g = grad_y.data<T>();
       T* dx = grad_x.data<T>();
@@ -169,16 +167,6 @@ Tensor Activation::backward_tensor(const Tensor& grad_y, Context& ctx) {
   }
   ctx.clear();
   return grad_x;
-}
-
-TensorList Activation::forward(const TensorList& inputs, Context& ctx) {
-  detail::check_inputs(*this, inputs, 1);
-  return {forward_tensor(inputs[0], ctx)};
-}
-
-TensorList Activation::backward(const TensorList& grad_outputs, Context& ctx) {
-  detail::check_inputs(*this, grad_outputs, 1);
-  return {backward_tensor(grad_outputs[0], ctx)};
 }
 
 double Activation::flops(const std::vector<Shape>& input_shapes) const {

@@ -18,7 +18,7 @@
 #include <loom/core/rng.h>
 #include <loom/layers/dropout.h>
 
-#include "cuda_kernels.h"
+#include "cuda/kernels.h"
 #include "layer_util.h"
 
 namespace loom {
@@ -94,8 +94,7 @@ void cpu_masked_softmax(T* scores, const T* key_padding, std::int64_t B, std::in
 void split_heads(const Tensor& src, std::int64_t offset, std::int64_t H, Tensor& dst) {
   const std::int64_t B = src.size(0), Tn = src.size(1), W = src.size(2), D = dst.size(2);
   if (src.device().is_cuda()) return cuda_kernels::split_heads(src, offset, H, dst);
-  detail::dispatch_floating(src.dtype(), "attention", [&](auto zero) {
-    using T = decltype(zero);
+  dispatch_floating(src.dtype(), "attention", [&]<typename T>(T) {
     cpu_split_heads<T>(src.data<T>(), dst.data<T>(), B, Tn, W, offset, H, D);
   });
 }
@@ -103,8 +102,7 @@ void split_heads(const Tensor& src, std::int64_t offset, std::int64_t H, Tensor&
 void merge_heads(const Tensor& src, std::int64_t offset, std::int64_t H, Tensor& dst) {
   const std::int64_t B = dst.size(0), Tn = dst.size(1), W = dst.size(2), D = src.size(2);
   if (src.device().is_cuda()) return cuda_kernels::merge_heads(src, offset, H, dst);
-  detail::dispatch_floating(src.dtype(), "attention", [&](auto zero) {
-    using T = decltype(zero);
+  dispatch_floating(src.dtype(), "attention", [&]<typename T>(T) {
     cpu_merge_heads<T>(src.data<T>(), dst.data<T>(), B, Tn, W, offset, H, D);
   });
 }
@@ -112,8 +110,7 @@ void merge_heads(const Tensor& src, std::int64_t offset, std::int64_t H, Tensor&
 void masked_softmax(Tensor& scores, const Tensor& key_padding, std::int64_t B, std::int64_t H, bool causal) {
   if (scores.device().is_cuda()) return cuda_kernels::masked_softmax(scores, key_padding, B, H, causal);
   const std::int64_t Tn = scores.size(1), S = scores.size(2);
-  detail::dispatch_floating(scores.dtype(), "attention", [&](auto zero) {
-    using T = decltype(zero);
+  dispatch_floating(scores.dtype(), "attention", [&]<typename T>(T) {
     cpu_masked_softmax<T>(scores.data<T>(), key_padding.defined() ? key_padding.data<T>() : nullptr, B, H, Tn, S,
                           causal);
   });
@@ -263,12 +260,6 @@ void MultiHeadAttention::backward_weight(Context& ctx) {
   if (cross_) kv_->backward_weight(ctx.child(1));
   out_->backward_weight(ctx.child(cross_ ? 2 : 1));
   ctx.clear();
-}
-
-TensorList MultiHeadAttention::backward(const TensorList& grad_outputs, Context& ctx) {
-  TensorList grads = backward_input(grad_outputs, ctx);
-  backward_weight(ctx);
-  return grads;
 }
 
 std::vector<Shape> MultiHeadAttention::output_shapes(const std::vector<Shape>& input_shapes) const {

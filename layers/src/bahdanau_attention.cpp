@@ -1,6 +1,6 @@
 // Additive attention (see bahdanau_attention.h). The projections are Linear children (context
 // children 0 and 1); the score kernels run here on the CPU (Eigen) or in
-// bahdanau_attention_cuda.cu; the rest goes through loom::ops on either device.
+// cuda/bahdanau_attention.cu; the rest goes through loom::ops on either device.
 #include <loom/layers/bahdanau_attention.h>
 
 #include <cmath>
@@ -15,7 +15,7 @@
 #include <loom/core/memory.h>
 #include <loom/core/ops.h>
 
-#include "bahdanau_attention_cuda.h"
+#include "cuda/bahdanau_attention.h"
 #include "layer_util.h"
 
 namespace loom {
@@ -151,8 +151,7 @@ TensorList BahdanauAttention::forward(const TensorList& inputs, Context& ctx) {
     if (keys.device().is_cuda()) {
       cuda_kernels::additive_attention_probs(pq, pk, normalize_bias_.value, v_hat, padding, probs);
     } else {
-      detail::dispatch_floating(keys.dtype(), describe(), [&](auto zero) {
-        using T = decltype(zero);
+      dispatch_floating(keys.dtype(), describe(), [&]<typename T>(T) {
         probs_cpu<T>(s, pq.data<T>(), pk.data<T>(), normalize_bias_.value.data<T>(), v_hat.data<T>(),
                      padding.defined() ? padding.data<T>() : nullptr, probs.data<T>());
       });
@@ -198,8 +197,7 @@ TensorList BahdanauAttention::backward_input(const TensorList& grad_outputs, Con
       cuda_kernels::additive_attention_backward(pq, pk, normalize_bias_.value, v_hat, grad_scores, grad_pq, grad_pk,
                                                 grad_v_hat, grad_bias);
     } else {
-      detail::dispatch_floating(pq.dtype(), describe(), [&](auto zero) {
-        using T = decltype(zero);
+      dispatch_floating(pq.dtype(), describe(), [&]<typename T>(T) {
         backward_cpu<T>(s, pq.data<T>(), pk.data<T>(), normalize_bias_.value.data<T>(), v_hat.data<T>(),
                         grad_scores.data<T>(), grad_pq.data<T>(), grad_pk.data<T>(), grad_v_hat.data<T>(),
                         grad_bias.data<T>());
@@ -234,12 +232,6 @@ void BahdanauAttention::backward_weight(Context& ctx) {
   }
   ops::axpy(1.0, ctx.get("grad_bias"), normalize_bias_.grad);
   ctx.clear();
-}
-
-TensorList BahdanauAttention::backward(const TensorList& grad_outputs, Context& ctx) {
-  TensorList grads = backward_input(grad_outputs, ctx);
-  backward_weight(ctx);
-  return grads;
 }
 
 std::vector<Shape> BahdanauAttention::output_shapes(const std::vector<Shape>& input_shapes) const {

@@ -1,12 +1,12 @@
 // BatchNorm2d forward/backward (see batch_norm.h): CPU loops with per-channel sums accumulated in
-// double, cuDNN in batch_norm_cuda.cpp.
+// double, cuDNN in cuda/batch_norm.cu.
 #include <loom/layers/batch_norm.h>
 
 #include <cmath>
 
 #include <loom/core/memory.h>
 
-#include "batch_norm_cuda.h"
+#include "cuda/batch_norm.h"
 #include "layer_util.h"
 
 namespace loom {
@@ -108,9 +108,7 @@ BatchNorm2d::BatchNorm2d(const BatchNorm2dOptions& options) : options_(options) 
 
 std::vector<Parameter*> BatchNorm2d::local_parameters() { return {&weight_, &bias_, &running_mean_, &running_var_}; }
 
-TensorList BatchNorm2d::forward(const TensorList& inputs, Context& ctx) {
-  detail::check_inputs(*this, inputs, 1);
-  const Tensor& x = inputs[0];
+Tensor BatchNorm2d::forward_tensor(const Tensor& x, Context& ctx) {
   LOOM_CHECK(x.rank() == 4 && x.size(1) == options_.channels, describe(), ": input shape ", x.shape().str(),
              " does not match weight shape ", weight_.value.shape().str(), " (expected [N, ", options_.channels,
              ", H, W])");
@@ -134,8 +132,7 @@ TensorList BatchNorm2d::forward(const TensorList& inputs, Context& ctx) {
       cuda_kernels::inverse_std(running_var_.value, options_.eps, invstd);
     }
   } else {
-    detail::dispatch_floating(x.dtype(), describe(), [&](auto zero) {
-      using T = decltype(zero);
+    dispatch_floating(x.dtype(), describe(), [&]<typename T>(T) {
       forward_cpu<T>(x, weight_.value, bias_.value, running_mean_.value, running_var_.value, options_, training, y,
                      mean, invstd);
     });
@@ -143,13 +140,11 @@ TensorList BatchNorm2d::forward(const TensorList& inputs, Context& ctx) {
   ctx.save("input", x);
   ctx.save(training ? "batch_mean" : "fixed_mean", mean);
   ctx.save("invstd", invstd);
-  return {y};
+  return y;
 }
 
-TensorList BatchNorm2d::backward(const TensorList& grad_outputs, Context& ctx) {
-  detail::check_inputs(*this, grad_outputs, 1);
+Tensor BatchNorm2d::backward_input_tensor(const Tensor& grad_y, Context& ctx) {
   const Tensor x = ctx.get("input");
-  const Tensor& grad_y = grad_outputs[0];
   detail::check_same_shape(*this, "output gradient", grad_y, x.shape());
   detail::check_like(*this, "output gradient", grad_y, weight_.value, "weight");
   const bool batch_statistics = ctx.has("batch_mean");
@@ -164,13 +159,12 @@ TensorList BatchNorm2d::backward(const TensorList& grad_outputs, Context& ctx) {
       cuda_kernels::batch_norm_backward_inference(x, grad_y, weight_.value, mean, invstd, grad_x, weight_.grad,
                                                   bias_.grad);
   } else {
-    detail::dispatch_floating(x.dtype(), describe(), [&](auto zero) {
-      using T = decltype(zero);
+    dispatch_floating(x.dtype(), describe(), [&]<typename T>(T) {
       backward_cpu<T>(x, grad_y, weight_.value, mean, invstd, batch_statistics, grad_x, weight_.grad, bias_.grad);
     });
   }
   ctx.clear();
-  return {grad_x};
+  return grad_x;
 }
 
 std::vector<Shape> BatchNorm2d::output_shapes(const std::vector<Shape>& input_shapes) const {

@@ -1,4 +1,4 @@
-// Conv2d forward/backward (see conv2d.h): CPU im2col + GEMM here, cuDNN in conv2d_cuda.cpp.
+// Conv2d forward/backward (see conv2d.h): CPU im2col + GEMM here, cuDNN in cuda/conv2d.cpp.
 #include <loom/layers/conv2d.h>
 
 #include <algorithm>
@@ -7,11 +7,11 @@
 #include <loom/core/ops.h>
 #include <loom/core/parallel.h>
 
-#include "conv2d_cuda.h"
-#include "im2col.h"
+#include "cuda/conv2d.h"
+#include "cpu/im2col.h"
 #include "layer_util.h"
 #include "strided_copy.h"
-#include "winograd.h"
+#include "cpu/winograd.h"
 
 namespace loom {
 
@@ -91,6 +91,44 @@ Tensor gather_output_rows(const Tensor& grad_y, std::int64_t first, std::int64_t
   return matrix;
 }
 
+// The im2col + GEMM lowering of one call over a batch, shared by forward, the input gradient and
+// the weight gradient: column-matrix rows (all groups) and their split per group, images per GEMM
+// chunk, and the chunk's scratch buffers: the columns (none when a pointwise convolution of one
+// image reads the image itself) and, when several images share a GEMM, a staging matrix of the
+// output channels (the chunk's outputs, or its gathered dY).
+struct Lowering {
+  std::int64_t rows, group_rows, group_out, chunk;
+  bool pointwise;
+  Tensor columns, staging;
+
+  // The [rows, count * out_plane] column matrix of images [first, first + count) of x: the image
+  // itself for a pointwise convolution of one image, else its im2col in `columns`.
+  template <typename T>
+  Tensor columns_of(const Tensor& x, std::int64_t first, std::int64_t count, const WindowGeometry& g) const;
+};
+
+Lowering lower(const Conv2dOptions& o, const WindowGeometry& g, std::int64_t batch, DType dtype) {
+  Lowering l;
+  const std::int64_t out_plane = g.out_plane();
+  l.rows = o.in_channels * g.window();
+  l.group_rows = l.rows / o.groups;
+  l.group_out = o.out_channels / o.groups;
+  l.chunk = images_per_chunk(batch, l.rows, out_plane, dtype_size(dtype));
+  l.pointwise = is_pointwise(o);
+  if (!(l.pointwise && l.chunk == 1)) l.columns = Tensor::empty({l.rows * l.chunk * out_plane}, dtype);
+  if (l.chunk > 1) l.staging = Tensor::empty({o.out_channels * l.chunk * out_plane}, dtype);
+  return l;
+}
+
+template <typename T>
+Tensor Lowering::columns_of(const Tensor& x, std::int64_t first, std::int64_t count, const WindowGeometry& g) const {
+  if (pointwise && count == 1) return image_matrix(x, first);
+  const std::int64_t cols = count * g.out_plane();
+  Tensor col = as_matrix(columns, rows, cols);
+  columns_from_images(x.data<T>(), first, count, x.size(1), g, col.data<T>(), cols);
+  return col;
+}
+
 template <typename T>
 void add_channel_bias(Tensor& y, const Tensor& bias) {
   const std::int64_t batch = y.size(0), channels = y.size(1), plane = y.size(2) * y.size(3);
@@ -151,9 +189,7 @@ void Conv2d::check_input(const Tensor& x) const {
   detail::check_like(*this, "input", x, weight_.value, "weight");
 }
 
-TensorList Conv2d::forward(const TensorList& inputs, Context& ctx) {
-  detail::check_inputs(*this, inputs, 1);
-  const Tensor& x = inputs[0];
+Tensor Conv2d::forward_tensor(const Tensor& x, Context& ctx) {
   check_input(x);
   const WindowGeometry g = geometry(x.shape());
   const auto& o = options_;
@@ -166,39 +202,26 @@ TensorList Conv2d::forward(const TensorList& inputs, Context& ctx) {
   }
   if (x.device().is_cuda()) {
     cuda_kernels::conv2d_forward(x, weight_.value, bias_.value, y, o);
-    return {y};
+    return y;
   }
 
   MemoryCategoryScope scope(MemoryCategory::workspace);
   if (uses_winograd(o)) {
     detail::winograd::convolve(x, detail::winograd::transform_filter(weight_.value, false), o.padding.h, bias_.value, y);
-    return {y};
+    return y;
   }
-  const std::int64_t rows = o.in_channels * g.window();  // all groups' column rows
-  const std::int64_t group_rows = rows / o.groups, group_out = o.out_channels / o.groups;
-  const std::int64_t chunk = images_per_chunk(batch, rows, out_plane, x.element_size());
-  const bool pointwise = is_pointwise(o);
-  const Tensor weights = weight_.value.reshape({o.out_channels, group_rows});
-  Tensor columns, outputs;
-  if (!(pointwise && chunk == 1)) columns = Tensor::empty({rows * chunk * out_plane}, x.dtype());
-  if (chunk > 1) outputs = Tensor::empty({o.out_channels * chunk * out_plane}, x.dtype());
+  const Lowering l = lower(o, g, batch, x.dtype());
+  const Tensor weights = weight_.value.reshape({o.out_channels, l.group_rows});
 
-  detail::dispatch_floating(x.dtype(), describe(), [&](auto zero) {
-    using T = decltype(zero);
-    for (std::int64_t first = 0; first < batch; first += chunk) {
-      const std::int64_t count = std::min(chunk, batch - first), cols = count * out_plane;
-      Tensor col;
-      if (pointwise && count == 1) {
-        col = image_matrix(x, first);
-      } else {
-        col = as_matrix(columns, rows, cols);
-        columns_from_images(x.data<T>(), first, count, o.in_channels, g, col.data<T>(), cols);
-      }
-      Tensor out = count == 1 ? image_matrix(y, first) : as_matrix(outputs, o.out_channels, cols);
+  dispatch_floating(x.dtype(), describe(), [&]<typename T>(T) {
+    for (std::int64_t first = 0; first < batch; first += l.chunk) {
+      const std::int64_t count = std::min(l.chunk, batch - first), cols = count * out_plane;
+      const Tensor col = l.columns_of<T>(x, first, count, g);
+      Tensor out = count == 1 ? image_matrix(y, first) : as_matrix(l.staging, o.out_channels, cols);
       for (std::int64_t grp = 0; grp < o.groups; ++grp) {
-        Tensor out_rows = rows_of(out, grp * group_out, (grp + 1) * group_out);
-        ops::gemm(rows_of(weights, grp * group_out, (grp + 1) * group_out), false,
-                  rows_of(col, grp * group_rows, (grp + 1) * group_rows), false, out_rows);
+        Tensor out_rows = rows_of(out, grp * l.group_out, (grp + 1) * l.group_out);
+        ops::gemm(rows_of(weights, grp * l.group_out, (grp + 1) * l.group_out), false,
+                  rows_of(col, grp * l.group_rows, (grp + 1) * l.group_rows), false, out_rows);
       }
       if (count > 1)
         for (std::int64_t i = 0; i < count; ++i)
@@ -207,7 +230,7 @@ TensorList Conv2d::forward(const TensorList& inputs, Context& ctx) {
     }
     if (o.bias) add_channel_bias<T>(y, bias_.value);
   });
-  return {y};
+  return y;
 }
 
 Tensor Conv2d::input_gradient(const Shape& input_shape, const Tensor& grad_y) const {
@@ -229,26 +252,19 @@ Tensor Conv2d::input_gradient(const Shape& input_shape, const Tensor& grad_y) co
   Tensor grad_x = Tensor::zeros(input_shape, grad_y.dtype(), grad_y.device());  // col2im accumulates
 
   MemoryCategoryScope scope(MemoryCategory::workspace);
-  const std::int64_t rows = o.in_channels * g.window();
-  const std::int64_t group_rows = rows / o.groups, group_out = o.out_channels / o.groups;
-  const std::int64_t chunk = images_per_chunk(batch, rows, out_plane, grad_y.element_size());
-  const bool pointwise = is_pointwise(o);
-  const Tensor weights = weight_.value.reshape({o.out_channels, group_rows});
-  Tensor columns, gathered;
-  if (!(pointwise && chunk == 1)) columns = Tensor::empty({rows * chunk * out_plane}, grad_y.dtype());
-  if (chunk > 1) gathered = Tensor::empty({o.out_channels * chunk * out_plane}, grad_y.dtype());
+  const Lowering l = lower(o, g, batch, grad_y.dtype());
+  const Tensor weights = weight_.value.reshape({o.out_channels, l.group_rows});
 
-  detail::dispatch_floating(grad_y.dtype(), describe(), [&](auto zero) {
-    using T = decltype(zero);
-    for (std::int64_t first = 0; first < batch; first += chunk) {
-      const std::int64_t count = std::min(chunk, batch - first), cols = count * out_plane;
-      const Tensor dy = gather_output_rows(grad_y, first, count, gathered);
-      const bool direct = pointwise && count == 1;
-      Tensor col = direct ? image_matrix(grad_x, first) : as_matrix(columns, rows, cols);
+  dispatch_floating(grad_y.dtype(), describe(), [&]<typename T>(T) {
+    for (std::int64_t first = 0; first < batch; first += l.chunk) {
+      const std::int64_t count = std::min(l.chunk, batch - first), cols = count * out_plane;
+      const Tensor dy = gather_output_rows(grad_y, first, count, l.staging);
+      const bool direct = l.pointwise && count == 1;
+      Tensor col = direct ? image_matrix(grad_x, first) : as_matrix(l.columns, l.rows, cols);
       for (std::int64_t grp = 0; grp < o.groups; ++grp) {
-        Tensor col_rows = rows_of(col, grp * group_rows, (grp + 1) * group_rows);
-        ops::gemm(rows_of(weights, grp * group_out, (grp + 1) * group_out), true,
-                  rows_of(dy, grp * group_out, (grp + 1) * group_out), false, col_rows);
+        Tensor col_rows = rows_of(col, grp * l.group_rows, (grp + 1) * l.group_rows);
+        ops::gemm(rows_of(weights, grp * l.group_out, (grp + 1) * l.group_out), true,
+                  rows_of(dy, grp * l.group_out, (grp + 1) * l.group_out), false, col_rows);
       }
       if (direct) continue;
       images_from_columns(col.data<T>(), cols, first, count, o.in_channels, g, grad_x.data<T>());
@@ -264,68 +280,45 @@ void Conv2d::accumulate_weight_gradient(const Tensor& x, const Tensor& grad_y) {
     return;
   }
   const WindowGeometry g = geometry(x.shape());
-  const std::int64_t batch = x.size(0), out_plane = g.out_plane();
+  const std::int64_t batch = x.size(0);
   MemoryCategoryScope scope(MemoryCategory::workspace);
   if (uses_winograd(o)) {
     detail::winograd::accumulate_filter_gradient(x, grad_y, o.padding.h, weight_.grad);
     if (o.bias)
-      detail::dispatch_floating(x.dtype(), describe(), [&](auto zero) {
-        accumulate_channel_sums<decltype(zero)>(grad_y, bias_.grad);
-      });
+      dispatch_floating(x.dtype(), describe(), [&]<typename T>(T) { accumulate_channel_sums<T>(grad_y, bias_.grad); });
     return;
   }
-  const std::int64_t rows = o.in_channels * g.window();
-  const std::int64_t group_rows = rows / o.groups, group_out = o.out_channels / o.groups;
-  const std::int64_t chunk = images_per_chunk(batch, rows, out_plane, x.element_size());
-  const bool pointwise = is_pointwise(o);
-  Tensor grad_weights = weight_.grad.reshape({o.out_channels, group_rows});
-  Tensor columns, gathered;
-  if (!(pointwise && chunk == 1)) columns = Tensor::empty({rows * chunk * out_plane}, x.dtype());
-  if (chunk > 1) gathered = Tensor::empty({o.out_channels * chunk * out_plane}, x.dtype());
+  const Lowering l = lower(o, g, batch, x.dtype());
+  Tensor grad_weights = weight_.grad.reshape({o.out_channels, l.group_rows});
 
-  detail::dispatch_floating(x.dtype(), describe(), [&](auto zero) {
-    using T = decltype(zero);
-    for (std::int64_t first = 0; first < batch; first += chunk) {
-      const std::int64_t count = std::min(chunk, batch - first), cols = count * out_plane;
-      const Tensor dy = gather_output_rows(grad_y, first, count, gathered);
-      Tensor col;
-      if (pointwise && count == 1) {
-        col = image_matrix(x, first);
-      } else {
-        col = as_matrix(columns, rows, cols);
-        columns_from_images(x.data<T>(), first, count, o.in_channels, g, col.data<T>(), cols);
-      }
+  dispatch_floating(x.dtype(), describe(), [&]<typename T>(T) {
+    for (std::int64_t first = 0; first < batch; first += l.chunk) {
+      const std::int64_t count = std::min(l.chunk, batch - first);
+      const Tensor dy = gather_output_rows(grad_y, first, count, l.staging);
+      const Tensor col = l.columns_of<T>(x, first, count, g);
       for (std::int64_t grp = 0; grp < o.groups; ++grp) {
-        Tensor grad_rows = rows_of(grad_weights, grp * group_out, (grp + 1) * group_out);
-        ops::gemm(rows_of(dy, grp * group_out, (grp + 1) * group_out), false,
-                  rows_of(col, grp * group_rows, (grp + 1) * group_rows), true, grad_rows, 1.0, 1.0);
+        Tensor grad_rows = rows_of(grad_weights, grp * l.group_out, (grp + 1) * l.group_out);
+        ops::gemm(rows_of(dy, grp * l.group_out, (grp + 1) * l.group_out), false,
+                  rows_of(col, grp * l.group_rows, (grp + 1) * l.group_rows), true, grad_rows, 1.0, 1.0);
       }
     }
     if (o.bias) accumulate_channel_sums<T>(grad_y, bias_.grad);
   });
 }
 
-TensorList Conv2d::backward_input(const TensorList& grad_outputs, Context& ctx) {
-  detail::check_inputs(*this, grad_outputs, 1);
+Tensor Conv2d::backward_input_tensor(const Tensor& grad_y, Context& ctx) {
   const Tensor x = ctx.get("input");
-  const Tensor& grad_y = grad_outputs[0];
   const WindowGeometry g = geometry(x.shape());
   detail::check_same_shape(*this, "output gradient", grad_y,
                            {x.size(0), options_.out_channels, g.out_height, g.out_width});
   detail::check_like(*this, "output gradient", grad_y, weight_.value, "weight");
   ctx.save("grad_output", grad_y);
-  return {input_gradient(x.shape(), grad_y)};
+  return input_gradient(x.shape(), grad_y);
 }
 
 void Conv2d::backward_weight(Context& ctx) {
   accumulate_weight_gradient(ctx.get("input"), ctx.get("grad_output"));
   ctx.clear();
-}
-
-TensorList Conv2d::backward(const TensorList& grad_outputs, Context& ctx) {
-  TensorList grad_inputs = backward_input(grad_outputs, ctx);
-  backward_weight(ctx);
-  return grad_inputs;
 }
 
 std::vector<Shape> Conv2d::output_shapes(const std::vector<Shape>& input_shapes) const {

@@ -8,9 +8,9 @@
 #include <loom/core/parallel.h>
 #include <loom/core/rng.h>
 
-#include "cuda_kernels.h"
+#include "cuda/kernels.h"
 #include "layer_util.h"
-#include "philox_cpu.h"
+#include "cpu/philox.h"
 
 namespace loom {
 
@@ -56,8 +56,7 @@ void dropout_apply(const Tensor& x, Tensor& out, double p, std::uint64_t seed, s
   const float keep = static_cast<float>(1.0 - p);
   const double scale = 1.0 / (1.0 - p);
   if (x.device().is_cuda()) return cuda_kernels::dropout_apply(x, out, seed, key, first, keep, scale);
-  detail::dispatch_floating(x.dtype(), "dropout", [&](auto zero) {
-    using T = decltype(zero);
+  dispatch_floating(x.dtype(), "dropout", [&]<typename T>(T) {
     cpu_dropout<T>(x.data<T>(), out.data<T>(), x.numel(), seed, key, first, keep, static_cast<T>(scale));
   });
 }
@@ -80,21 +79,11 @@ Tensor Dropout::forward_tensor(const Tensor& x, Context& ctx) {
   return apply_mask(x, ctx);
 }
 
-Tensor Dropout::backward_tensor(const Tensor& grad_y, Context& ctx) {
+Tensor Dropout::backward_input_tensor(const Tensor& grad_y, Context& ctx) {
   detail::check_same_shape(*this, "output gradient", grad_y, ctx.get_shape("input"));
   Tensor grad_x = (!ctx.training || p_ == 0.0) ? grad_y : apply_mask(grad_y, ctx);
   ctx.clear();
   return grad_x;
-}
-
-TensorList Dropout::forward(const TensorList& inputs, Context& ctx) {
-  detail::check_inputs(*this, inputs, 1);
-  return {forward_tensor(inputs[0], ctx)};
-}
-
-TensorList Dropout::backward(const TensorList& grad_outputs, Context& ctx) {
-  detail::check_inputs(*this, grad_outputs, 1);
-  return {backward_tensor(grad_outputs[0], ctx)};
 }
 
 double Dropout::flops(const std::vector<Shape>& input_shapes) const {

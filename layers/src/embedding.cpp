@@ -3,7 +3,7 @@
 
 #include <cstring>
 
-#include "cuda_kernels.h"
+#include "cuda/kernels.h"
 #include "layer_util.h"
 
 namespace loom {
@@ -35,9 +35,7 @@ Embedding::Embedding(std::int64_t num_embeddings, std::int64_t dim, std::int64_t
   weight_ = make_parameter("weight", Shape{num_embeddings, dim}, init);
 }
 
-TensorList Embedding::forward(const TensorList& inputs, Context& ctx) {
-  detail::check_inputs(*this, inputs, 1);
-  const Tensor& ids = inputs[0];
+Tensor Embedding::forward_tensor(const Tensor& ids, Context& ctx) {
   LOOM_CHECK(ids.dtype() == DType::i64 || ids.dtype() == DType::i32, describe(), ": ids must be i64 or i32, got ",
              dtype_name(ids.dtype()));
   LOOM_CHECK(ids.device() == weight_.value.device(), describe(), ": ids are on ", ids.device().str(),
@@ -60,13 +58,11 @@ TensorList Embedding::forward(const TensorList& inputs, Context& ctx) {
       std::memcpy(dst + i * row_bytes, src + static_cast<std::size_t>(id[i]) * row_bytes, row_bytes);
   }
   ctx.save("ids", ids);
-  return {y};
+  return y;
 }
 
-TensorList Embedding::backward(const TensorList& grad_outputs, Context& ctx) {
-  detail::check_inputs(*this, grad_outputs, 1);
+Tensor Embedding::backward_input_tensor(const Tensor& g, Context& ctx) {
   const Tensor ids = ctx.get("ids");
-  const Tensor& g = grad_outputs[0];
   std::vector<std::int64_t> expected = ids.shape().vec();
   expected.push_back(dim_);
   detail::check_same_shape(*this, "output gradient", g, Shape(expected));
@@ -75,8 +71,7 @@ TensorList Embedding::backward(const TensorList& grad_outputs, Context& ctx) {
     cuda_kernels::embedding_backward(ids, g, padding_idx_, weight_.grad);
   } else {
     const std::vector<std::int64_t> id = ids_on_host(ids);
-    detail::dispatch_floating(g.dtype(), describe(), [&](auto zero) {
-      using T = decltype(zero);
+    dispatch_floating(g.dtype(), describe(), [&]<typename T>(T) {
       const T* gp = g.data<T>();
       T* w = weight_.grad.data<T>();
       for (std::size_t i = 0; i < id.size(); ++i) {
@@ -88,7 +83,7 @@ TensorList Embedding::backward(const TensorList& grad_outputs, Context& ctx) {
     });
   }
   ctx.clear();
-  return {Tensor()};
+  return Tensor();
 }
 
 std::vector<Shape> Embedding::output_shapes(const std::vector<Shape>& input_shapes) const {

@@ -9,6 +9,8 @@
 #include <loom/core/ops.h>
 #include <loom/core/rng.h>
 
+#include "layer_util.h"
+
 namespace loom {
 
 Init Init::fan_in_uniform(std::int64_t fan_in) {
@@ -203,6 +205,24 @@ void Layer::to(DType dtype) {
 
 std::string Layer::describe() const {
   return type() + " '" + name_ + "'";
+}
+
+// ---- SplitBackwardLayer, UnaryLayer ------------------------------------------------------------
+
+TensorList SplitBackwardLayer::backward(const TensorList& grad_outputs, Context& ctx) {
+  TensorList grad_inputs = backward_input(grad_outputs, ctx);
+  backward_weight(ctx);
+  return grad_inputs;
+}
+
+TensorList UnaryLayer::forward(const TensorList& inputs, Context& ctx) {
+  detail::check_inputs(*this, inputs, 1);
+  return {forward_tensor(inputs[0], ctx)};
+}
+
+TensorList UnaryLayer::backward_input(const TensorList& grad_outputs, Context& ctx) {
+  detail::check_inputs(*this, grad_outputs, 1);
+  return {backward_input_tensor(grad_outputs[0], ctx)};
 }
 
 }  // namespace loom

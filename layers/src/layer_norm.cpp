@@ -9,7 +9,7 @@
 
 #include <loom/core/parallel.h>
 
-#include "cuda_kernels.h"
+#include "cuda/kernels.h"
 #include "layer_util.h"
 
 namespace loom {
@@ -115,8 +115,7 @@ Tensor LayerNorm::forward_tensor(const Tensor& x, Context& ctx) {
     cuda_kernels::layer_norm_forward(x, affine_ ? weight_.value : Tensor(), affine_ ? bias_.value : Tensor(), eps_, y,
                                      mean, rstd);
   } else {
-    detail::dispatch_floating(x.dtype(), describe(), [&](auto zero) {
-      using T = decltype(zero);
+    dispatch_floating(x.dtype(), describe(), [&]<typename T>(T) {
       cpu_forward<T>(x.data<T>(), affine_ ? weight_.value.data<T>() : nullptr,
                      affine_ ? bias_.value.data<T>() : nullptr, y.data<T>(), mean.data<T>(), rstd.data<T>(), rows,
                      dim_, eps_);
@@ -128,7 +127,7 @@ Tensor LayerNorm::forward_tensor(const Tensor& x, Context& ctx) {
   return y;
 }
 
-Tensor LayerNorm::backward_tensor(const Tensor& grad_y, Context& ctx) {
+Tensor LayerNorm::backward_input_tensor(const Tensor& grad_y, Context& ctx) {
   const Tensor x = ctx.get("input"), mean = ctx.get("mean"), rstd = ctx.get("rstd");
   detail::check_same_shape(*this, "output gradient", grad_y, x.shape());
   detail::check_like(*this, "output gradient", grad_y, x, "input");
@@ -138,8 +137,7 @@ Tensor LayerNorm::backward_tensor(const Tensor& grad_y, Context& ctx) {
     cuda_kernels::layer_norm_backward(x, affine_ ? weight_.value : Tensor(), mean, rstd, grad_y, grad_x,
                                       affine_ ? weight_.grad : Tensor(), affine_ ? bias_.grad : Tensor());
   } else {
-    detail::dispatch_floating(x.dtype(), describe(), [&](auto zero) {
-      using T = decltype(zero);
+    dispatch_floating(x.dtype(), describe(), [&]<typename T>(T) {
       cpu_backward<T>(x.data<T>(), affine_ ? weight_.value.data<T>() : nullptr, mean.data<T>(), rstd.data<T>(),
                       grad_y.data<T>(), grad_x.data<T>(), affine_ ? weight_.grad.data<T>() : nullptr,
                       affine_ ? bias_.grad.data<T>() : nullptr, rows, dim_);
@@ -147,16 +145,6 @@ Tensor LayerNorm::backward_tensor(const Tensor& grad_y, Context& ctx) {
   }
   ctx.clear();
   return grad_x;
-}
-
-TensorList LayerNorm::forward(const TensorList& inputs, Context& ctx) {
-  detail::check_inputs(*this, inputs, 1);
-  return {forward_tensor(inputs[0], ctx)};
-}
-
-TensorList LayerNorm::backward(const TensorList& grad_outputs, Context& ctx) {
-  detail::check_inputs(*this, grad_outputs, 1);
-  return {backward_tensor(grad_outputs[0], ctx)};
 }
 
 double LayerNorm::flops(const std::vector<Shape>& input_shapes) const {

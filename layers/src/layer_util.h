@@ -1,25 +1,16 @@
-// Private helpers shared by the layer implementations: dtype dispatch for the CPU kernels
-// (f32 for training, f64 for the gradient checks) and argument checks whose messages name the
-// layer, the tensor and both shapes.
+// Private helpers shared by the layer implementations: argument checks whose messages name the
+// layer, the tensor and both shapes. The dtype dispatch of the CPU kernels (f32 for training, f64
+// for the gradient checks) is core's dispatch_floating (loom/core/dtype_dispatch.h).
 #pragma once
 
 #include <string_view>
 
+#include <loom/core/dtype_dispatch.h>
 #include <loom/core/error.h>
 #include <loom/core/tensor.h>
 #include <loom/layers/layer.h>
 
 namespace loom::detail {
-
-// Calls f(float{}) or f(double{}) for the tensor's floating dtype.
-template <typename F>
-decltype(auto) dispatch_floating(DType dtype, std::string_view where, F&& f) {
-  switch (dtype) {
-    case DType::f32: return f(float{});
-    case DType::f64: return f(double{});
-    default: LOOM_THROW(where, ": unsupported dtype ", dtype_name(dtype), " (f32 or f64 expected)");
-  }
-}
 
 inline void check_inputs(const Layer& layer, const TensorList& inputs, std::size_t expected) {
   LOOM_CHECK(inputs.size() == expected, layer.describe(), ": expected ", expected, " input tensor(s), got ",

@@ -60,22 +60,6 @@ void Linear::backward_weight(Context& ctx) {
   ctx.clear();
 }
 
-TensorList Linear::forward(const TensorList& inputs, Context& ctx) {
-  detail::check_inputs(*this, inputs, 1);
-  return {forward_tensor(inputs[0], ctx)};
-}
-
-TensorList Linear::backward_input(const TensorList& grad_outputs, Context& ctx) {
-  detail::check_inputs(*this, grad_outputs, 1);
-  return {backward_input_tensor(grad_outputs[0], ctx)};
-}
-
-TensorList Linear::backward(const TensorList& grad_outputs, Context& ctx) {
-  TensorList grads = backward_input(grad_outputs, ctx);
-  backward_weight(ctx);
-  return grads;
-}
-
 std::vector<Shape> Linear::output_shapes(const std::vector<Shape>& input_shapes) const {
   LOOM_CHECK(input_shapes.size() == 1 && input_shapes[0].rank() >= 1 && input_shapes[0][-1] == in_features_,
              describe(), ": cannot take input shapes of this arity/last dim (in_features ", in_features_, ")");

@@ -7,7 +7,7 @@
 
 #include <loom/core/ops.h>
 
-#include "cuda_kernels.h"
+#include "cuda/kernels.h"
 #include "layer_util.h"
 
 namespace loom {
@@ -65,8 +65,7 @@ TensorList CrossEntropyLoss::forward(const TensorList& inputs, Context& ctx) {
   if (logits.device().is_cuda()) {
     total = cuda_kernels::cross_entropy_sum(logp, targets, ignore_index_, s);
   } else {
-    detail::dispatch_floating(logits.dtype(), describe(), [&](auto zero) {
-      using T = decltype(zero);
+    dispatch_floating(logits.dtype(), describe(), [&]<typename T>(T) {
       const T* lp = logp.data<T>();
       for (std::int64_t r = 0; r < rows; ++r) {
         if (t[r] == ignore_index_) continue;
@@ -99,8 +98,7 @@ TensorList CrossEntropyLoss::backward(const TensorList& grad_outputs, Context& c
   if (logp.device().is_cuda()) {
     cuda_kernels::cross_entropy_backward(logp, targets, ignore_index_, s, scale, grad);
   } else {
-    detail::dispatch_floating(logp.dtype(), describe(), [&](auto zero) {
-      using T = decltype(zero);
+    dispatch_floating(logp.dtype(), describe(), [&]<typename T>(T) {
       const T* lp = logp.data<T>();
       T* g = grad.data<T>();
       const T uniform = static_cast<T>(s / static_cast<double>(classes));

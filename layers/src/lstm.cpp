@@ -1,6 +1,6 @@
 // LSTM forward/backward (see lstm.h). The sequence work is shared by CPU and CUDA: GEMMs go
 // through loom::ops, the fused cell runs here on the CPU (Eigen-vectorised in f32, the shared
-// lstm_cell.h math in f64) or in lstm_cuda.cu.
+// lstm_cell.h math in f64) or in cuda/lstm.cu.
 #include <loom/layers/lstm.h>
 
 #include <cmath>
@@ -19,7 +19,7 @@
 
 #include "layer_util.h"
 #include "lstm_cell.h"
-#include "lstm_cuda.h"
+#include "cuda/lstm.h"
 #include "strided_copy.h"
 
 namespace loom {
@@ -121,8 +121,7 @@ void cell_forward(Tensor& gates, const Tensor& bias, const Tensor& c_prev, Tenso
                                     bias.raw_data(), data_or_null(c_prev), c.raw_data(), h.raw_data());
     return;
   }
-  detail::dispatch_floating(gates.dtype(), where, [&](auto zero) {
-    using T = decltype(zero);
+  dispatch_floating(gates.dtype(), where, [&]<typename T>(T) {
     cell_forward_cpu<T>(rows, hidden, gates.data<T>(), bias.data<T>(),
                         c_prev.defined() ? c_prev.data<T>() : nullptr, c.data<T>(), h.data<T>());
   });
@@ -144,8 +143,7 @@ void cell_backward(const Tensor& gates, const Tensor& c, const Tensor& c_prev, c
                                      grad_c.raw_data(), grad_gates.raw_data());
     return;
   }
-  detail::dispatch_floating(gates.dtype(), where, [&](auto zero) {
-    using T = decltype(zero);
+  dispatch_floating(gates.dtype(), where, [&]<typename T>(T) {
     cell_backward_cpu<T>(rows, hidden, gates.data<T>(), c.data<T>(), c_prev.defined() ? c_prev.data<T>() : nullptr,
                          static_cast<const T*>(grad_h), grad_h_pitch, grad_h_recurrent.data<T>(), grad_c.data<T>(),
                          grad_gates.data<T>());
@@ -394,12 +392,6 @@ void LSTM::backward_weight(Context& ctx) {
     ops::bias_grad(grad_rows, dir.bias_hh.grad);
   }
   ctx.clear();
-}
-
-TensorList LSTM::backward(const TensorList& grad_outputs, Context& ctx) {
-  TensorList grad_inputs = backward_input(grad_outputs, ctx);
-  backward_weight(ctx);
-  return grad_inputs;
 }
 
 std::vector<Shape> LSTM::output_shapes(const std::vector<Shape>& input_shapes) const {

@@ -1,5 +1,5 @@
 // The LSTM cell's element-wise math, written once for the CPU loops (lstm.cpp) and the CUDA
-// kernels (lstm_cuda.cu). One element is (row n, unit j) of a step; the four gate blocks of a
+// kernels (cuda/lstm.cu). One element is (row n, unit j) of a step; the four gate blocks of a
 // row sit at j, H + j, 2H + j, 3H + j in PyTorch's order i, f, g, o.
 #pragma once
 

@@ -1,5 +1,5 @@
 // MaxPool2d, AvgPool2d and GlobalAvgPool2d (see pooling.h): CPU loops here, cuDNN in
-// pooling_cuda.cpp. Window bounds follow PyTorch's CPU kernels exactly, padding included.
+// cuda/pooling.cpp. Window bounds follow PyTorch's CPU kernels exactly, padding included.
 #include <loom/layers/pooling.h>
 
 #include <algorithm>
@@ -10,7 +10,7 @@
 #include <loom/core/ops.h>
 
 #include "layer_util.h"
-#include "pooling_cuda.h"
+#include "cuda/pooling.h"
 
 namespace loom {
 
@@ -132,9 +132,7 @@ struct PoolStep {
 };
 
 PoolStep pool_forward(const Layer& layer, const Pool2dOptions& options, cuda_kernels::PoolMode mode,
-                      const TensorList& inputs, Context& ctx) {
-  detail::check_inputs(layer, inputs, 1);
-  const Tensor& x = inputs[0];
+                      const Tensor& x, Context& ctx) {
   check_nchw(layer, x);
   PoolStep step{pool_geometry(options, x.shape()), Tensor()};
   MemoryCategoryScope scope(MemoryCategory::activations);
@@ -150,11 +148,9 @@ PoolStep pool_forward(const Layer& layer, const Pool2dOptions& options, cuda_ker
 }
 
 PoolStep pool_backward(const Layer& layer, const Pool2dOptions& options, cuda_kernels::PoolMode mode,
-                       const TensorList& grad_outputs, Context& ctx) {
-  detail::check_inputs(layer, grad_outputs, 1);
+                       const Tensor& grad_y, Context& ctx) {
   const Shape input_shape = ctx.get_shape("input");
   PoolStep step{pool_geometry(options, input_shape), Tensor()};
-  const Tensor& grad_y = grad_outputs[0];
   detail::check_same_shape(layer, "output gradient", grad_y, pooled_shape(input_shape, step.g));
   step.result = Tensor::zeros(input_shape, grad_y.dtype(), grad_y.device());
   if (grad_y.device().is_cuda()) {
@@ -165,51 +161,49 @@ PoolStep pool_backward(const Layer& layer, const Pool2dOptions& options, cuda_ke
 }
 }  // namespace
 
+// ---- Pool2d ----------------------------------------------------------------------------------
+
+WindowGeometry Pool2d::geometry(const Shape& input) const { return pool_geometry(options_, input); }
+
+std::vector<Shape> Pool2d::output_shapes(const std::vector<Shape>& input_shapes) const {
+  LOOM_CHECK(input_shapes.size() == 1 && input_shapes[0].rank() == 4, type(), ": expected one [N, C, H, W] shape");
+  return {pooled_shape(input_shapes[0], geometry(input_shapes[0]))};
+}
+
+double Pool2d::flops(const std::vector<Shape>& input_shapes) const {
+  return static_cast<double>(output_shapes(input_shapes)[0].numel() * options_.kernel.h * options_.kernel.w);
+}
+
 // ---- MaxPool2d -------------------------------------------------------------------------------
 
-MaxPool2d::MaxPool2d(const Pool2dOptions& options) : options_(options) { check_pool_options("MaxPool2d", options_); }
+MaxPool2d::MaxPool2d(const Pool2dOptions& options) : Pool2d(options) { check_pool_options("MaxPool2d", options_); }
 
-WindowGeometry MaxPool2d::geometry(const Shape& input) const { return pool_geometry(options_, input); }
-
-TensorList MaxPool2d::forward(const TensorList& inputs, Context& ctx) {
-  PoolStep step = pool_forward(*this, options_, cuda_kernels::PoolMode::max, inputs, ctx);
-  if (step.done) return {step.result};
-  const Tensor& x = inputs[0];
+Tensor MaxPool2d::forward_tensor(const Tensor& x, Context& ctx) {
+  PoolStep step = pool_forward(*this, options_, cuda_kernels::PoolMode::max, x, ctx);
+  if (step.done) return step.result;
   Tensor argmax;
   {
     MemoryCategoryScope scope(MemoryCategory::activations);
     argmax = Tensor::empty(step.result.shape(), DType::i32);
   }
-  detail::dispatch_floating(x.dtype(), describe(), [&](auto zero) {
-    using T = decltype(zero);
+  dispatch_floating(x.dtype(), describe(), [&]<typename T>(T) {
     max_pool_forward<T>(step.g, x.size(0) * x.size(1), x.data<T>(), step.result.data<T>(), argmax.data<std::int32_t>());
   });
   ctx.save("argmax", argmax);
-  return {step.result};
+  return step.result;
 }
 
-TensorList MaxPool2d::backward(const TensorList& grad_outputs, Context& ctx) {
-  PoolStep step = pool_backward(*this, options_, cuda_kernels::PoolMode::max, grad_outputs, ctx);
+Tensor MaxPool2d::backward_input_tensor(const Tensor& grad_y, Context& ctx) {
+  PoolStep step = pool_backward(*this, options_, cuda_kernels::PoolMode::max, grad_y, ctx);
   if (!step.done) {
     const Tensor argmax = ctx.get("argmax");
-    const Tensor& grad_y = grad_outputs[0];
-    detail::dispatch_floating(grad_y.dtype(), describe(), [&](auto zero) {
-      using T = decltype(zero);
+    dispatch_floating(grad_y.dtype(), describe(), [&]<typename T>(T) {
       max_pool_backward<T>(step.g, step.result.size(0) * step.result.size(1), grad_y.data<T>(),
                            argmax.data<std::int32_t>(), step.result.data<T>());
     });
   }
   ctx.clear();
-  return {step.result};
-}
-
-std::vector<Shape> MaxPool2d::output_shapes(const std::vector<Shape>& input_shapes) const {
-  LOOM_CHECK(input_shapes.size() == 1 && input_shapes[0].rank() == 4, "MaxPool2d: expected one [N, C, H, W] shape");
-  return {pooled_shape(input_shapes[0], geometry(input_shapes[0]))};
-}
-
-double MaxPool2d::flops(const std::vector<Shape>& input_shapes) const {
-  return static_cast<double>(output_shapes(input_shapes)[0].numel() * options_.kernel.h * options_.kernel.w);
+  return step.result;
 }
 
 std::size_t MaxPool2d::activation_bytes(const std::vector<Shape>& input_shapes) const {
@@ -218,43 +212,28 @@ std::size_t MaxPool2d::activation_bytes(const std::vector<Shape>& input_shapes) 
 
 // ---- AvgPool2d -------------------------------------------------------------------------------
 
-AvgPool2d::AvgPool2d(const Pool2dOptions& options) : options_(options) { check_pool_options("AvgPool2d", options_); }
+AvgPool2d::AvgPool2d(const Pool2dOptions& options) : Pool2d(options) { check_pool_options("AvgPool2d", options_); }
 
-WindowGeometry AvgPool2d::geometry(const Shape& input) const { return pool_geometry(options_, input); }
-
-TensorList AvgPool2d::forward(const TensorList& inputs, Context& ctx) {
-  PoolStep step = pool_forward(*this, options_, average_mode(options_), inputs, ctx);
-  if (step.done) return {step.result};
-  const Tensor& x = inputs[0];
-  detail::dispatch_floating(x.dtype(), describe(), [&](auto zero) {
-    using T = decltype(zero);
+Tensor AvgPool2d::forward_tensor(const Tensor& x, Context& ctx) {
+  PoolStep step = pool_forward(*this, options_, average_mode(options_), x, ctx);
+  if (step.done) return step.result;
+  dispatch_floating(x.dtype(), describe(), [&]<typename T>(T) {
     avg_pool<T, false>(step.g, options_.count_include_pad, x.size(0) * x.size(1), x.data<T>(), step.result.data<T>(),
                        nullptr, nullptr);
   });
-  return {step.result};
+  return step.result;
 }
 
-TensorList AvgPool2d::backward(const TensorList& grad_outputs, Context& ctx) {
-  PoolStep step = pool_backward(*this, options_, average_mode(options_), grad_outputs, ctx);
+Tensor AvgPool2d::backward_input_tensor(const Tensor& grad_y, Context& ctx) {
+  PoolStep step = pool_backward(*this, options_, average_mode(options_), grad_y, ctx);
   if (!step.done) {
-    const Tensor& grad_y = grad_outputs[0];
-    detail::dispatch_floating(grad_y.dtype(), describe(), [&](auto zero) {
-      using T = decltype(zero);
+    dispatch_floating(grad_y.dtype(), describe(), [&]<typename T>(T) {
       avg_pool<T, true>(step.g, options_.count_include_pad, step.result.size(0) * step.result.size(1), nullptr, nullptr,
                         grad_y.data<T>(), step.result.data<T>());
     });
   }
   ctx.clear();
-  return {step.result};
-}
-
-std::vector<Shape> AvgPool2d::output_shapes(const std::vector<Shape>& input_shapes) const {
-  LOOM_CHECK(input_shapes.size() == 1 && input_shapes[0].rank() == 4, "AvgPool2d: expected one [N, C, H, W] shape");
-  return {pooled_shape(input_shapes[0], geometry(input_shapes[0]))};
-}
-
-double AvgPool2d::flops(const std::vector<Shape>& input_shapes) const {
-  return static_cast<double>(output_shapes(input_shapes)[0].numel() * options_.kernel.h * options_.kernel.w);
+  return step.result;
 }
 
 std::size_t AvgPool2d::activation_bytes(const std::vector<Shape>& input_shapes) const {
@@ -264,20 +243,16 @@ std::size_t AvgPool2d::activation_bytes(const std::vector<Shape>& input_shapes) 
 
 // ---- GlobalAvgPool2d -------------------------------------------------------------------------
 
-TensorList GlobalAvgPool2d::forward(const TensorList& inputs, Context& ctx) {
-  detail::check_inputs(*this, inputs, 1);
-  const Tensor& x = inputs[0];
+Tensor GlobalAvgPool2d::forward_tensor(const Tensor& x, Context& ctx) {
   check_nchw(*this, x);
   MemoryCategoryScope scope(MemoryCategory::activations);
   ctx.save_shape("input", x.shape());
   const Tensor planes = x.reshape({x.size(0) * x.size(1), x.size(2) * x.size(3)});
-  return {ops::mean(planes, 1).reshape({x.size(0), x.size(1)})};
+  return ops::mean(planes, 1).reshape({x.size(0), x.size(1)});
 }
 
-TensorList GlobalAvgPool2d::backward(const TensorList& grad_outputs, Context& ctx) {
-  detail::check_inputs(*this, grad_outputs, 1);
+Tensor GlobalAvgPool2d::backward_input_tensor(const Tensor& grad_y, Context& ctx) {
   const Shape input_shape = ctx.get_shape("input");
-  const Tensor& grad_y = grad_outputs[0];
   detail::check_same_shape(*this, "output gradient", grad_y, {input_shape[0], input_shape[1]});
   const std::int64_t plane = input_shape[2] * input_shape[3];
   // grad_x[n, c, :] = grad_y[n, c] / plane, as the outer product grad_y (column) x ones (row).
@@ -291,7 +266,7 @@ TensorList GlobalAvgPool2d::backward(const TensorList& grad_outputs, Context& ct
   ops::gemm(grad_y.reshape({input_shape[0] * input_shape[1], 1}), false, ones, false, grad_matrix,
             1.0 / static_cast<double>(plane));
   ctx.clear();
-  return {grad_x};
+  return grad_x;
 }
 
 std::vector<Shape> GlobalAvgPool2d::output_shapes(const std::vector<Shape>& input_shapes) const {

@@ -14,18 +14,16 @@ Shape flattened(const Shape& s) {
 
 }  // namespace
 
-TensorList Flatten::forward(const TensorList& inputs, Context& ctx) {
-  detail::check_inputs(*this, inputs, 1);
-  ctx.save_shape("input", inputs[0].shape());
-  return {inputs[0].reshape(flattened(inputs[0].shape()))};
+Tensor Flatten::forward_tensor(const Tensor& x, Context& ctx) {
+  ctx.save_shape("input", x.shape());
+  return x.reshape(flattened(x.shape()));
 }
 
-TensorList Flatten::backward(const TensorList& grad_outputs, Context& ctx) {
-  detail::check_inputs(*this, grad_outputs, 1);
+Tensor Flatten::backward_input_tensor(const Tensor& grad_y, Context& ctx) {
   const Shape input = ctx.get_shape("input");
-  detail::check_same_shape(*this, "output gradient", grad_outputs[0], flattened(input));
+  detail::check_same_shape(*this, "output gradient", grad_y, flattened(input));
   ctx.clear();
-  return {grad_outputs[0].reshape(input)};
+  return grad_y.reshape(input);
 }
 
 std::vector<Shape> Flatten::output_shapes(const std::vector<Shape>& input_shapes) const {
@@ -54,18 +52,16 @@ Shape Reshape::target(const Shape& input) const {
   return out;
 }
 
-TensorList Reshape::forward(const TensorList& inputs, Context& ctx) {
-  detail::check_inputs(*this, inputs, 1);
-  ctx.save_shape("input", inputs[0].shape());
-  return {inputs[0].reshape(target(inputs[0].shape()))};
+Tensor Reshape::forward_tensor(const Tensor& x, Context& ctx) {
+  ctx.save_shape("input", x.shape());
+  return x.reshape(target(x.shape()));
 }
 
-TensorList Reshape::backward(const TensorList& grad_outputs, Context& ctx) {
-  detail::check_inputs(*this, grad_outputs, 1);
+Tensor Reshape::backward_input_tensor(const Tensor& grad_y, Context& ctx) {
   const Shape input = ctx.get_shape("input");
-  detail::check_same_shape(*this, "output gradient", grad_outputs[0], target(input));
+  detail::check_same_shape(*this, "output gradient", grad_y, target(input));
   ctx.clear();
-  return {grad_outputs[0].reshape(input)};
+  return grad_y.reshape(input);
 }
 
 std::vector<Shape> Reshape::output_shapes(const std::vector<Shape>& input_shapes) const {

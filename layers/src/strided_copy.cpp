@@ -3,8 +3,8 @@
 
 #include <cstring>
 
-#include "cuda_kernels.h"
-#include "strided_copy_cuda.h"
+#include "cuda/kernels.h"
+#include "cuda/strided_copy.h"
 
 namespace loom::detail {
 

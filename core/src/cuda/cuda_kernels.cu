@@ -4,7 +4,7 @@
 
 #include <loom/core/cuda/context.h>
 #include <loom/core/error.h>
-#include <loom/core/half.h>
+#include <loom/core/dtype_dispatch.h>
 #include <loom/core/philox.h>
 
 #include "backend.h"
@@ -19,31 +19,8 @@ constexpr unsigned int kThreads = 256;
   for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < (n); \
        i += static_cast<long long>(blockDim.x) * gridDim.x)
 
-__device__ double load(const void* p, DType dtype, long long i) {
-  switch (dtype) {
-    case DType::f32: return static_cast<const float*>(p)[i];
-    case DType::f64: return static_cast<const double*>(p)[i];
-    case DType::bf16: return half::bf16_to_float(static_cast<const std::uint16_t*>(p)[i]);
-    case DType::f16: return half::f16_to_float(static_cast<const std::uint16_t*>(p)[i]);
-    case DType::i32: return static_cast<const std::int32_t*>(p)[i];
-    case DType::i64: return static_cast<double>(static_cast<const std::int64_t*>(p)[i]);
-  }
-  return 0;
-}
-
-__device__ void store(void* p, DType dtype, long long i, double v) {
-  switch (dtype) {
-    case DType::f32: static_cast<float*>(p)[i] = static_cast<float>(v); break;
-    case DType::f64: static_cast<double*>(p)[i] = v; break;
-    case DType::bf16: static_cast<std::uint16_t*>(p)[i] = half::float_to_bf16(static_cast<float>(v)); break;
-    case DType::f16: static_cast<std::uint16_t*>(p)[i] = half::float_to_f16(static_cast<float>(v)); break;
-    case DType::i32: static_cast<std::int32_t*>(p)[i] = static_cast<std::int32_t>(v); break;
-    case DType::i64: static_cast<std::int64_t*>(p)[i] = static_cast<std::int64_t>(v); break;
-  }
-}
-
 __global__ void fill_kernel(void* out, DType dtype, long long n, double value) {
-  LOOM_GRID_STRIDE(i, n) store(out, dtype, i, value);
+  LOOM_GRID_STRIDE(i, n) store_element<double>(out, dtype, i, value);
 }
 
 __global__ void cast_kernel(const void* in, DType in_type, void* out, DType out_type, long long n) {
@@ -51,7 +28,7 @@ __global__ void cast_kernel(const void* in, DType in_type, void* out, DType out_
     if (in_type == DType::i64 && out_type == DType::i64)
       static_cast<std::int64_t*>(out)[i] = static_cast<const std::int64_t*>(in)[i];
     else
-      store(out, out_type, i, load(in, in_type, i));
+      store_element<double>(out, out_type, i, load_element<double>(in, in_type, i));
   }
 }
 
@@ -204,50 +181,47 @@ void cast(const Tensor& source, Tensor& out) {
   check_launch();
 }
 
-#define LOOM_FLOAT_CASES(dtype, CALL)    \
-  do {                                   \
-    if ((dtype) == DType::f32) {         \
-      using T = float;                   \
-      CALL;                              \
-    } else {                             \
-      using T = double;                  \
-      CALL;                              \
-    }                                    \
-  } while (0)
-
 void binary(char op, const Tensor& a, const Tensor& b, Tensor& out) {
   const long long n = a.numel();
   if (n == 0) return;
-  LOOM_FLOAT_CASES(a.dtype(), (binary_kernel<T><<<blocks_for(n), kThreads, 0, stream_of(a)>>>(
-                                  op, static_cast<const T*>(a.raw_data()), static_cast<const T*>(b.raw_data()),
-                                  static_cast<T*>(out.raw_data()), n)));
+  dispatch_floating(a.dtype(), "cuda::binary", [&]<typename T>(T) {
+    binary_kernel<T><<<blocks_for(n), kThreads, 0, stream_of(a)>>>(
+        op, static_cast<const T*>(a.raw_data()), static_cast<const T*>(b.raw_data()),
+        static_cast<T*>(out.raw_data()), n);
+  });
   check_launch();
 }
 
 void add_scaled(const Tensor& a, double alpha, const Tensor& b, double beta, Tensor& out) {
   const long long n = a.numel();
   if (n == 0) return;
-  LOOM_FLOAT_CASES(a.dtype(), (add_scaled_kernel<T><<<blocks_for(n), kThreads, 0, stream_of(a)>>>(
-                                  static_cast<const T*>(a.raw_data()), static_cast<T>(alpha),
-                                  static_cast<const T*>(b.raw_data()), static_cast<T>(beta),
-                                  static_cast<T*>(out.raw_data()), n)));
+  dispatch_floating(a.dtype(), "cuda::add_scaled", [&]<typename T>(T) {
+    add_scaled_kernel<T><<<blocks_for(n), kThreads, 0, stream_of(a)>>>(
+        static_cast<const T*>(a.raw_data()), static_cast<T>(alpha),
+        static_cast<const T*>(b.raw_data()), static_cast<T>(beta),
+        static_cast<T*>(out.raw_data()), n);
+  });
   check_launch();
 }
 
 void scale(Tensor& x, double alpha) {
   const long long n = x.numel();
   if (n == 0) return;
-  LOOM_FLOAT_CASES(x.dtype(), (scale_kernel<T><<<blocks_for(n), kThreads, 0, stream_of(x)>>>(
-                                  static_cast<T*>(x.raw_data()), static_cast<T>(alpha), n)));
+  dispatch_floating(x.dtype(), "cuda::scale", [&]<typename T>(T) {
+    scale_kernel<T><<<blocks_for(n), kThreads, 0, stream_of(x)>>>(
+        static_cast<T*>(x.raw_data()), static_cast<T>(alpha), n);
+  });
   check_launch();
 }
 
 double dot(const Tensor& a, const Tensor& b) {
   MemoryCategoryScope scope(MemoryCategory::workspace);
   Tensor result = Tensor::empty({1}, DType::f64, a.device());
-  LOOM_FLOAT_CASES(a.dtype(), (dot_kernel<T><<<1, kThreads, 0, stream_of(a)>>>(
-                                  static_cast<const T*>(a.raw_data()), static_cast<const T*>(b.raw_data()),
-                                  a.numel(), result.data<double>())));
+  dispatch_floating(a.dtype(), "cuda::dot", [&]<typename T>(T) {
+    dot_kernel<T><<<1, kThreads, 0, stream_of(a)>>>(
+        static_cast<const T*>(a.raw_data()), static_cast<const T*>(b.raw_data()),
+        a.numel(), result.data<double>());
+  });
   check_launch();
   return result.item();
 }
@@ -255,8 +229,10 @@ double dot(const Tensor& a, const Tensor& b) {
 void bias_add(Tensor& x, const Tensor& bias) {
   const long long n = x.numel(), width = bias.numel();
   if (n == 0) return;
-  LOOM_FLOAT_CASES(x.dtype(), (bias_add_kernel<T><<<blocks_for(n), kThreads, 0, stream_of(x)>>>(
-                                  static_cast<T*>(x.raw_data()), static_cast<const T*>(bias.raw_data()), n, width)));
+  dispatch_floating(x.dtype(), "cuda::bias_add", [&]<typename T>(T) {
+    bias_add_kernel<T><<<blocks_for(n), kThreads, 0, stream_of(x)>>>(
+        static_cast<T*>(x.raw_data()), static_cast<const T*>(bias.raw_data()), n, width);
+  });
   check_launch();
 }
 
@@ -264,9 +240,11 @@ void bias_grad(const Tensor& grad, Tensor& grad_bias) {
   const long long width = grad_bias.numel();
   if (width == 0) return;
   const long long rows = grad.numel() / width;
-  LOOM_FLOAT_CASES(grad.dtype(), (bias_grad_kernel<T><<<blocks_for(width), kThreads, 0, stream_of(grad)>>>(
-                                     static_cast<const T*>(grad.raw_data()), static_cast<T*>(grad_bias.raw_data()),
-                                     rows, width)));
+  dispatch_floating(grad.dtype(), "cuda::bias_grad", [&]<typename T>(T) {
+    bias_grad_kernel<T><<<blocks_for(width), kThreads, 0, stream_of(grad)>>>(
+        static_cast<const T*>(grad.raw_data()), static_cast<T*>(grad_bias.raw_data()),
+        rows, width);
+  });
   check_launch();
 }
 
@@ -275,26 +253,32 @@ void reduce(char op, const Tensor& x, std::int64_t outer, std::int64_t length, s
   const long long n = outer * inner;
   if (n == 0) return;
   std::int64_t* idx = indices ? static_cast<std::int64_t*>(indices->raw_data()) : nullptr;
-  LOOM_FLOAT_CASES(x.dtype(), (reduce_kernel<T><<<blocks_for(n), kThreads, 0, stream_of(x)>>>(
-                                  op, static_cast<const T*>(x.raw_data()), outer, length, inner,
-                                  static_cast<T*>(out.raw_data()), idx)));
+  dispatch_floating(x.dtype(), "cuda::bias_grad", [&]<typename T>(T) {
+    reduce_kernel<T><<<blocks_for(n), kThreads, 0, stream_of(x)>>>(
+        op, static_cast<const T*>(x.raw_data()), outer, length, inner,
+        static_cast<T*>(out.raw_data()), idx);
+  });
   check_launch();
 }
 
 void softmax(const Tensor& x, Tensor& out, bool log) {
   const long long n = x.size(-1), rows = n ? x.numel() / n : 0;
   if (rows == 0) return;
-  LOOM_FLOAT_CASES(x.dtype(), (softmax_kernel<T><<<static_cast<unsigned int>(rows), kThreads, 0, stream_of(x)>>>(
-                                  static_cast<const T*>(x.raw_data()), static_cast<T*>(out.raw_data()), n, log)));
+  dispatch_floating(x.dtype(), "cuda::softmax", [&]<typename T>(T) {
+    softmax_kernel<T><<<static_cast<unsigned int>(rows), kThreads, 0, stream_of(x)>>>(
+        static_cast<const T*>(x.raw_data()), static_cast<T*>(out.raw_data()), n, log);
+  });
   check_launch();
 }
 
 void softmax_backward(const Tensor& y, const Tensor& grad_y, Tensor& grad_x) {
   const long long n = y.size(-1), rows = n ? y.numel() / n : 0;
   if (rows == 0) return;
-  LOOM_FLOAT_CASES(y.dtype(), (softmax_backward_kernel<T><<<static_cast<unsigned int>(rows), kThreads, 0, stream_of(y)>>>(
-                                  static_cast<const T*>(y.raw_data()), static_cast<const T*>(grad_y.raw_data()),
-                                  static_cast<T*>(grad_x.raw_data()), n)));
+  dispatch_floating(y.dtype(), "cuda::softmax_backward", [&]<typename T>(T) {
+    softmax_backward_kernel<T><<<static_cast<unsigned int>(rows), kThreads, 0, stream_of(y)>>>(
+        static_cast<const T*>(y.raw_data()), static_cast<const T*>(grad_y.raw_data()),
+        static_cast<T*>(grad_x.raw_data()), n);
+  });
   check_launch();
 }
 
@@ -302,9 +286,11 @@ void random(RandomKind kind, Tensor& out, std::uint64_t seed, std::uint64_t key,
             std::uint64_t first_index) {
   const long long n = out.numel();
   if (n == 0) return;
-  LOOM_FLOAT_CASES(out.dtype(), (random_kernel<T><<<blocks_for(n), kThreads, 0, stream_of(out)>>>(
-                                    kind, static_cast<T*>(out.raw_data()), n, seed, key, static_cast<float>(p0),
-                                    static_cast<float>(p1), first_index)));
+  dispatch_floating(out.dtype(), "cuda::softmax_backward", [&]<typename T>(T) {
+    random_kernel<T><<<blocks_for(n), kThreads, 0, stream_of(out)>>>(
+        kind, static_cast<T*>(out.raw_data()), n, seed, key, static_cast<float>(p0),
+        static_cast<float>(p1), first_index);
+  });
   check_launch();
 }
 

@@ -10,21 +10,18 @@ namespace loom {
 enum class ActivationKind : unsigned char { relu, gelu, tanh, sigmoid };
 ActivationKind parse_activation(const std::string& name);  // "relu", "gelu", "tanh", "sigmoid"
 
-class Activation : public Layer {
+class Activation : public UnaryLayer {
  public:
   explicit Activation(ActivationKind kind) : kind_(kind) {}
   ActivationKind kind() const { return kind_; }
 
   std::string type() const override;
-  TensorList forward(const TensorList& inputs, Context& ctx) override;
-  TensorList backward(const TensorList& grad_outputs, Context& ctx) override;
   std::vector<Shape> output_shapes(const std::vector<Shape>& input_shapes) const override { return input_shapes; }
   double flops(const std::vector<Shape>& input_shapes) const override;
   std::size_t activation_bytes(const std::vector<Shape>& input_shapes) const override;
 
-  // Single-tensor forms for composite layers.
-  Tensor forward_tensor(const Tensor& x, Context& ctx);
-  Tensor backward_tensor(const Tensor& grad_y, Context& ctx);
+  Tensor forward_tensor(const Tensor& x, Context& ctx) override;
+  Tensor backward_input_tensor(const Tensor& grad_y, Context& ctx) override;
 
  private:
   ActivationKind kind_;

@@ -17,7 +17,7 @@
 
 namespace loom {
 
-class MultiHeadAttention : public Layer {
+class MultiHeadAttention : public SplitBackwardLayer {
  public:
   MultiHeadAttention(std::int64_t embed_dim, std::int64_t num_heads, bool cross = false, bool causal = false,
                      double dropout = 0.0, bool bias = true);
@@ -32,7 +32,6 @@ class MultiHeadAttention : public Layer {
 
   std::string type() const override { return cross_ ? "CrossAttention" : "SelfAttention"; }
   TensorList forward(const TensorList& inputs, Context& ctx) override;
-  TensorList backward(const TensorList& grad_outputs, Context& ctx) override;
   TensorList backward_input(const TensorList& grad_outputs, Context& ctx) override;
   void backward_weight(Context& ctx) override;
   std::vector<std::pair<std::string, Layer*>> children() override;

@@ -25,13 +25,12 @@ struct BahdanauAttentionOptions {
   std::int64_t units = 0;
 };
 
-class BahdanauAttention : public Layer {
+class BahdanauAttention : public SplitBackwardLayer {
  public:
   explicit BahdanauAttention(const BahdanauAttentionOptions& options);
 
   std::string type() const override { return "BahdanauAttention"; }
   TensorList forward(const TensorList& inputs, Context& ctx) override;
-  TensorList backward(const TensorList& grad_outputs, Context& ctx) override;
   TensorList backward_input(const TensorList& grad_outputs, Context& ctx) override;
   void backward_weight(Context& ctx) override;
   std::vector<Parameter*> local_parameters() override;

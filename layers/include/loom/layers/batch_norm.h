@@ -18,14 +18,14 @@ struct BatchNorm2dOptions {
   double momentum = 0.1;
 };
 
-class BatchNorm2d : public Layer {
+class BatchNorm2d : public UnaryLayer {
  public:
   explicit BatchNorm2d(const BatchNorm2dOptions& options);
 
   std::string type() const override { return "BatchNorm2d"; }
   // [x: N, C, H, W] -> [y: N, C, H, W]
-  TensorList forward(const TensorList& inputs, Context& ctx) override;
-  TensorList backward(const TensorList& grad_outputs, Context& ctx) override;
+  Tensor forward_tensor(const Tensor& x, Context& ctx) override;
+  Tensor backward_input_tensor(const Tensor& grad_y, Context& ctx) override;
   std::vector<Parameter*> local_parameters() override;
 
   std::vector<Shape> output_shapes(const std::vector<Shape>& input_shapes) const override;

@@ -7,7 +7,7 @@
 // images per GEMM). Forward keeps only the input; backward recomputes the columns.
 // Backward splits in two for zero-bubble schedules: backward_input (col2im of W^T dY) keeps dY in
 // the context, backward_weight (dY im2col(x)^T and the bias sum) accumulates and frees it.
-// CUDA: cuDNN (conv2d_cuda.cpp), FMA math only, so results compare with the CPU's in fp32.
+// CUDA: cuDNN (cuda/conv2d.cpp), FMA math only, so results compare with the CPU's in fp32.
 #pragma once
 
 #include <loom/layers/layer.h>
@@ -26,16 +26,15 @@ struct Conv2dOptions {
   bool bias = true;
 };
 
-class Conv2d : public Layer {
+class Conv2d : public UnaryLayer {
  public:
   // Conv2d({.in_channels = 64, .out_channels = 64, .kernel = 3, .padding = 1})
   explicit Conv2d(const Conv2dOptions& options);
 
   std::string type() const override { return "Conv2d"; }
   // [x: N, in, H, W] -> [y: N, out, H', W']
-  TensorList forward(const TensorList& inputs, Context& ctx) override;
-  TensorList backward(const TensorList& grad_outputs, Context& ctx) override;
-  TensorList backward_input(const TensorList& grad_outputs, Context& ctx) override;
+  Tensor forward_tensor(const Tensor& x, Context& ctx) override;
+  Tensor backward_input_tensor(const Tensor& grad_y, Context& ctx) override;
   void backward_weight(Context& ctx) override;
   std::vector<Parameter*> local_parameters() override;
 

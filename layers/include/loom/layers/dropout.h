@@ -9,20 +9,18 @@
 
 namespace loom {
 
-class Dropout : public Layer {
+class Dropout : public UnaryLayer {
  public:
   explicit Dropout(double p = 0.5);
   double p() const { return p_; }
 
   std::string type() const override { return "Dropout"; }
-  TensorList forward(const TensorList& inputs, Context& ctx) override;
-  TensorList backward(const TensorList& grad_outputs, Context& ctx) override;
   std::vector<Shape> output_shapes(const std::vector<Shape>& input_shapes) const override { return input_shapes; }
   double flops(const std::vector<Shape>& input_shapes) const override;
   std::size_t activation_bytes(const std::vector<Shape>& /*input_shapes*/) const override { return 0; }
 
-  Tensor forward_tensor(const Tensor& x, Context& ctx);
-  Tensor backward_tensor(const Tensor& grad_y, Context& ctx);
+  Tensor forward_tensor(const Tensor& x, Context& ctx) override;
+  Tensor backward_input_tensor(const Tensor& grad_y, Context& ctx) override;
 
  private:
   // x * mask / (1 - p) for the mask of this context; used by forward and backward alike.

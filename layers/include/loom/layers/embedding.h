@@ -7,7 +7,7 @@
 
 namespace loom {
 
-class Embedding : public Layer {
+class Embedding : public UnaryLayer {
  public:
   Embedding(std::int64_t num_embeddings, std::int64_t dim, std::int64_t padding_idx = -1);
 
@@ -17,8 +17,8 @@ class Embedding : public Layer {
   Parameter& weight() { return weight_; }
 
   std::string type() const override { return "Embedding"; }
-  TensorList forward(const TensorList& inputs, Context& ctx) override;
-  TensorList backward(const TensorList& grad_outputs, Context& ctx) override;
+  Tensor forward_tensor(const Tensor& ids, Context& ctx) override;
+  Tensor backward_input_tensor(const Tensor& grad_y, Context& ctx) override;  // undefined (ids)
   std::vector<Parameter*> local_parameters() override { return {&weight_}; }
   std::vector<Shape> output_shapes(const std::vector<Shape>& input_shapes) const override;
   double flops(const std::vector<Shape>& input_shapes) const override;

@@ -24,6 +24,19 @@
 
 namespace loom {
 
+// What the three GNMT blocks share: one LSTM (child "rnn", context child 0), whose weight
+// gradients are the block's backward_weight.
+class GnmtRecurrentLayer : public SplitBackwardLayer {
+ public:
+  void backward_weight(Context& ctx) override;
+  std::vector<std::pair<std::string, Layer*>> children() override { return {{"rnn", &rnn_}}; }
+  LSTM& rnn() { return rnn_; }
+
+ protected:
+  explicit GnmtRecurrentLayer(const LstmOptions& rnn) : rnn_(rnn) {}
+  LSTM rnn_;
+};
+
 struct GnmtEncoderLayerOptions {
   std::int64_t input_size = 0;
   std::int64_t hidden_size = 0;
@@ -31,23 +44,18 @@ struct GnmtEncoderLayerOptions {
   bool residual = false;       // needs input_size == hidden_size
 };
 
-class GnmtEncoderLayer : public Layer {
+class GnmtEncoderLayer : public GnmtRecurrentLayer {
  public:
   explicit GnmtEncoderLayer(const GnmtEncoderLayerOptions& options);
   std::string type() const override { return "GNMTEncoderLayer"; }
   TensorList forward(const TensorList& inputs, Context& ctx) override;
-  TensorList backward(const TensorList& grad_outputs, Context& ctx) override;
   TensorList backward_input(const TensorList& grad_outputs, Context& ctx) override;
-  void backward_weight(Context& ctx) override;
-  std::vector<std::pair<std::string, Layer*>> children() override { return {{"rnn", &rnn_}}; }
   std::vector<Shape> output_shapes(const std::vector<Shape>& input_shapes) const override;
   double flops(const std::vector<Shape>& input_shapes) const override;
   std::size_t activation_bytes(const std::vector<Shape>& input_shapes) const override;
-  LSTM& rnn() { return rnn_; }
 
  private:
   GnmtEncoderLayerOptions options_;
-  LSTM rnn_;
 };
 
 struct GnmtAttentionLayerOptions {
@@ -56,25 +64,22 @@ struct GnmtAttentionLayerOptions {
   bool key_padding_mask = false;  // a [N, T_source] mask follows decoder_in in the inputs
 };
 
-class GnmtAttentionLayer : public Layer {
+class GnmtAttentionLayer : public GnmtRecurrentLayer {
  public:
   explicit GnmtAttentionLayer(const GnmtAttentionLayerOptions& options);
   std::string type() const override { return "GNMTAttentionLayer"; }
   TensorList forward(const TensorList& inputs, Context& ctx) override;
-  TensorList backward(const TensorList& grad_outputs, Context& ctx) override;
   TensorList backward_input(const TensorList& grad_outputs, Context& ctx) override;
   void backward_weight(Context& ctx) override;
   std::vector<std::pair<std::string, Layer*>> children() override { return {{"rnn", &rnn_}, {"attn", &attention_}}; }
   std::vector<Shape> output_shapes(const std::vector<Shape>& input_shapes) const override;
   double flops(const std::vector<Shape>& input_shapes) const override;
   std::size_t activation_bytes(const std::vector<Shape>& input_shapes) const override;
-  LSTM& rnn() { return rnn_; }
   BahdanauAttention& attention() { return attention_; }
 
  private:
   std::size_t consumed() const { return options_.key_padding_mask ? 3 : 2; }
   GnmtAttentionLayerOptions options_;
-  LSTM rnn_;
   BahdanauAttention attention_;
 };
 
@@ -83,23 +88,18 @@ struct GnmtDecoderLayerOptions {
   bool residual = false;
 };
 
-class GnmtDecoderLayer : public Layer {
+class GnmtDecoderLayer : public GnmtRecurrentLayer {
  public:
   explicit GnmtDecoderLayer(const GnmtDecoderLayerOptions& options);
   std::string type() const override { return "GNMTDecoderLayer"; }
   TensorList forward(const TensorList& inputs, Context& ctx) override;
-  TensorList backward(const TensorList& grad_outputs, Context& ctx) override;
   TensorList backward_input(const TensorList& grad_outputs, Context& ctx) override;
-  void backward_weight(Context& ctx) override;
-  std::vector<std::pair<std::string, Layer*>> children() override { return {{"rnn", &rnn_}}; }
   std::vector<Shape> output_shapes(const std::vector<Shape>& input_shapes) const override;
   double flops(const std::vector<Shape>& input_shapes) const override;
   std::size_t activation_bytes(const std::vector<Shape>& input_shapes) const override;
-  LSTM& rnn() { return rnn_; }
 
  private:
   GnmtDecoderLayerOptions options_;
-  LSTM rnn_;
 };
 
 }  // namespace loom

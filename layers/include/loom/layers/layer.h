@@ -9,6 +9,8 @@
 //                                         backward_input returns activation gradients and keeps
 //                                         what backward_weight needs in ctx; backward_weight then
 //                                         accumulates parameter gradients and frees ctx.
+//                                         Layers that implement the split derive from
+//                                         SplitBackwardLayer, which writes backward as the two.
 // Inputs and outputs are lists of tensors (GNMT passes several across a stage boundary). An input
 // that needs no gradient (token ids, labels) gets an undefined Tensor in the returned list.
 // Parameters carry stable hierarchical names; their initial values depend only on
@@ -153,6 +155,27 @@ class Layer {
 
   std::string name_;
   std::int64_t block_index_ = 0;
+};
+
+// A layer whose backward is exactly its two halves in order: it implements backward_input and
+// (when it has parameter gradients to defer) backward_weight; backward, written once here, runs
+// backward_input and then backward_weight.
+class SplitBackwardLayer : public Layer {
+ public:
+  TensorList backward(const TensorList& grad_outputs, Context& ctx) final;
+  TensorList backward_input(const TensorList& grad_outputs, Context& ctx) override = 0;
+};
+
+// A layer with one input and one output tensor. It implements the single-tensor forms, which
+// composite layers call directly; the list forms, written once here, check that the list holds
+// exactly one defined tensor and wrap the result. backward_input_tensor returns the input
+// gradient; parameter gradients it does not accumulate itself are left to backward_weight.
+class UnaryLayer : public SplitBackwardLayer {
+ public:
+  TensorList forward(const TensorList& inputs, Context& ctx) final;
+  TensorList backward_input(const TensorList& grad_outputs, Context& ctx) final;
+  virtual Tensor forward_tensor(const Tensor& x, Context& ctx) = 0;
+  virtual Tensor backward_input_tensor(const Tensor& grad_y, Context& ctx) = 0;
 };
 
 using LayerPtr = std::unique_ptr<Layer>;

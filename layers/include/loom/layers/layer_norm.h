@@ -7,7 +7,7 @@
 
 namespace loom {
 
-class LayerNorm : public Layer {
+class LayerNorm : public UnaryLayer {
  public:
   explicit LayerNorm(std::int64_t dim, double eps = 1e-5, bool elementwise_affine = true);
 
@@ -16,15 +16,13 @@ class LayerNorm : public Layer {
   Parameter& bias() { return bias_; }
 
   std::string type() const override { return "LayerNorm"; }
-  TensorList forward(const TensorList& inputs, Context& ctx) override;
-  TensorList backward(const TensorList& grad_outputs, Context& ctx) override;
   std::vector<Parameter*> local_parameters() override;
   std::vector<Shape> output_shapes(const std::vector<Shape>& input_shapes) const override { return input_shapes; }
   double flops(const std::vector<Shape>& input_shapes) const override;
   std::size_t activation_bytes(const std::vector<Shape>& input_shapes) const override;
 
-  Tensor forward_tensor(const Tensor& x, Context& ctx);
-  Tensor backward_tensor(const Tensor& grad_y, Context& ctx);
+  Tensor forward_tensor(const Tensor& x, Context& ctx) override;
+  Tensor backward_input_tensor(const Tensor& grad_y, Context& ctx) override;
 
  private:
   std::int64_t dim_;

@@ -8,7 +8,7 @@
 
 namespace loom {
 
-class Linear : public Layer {
+class Linear : public UnaryLayer {
  public:
   Linear(std::int64_t in_features, std::int64_t out_features, bool bias = true);
 
@@ -21,19 +21,14 @@ class Linear : public Layer {
   void set_init(Init weight_init, Init bias_init);
 
   std::string type() const override { return "Linear"; }
-  TensorList forward(const TensorList& inputs, Context& ctx) override;
-  TensorList backward(const TensorList& grad_outputs, Context& ctx) override;
-  TensorList backward_input(const TensorList& grad_outputs, Context& ctx) override;
+  Tensor forward_tensor(const Tensor& x, Context& ctx) override;
+  Tensor backward_input_tensor(const Tensor& grad_y, Context& ctx) override;
   void backward_weight(Context& ctx) override;
   std::vector<Parameter*> local_parameters() override;
 
   std::vector<Shape> output_shapes(const std::vector<Shape>& input_shapes) const override;
   double flops(const std::vector<Shape>& input_shapes) const override;
   std::size_t activation_bytes(const std::vector<Shape>& input_shapes) const override;
-
-  // The single-tensor steps, for composite layers that call them directly.
-  Tensor forward_tensor(const Tensor& x, Context& ctx);
-  Tensor backward_input_tensor(const Tensor& grad_y, Context& ctx);
 
  private:
   std::int64_t in_features_, out_features_;

@@ -28,7 +28,7 @@ struct LstmOptions {
   bool bidirectional_first = false;  // layer 0 runs both directions; layer 1 then reads 2 * hidden
 };
 
-class LSTM : public Layer {
+class LSTM : public SplitBackwardLayer {
  public:
   explicit LSTM(const LstmOptions& options);
 
@@ -37,7 +37,6 @@ class LSTM : public Layer {
   TensorList forward(const TensorList& inputs, Context& ctx) override;
   // grad_outputs: [dy] or [dy, dh_n, dc_n]; any may be undefined (no gradient). Returns [dx] or
   // [dx, dh0, dc0], matching the forward's inputs.
-  TensorList backward(const TensorList& grad_outputs, Context& ctx) override;
   TensorList backward_input(const TensorList& grad_outputs, Context& ctx) override;
   void backward_weight(Context& ctx) override;
   std::vector<Parameter*> local_parameters() override;

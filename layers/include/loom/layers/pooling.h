@@ -19,44 +19,45 @@ struct Pool2dOptions {
   bool count_include_pad = true;  // average pooling only: padded zeros count in the divisor
 };
 
-class MaxPool2d : public Layer {
+// What max and average pooling share: the options, the window over the input and the output
+// shape; they differ in the kernel and in what forward keeps.
+class Pool2d : public UnaryLayer {
+ public:
+  const Pool2dOptions& options() const { return options_; }
+  std::vector<Shape> output_shapes(const std::vector<Shape>& input_shapes) const override;
+  double flops(const std::vector<Shape>& input_shapes) const override;
+
+ protected:
+  explicit Pool2d(const Pool2dOptions& options) : options_(options) {}
+  WindowGeometry geometry(const Shape& input) const;
+
+  Pool2dOptions options_;
+};
+
+class MaxPool2d : public Pool2d {
  public:
   explicit MaxPool2d(const Pool2dOptions& options);
   std::string type() const override { return "MaxPool2d"; }
-  TensorList forward(const TensorList& inputs, Context& ctx) override;
-  TensorList backward(const TensorList& grad_outputs, Context& ctx) override;
-  std::vector<Shape> output_shapes(const std::vector<Shape>& input_shapes) const override;
-  double flops(const std::vector<Shape>& input_shapes) const override;
+  Tensor forward_tensor(const Tensor& x, Context& ctx) override;
+  Tensor backward_input_tensor(const Tensor& grad_y, Context& ctx) override;
   std::size_t activation_bytes(const std::vector<Shape>& input_shapes) const override;
-  const Pool2dOptions& options() const { return options_; }
-
- private:
-  WindowGeometry geometry(const Shape& input) const;
-  Pool2dOptions options_;
 };
 
-class AvgPool2d : public Layer {
+class AvgPool2d : public Pool2d {
  public:
   explicit AvgPool2d(const Pool2dOptions& options);
   std::string type() const override { return "AvgPool2d"; }
-  TensorList forward(const TensorList& inputs, Context& ctx) override;
-  TensorList backward(const TensorList& grad_outputs, Context& ctx) override;
-  std::vector<Shape> output_shapes(const std::vector<Shape>& input_shapes) const override;
-  double flops(const std::vector<Shape>& input_shapes) const override;
+  Tensor forward_tensor(const Tensor& x, Context& ctx) override;
+  Tensor backward_input_tensor(const Tensor& grad_y, Context& ctx) override;
   std::size_t activation_bytes(const std::vector<Shape>& input_shapes) const override;
-  const Pool2dOptions& options() const { return options_; }
-
- private:
-  WindowGeometry geometry(const Shape& input) const;
-  Pool2dOptions options_;
 };
 
 // Mean over each channel's plane: [N, C, H, W] -> [N, C].
-class GlobalAvgPool2d : public Layer {
+class GlobalAvgPool2d : public UnaryLayer {
  public:
   std::string type() const override { return "GlobalAvgPool2d"; }
-  TensorList forward(const TensorList& inputs, Context& ctx) override;
-  TensorList backward(const TensorList& grad_outputs, Context& ctx) override;
+  Tensor forward_tensor(const Tensor& x, Context& ctx) override;
+  Tensor backward_input_tensor(const Tensor& grad_y, Context& ctx) override;
   std::vector<Shape> output_shapes(const std::vector<Shape>& input_shapes) const override;
   double flops(const std::vector<Shape>& input_shapes) const override;
   std::size_t activation_bytes(const std::vector<Shape>& input_shapes) const override;

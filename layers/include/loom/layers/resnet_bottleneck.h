@@ -26,7 +26,7 @@ struct BottleneckOptions {
   std::int64_t base_width = 64;  // width = planes * base_width / 64 * groups (ResNeXt / wide variants)
 };
 
-class ResNetBottleneck : public Layer {
+class ResNetBottleneck : public SplitBackwardLayer {
  public:
   static constexpr std::int64_t kExpansion = 4;
   explicit ResNetBottleneck(const BottleneckOptions& options);
@@ -34,7 +34,6 @@ class ResNetBottleneck : public Layer {
   std::string type() const override { return "ResNetBottleneck"; }
   // [x: N, in, H, W] -> [y: N, 4 * planes, H / stride, W / stride]
   TensorList forward(const TensorList& inputs, Context& ctx) override;
-  TensorList backward(const TensorList& grad_outputs, Context& ctx) override;
   TensorList backward_input(const TensorList& grad_outputs, Context& ctx) override;
   void backward_weight(Context& ctx) override;
   std::vector<std::pair<std::string, Layer*>> children() override;

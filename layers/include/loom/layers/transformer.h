@@ -44,13 +44,12 @@ struct FeedForward {
   Linear linear2;
 };
 
-class TransformerEncoderLayer : public Layer {
+class TransformerEncoderLayer : public SplitBackwardLayer {
  public:
   explicit TransformerEncoderLayer(const TransformerOptions& options);
 
   std::string type() const override { return "TransformerEncoderLayer"; }
   TensorList forward(const TensorList& inputs, Context& ctx) override;
-  TensorList backward(const TensorList& grad_outputs, Context& ctx) override;
   TensorList backward_input(const TensorList& grad_outputs, Context& ctx) override;
   void backward_weight(Context& ctx) override;
   std::vector<std::pair<std::string, Layer*>> children() override;
@@ -66,13 +65,12 @@ class TransformerEncoderLayer : public Layer {
   Dropout dropout1_, dropout2_;
 };
 
-class TransformerDecoderLayer : public Layer {
+class TransformerDecoderLayer : public SplitBackwardLayer {
  public:
   explicit TransformerDecoderLayer(const TransformerOptions& options);
 
   std::string type() const override { return "TransformerDecoderLayer"; }
   TensorList forward(const TensorList& inputs, Context& ctx) override;
-  TensorList backward(const TensorList& grad_outputs, Context& ctx) override;
   TensorList backward_input(const TensorList& grad_outputs, Context& ctx) override;
   void backward_weight(Context& ctx) override;
   std::vector<std::pair<std::string, Layer*>> children() override;

@@ -1,38 +1,24 @@
 // SGD, Adam/AdamW and learning-rate schedules (see optimizer.h). The per-element math is shared
-// with the CUDA kernels (optimizer_math.h); dispatch by the parameter's device happens here.
+// with the CUDA kernels (optimizer_math.h, cuda/optimizer.cu); dispatch by the parameter's device
+// happens here.
 #include <loom/layers/optimizer.h>
 
 #include <algorithm>
 #include <cmath>
 
+#include <loom/core/dtype_dispatch.h>
 #include <loom/core/ops.h>
 
-#include "optimizer_math.h"
-#ifdef LOOM_WITH_CUDA
-#include "optimizer_cuda.h"
-#endif
+#include "cuda/optimizer.h"
+#include "optimizers/optimizer_math.h"
 
 namespace loom {
 
 namespace {
 
-[[maybe_unused]] void no_cuda(const Tensor& t) {
-  LOOM_THROW("optimizer: parameter on ", t.device().str(), " but this build of loom has no CUDA backend");
-}
-
 Tensor zeros_like_state(const Tensor& like) {
   MemoryCategoryScope scope(MemoryCategory::optimizer_state);
   return Tensor::zeros(like.shape(), like.dtype(), like.device());
-}
-
-template <typename F>
-void for_float(DType dtype, F&& f) {
-  if (dtype == DType::f32)
-    f(float{});
-  else if (dtype == DType::f64)
-    f(double{});
-  else
-    LOOM_THROW("optimizer: parameters must be f32 or f64, got ", dtype_name(dtype));
 }
 
 }  // namespace
@@ -74,16 +60,11 @@ void Sgd::step(double lr, double grad_scale) {
     if (first) momentum_[i] = zeros_like_state(p.value);
     Tensor* buffer = use_momentum ? &momentum_[i] : nullptr;
     if (p.value.device().is_cuda()) {
-#ifdef LOOM_WITH_CUDA
       optim::cuda::sgd_step(p.value, p.grad, buffer, lr, grad_scale, options_.momentum, options_.dampening,
                             options_.weight_decay, options_.nesterov, first);
-#else
-      no_cuda(p.value);
-#endif
       continue;
     }
-    for_float(p.value.dtype(), [&](auto zero) {
-      using T = decltype(zero);
+    dispatch_floating(p.value.dtype(), "optimizer", [&]<typename T>(T) {
       T* w = p.value.data<T>();
       const T* g = p.grad.data<T>();
       T* b = buffer ? buffer->data<T>() : nullptr;
@@ -124,17 +105,12 @@ void Adam::step(double lr, double grad_scale) {
   for (std::size_t i = 0; i < parameters_.size(); ++i) {
     Parameter& p = *parameters_[i].parameter;
     if (p.value.device().is_cuda()) {
-#ifdef LOOM_WITH_CUDA
       optim::cuda::adam_step(p.value, p.grad, exp_avg_[i], exp_avg_sq_[i], lr, grad_scale, options_.beta1,
                              options_.beta2, options_.eps, options_.weight_decay, options_.decoupled_weight_decay,
                              bias_correction1, bias_correction2_sqrt);
-#else
-      no_cuda(p.value);
-#endif
       continue;
     }
-    for_float(p.value.dtype(), [&](auto zero) {
-      using T = decltype(zero);
+    dispatch_floating(p.value.dtype(), "optimizer", [&]<typename T>(T) {
       T* w = p.value.data<T>();
       const T* g = p.grad.data<T>();
       T* m = exp_avg_[i].data<T>();

@@ -58,13 +58,18 @@ std::vector<Shape> pass_through_shapes(std::vector<Shape> own, const std::vector
 
 }  // namespace
 
+void GnmtRecurrentLayer::backward_weight(Context& ctx) {
+  rnn_.backward_weight(ctx.child(0));
+  ctx.clear();
+}
+
 // ---- encoder -----------------------------------------------------------------------------------
 
 GnmtEncoderLayer::GnmtEncoderLayer(const GnmtEncoderLayerOptions& options)
-    : options_(options),
-      rnn_({.input_size = options.input_size,
-            .hidden_size = options.hidden_size,
-            .bidirectional_first = options.bidirectional}) {
+    : GnmtRecurrentLayer({.input_size = options.input_size,
+                          .hidden_size = options.hidden_size,
+                          .bidirectional_first = options.bidirectional}),
+      options_(options) {
   LOOM_CHECK(!options_.residual || (!options_.bidirectional && options_.input_size == options_.hidden_size),
              "GnmtEncoderLayer: a residual layer needs input_size == hidden_size (got ", options_.input_size, " and ",
              options_.hidden_size, ") and one direction");
@@ -87,17 +92,6 @@ TensorList GnmtEncoderLayer::backward_input(const TensorList& grad_outputs, Cont
   return with_pass_through_grads({grad_x}, grad_outputs, 1, input_count(ctx));
 }
 
-void GnmtEncoderLayer::backward_weight(Context& ctx) {
-  rnn_.backward_weight(ctx.child(0));
-  ctx.clear();
-}
-
-TensorList GnmtEncoderLayer::backward(const TensorList& grad_outputs, Context& ctx) {
-  TensorList grads = backward_input(grad_outputs, ctx);
-  backward_weight(ctx);
-  return grads;
-}
-
 std::vector<Shape> GnmtEncoderLayer::output_shapes(const std::vector<Shape>& input_shapes) const {
   LOOM_CHECK(!input_shapes.empty(), "GnmtEncoderLayer: no input shapes");
   return pass_through_shapes({rnn_.output_shapes({input_shapes[0]})[0]}, input_shapes, 1);
@@ -114,8 +108,8 @@ std::size_t GnmtEncoderLayer::activation_bytes(const std::vector<Shape>& input_s
 // ---- decoder layer 0: LSTM + attention ----------------------------------------------------------
 
 GnmtAttentionLayer::GnmtAttentionLayer(const GnmtAttentionLayerOptions& options)
-    : options_(options),
-      rnn_({.input_size = options.input_size, .hidden_size = options.hidden_size}),
+    : GnmtRecurrentLayer({.input_size = options.input_size, .hidden_size = options.hidden_size}),
+      options_(options),
       attention_({.query_size = options.hidden_size, .key_size = options.hidden_size, .units = options.hidden_size}) {}
 
 TensorList GnmtAttentionLayer::forward(const TensorList& inputs, Context& ctx) {
@@ -153,14 +147,7 @@ TensorList GnmtAttentionLayer::backward_input(const TensorList& grad_outputs, Co
 
 void GnmtAttentionLayer::backward_weight(Context& ctx) {
   attention_.backward_weight(ctx.child(1));
-  rnn_.backward_weight(ctx.child(0));
-  ctx.clear();
-}
-
-TensorList GnmtAttentionLayer::backward(const TensorList& grad_outputs, Context& ctx) {
-  TensorList grads = backward_input(grad_outputs, ctx);
-  backward_weight(ctx);
-  return grads;
+  GnmtRecurrentLayer::backward_weight(ctx);
 }
 
 std::vector<Shape> GnmtAttentionLayer::output_shapes(const std::vector<Shape>& input_shapes) const {
@@ -182,7 +169,8 @@ std::size_t GnmtAttentionLayer::activation_bytes(const std::vector<Shape>& input
 // ---- decoder layers >= 1 -------------------------------------------------------------------------
 
 GnmtDecoderLayer::GnmtDecoderLayer(const GnmtDecoderLayerOptions& options)
-    : options_(options), rnn_({.input_size = 2 * options.hidden_size, .hidden_size = options.hidden_size}) {}
+    : GnmtRecurrentLayer({.input_size = 2 * options.hidden_size, .hidden_size = options.hidden_size}),
+      options_(options) {}
 
 TensorList GnmtDecoderLayer::forward(const TensorList& inputs, Context& ctx) {
   LOOM_CHECK(inputs.size() >= 2 && inputs[0].defined() && inputs[1].defined(), describe(),
@@ -208,17 +196,6 @@ TensorList GnmtDecoderLayer::backward_input(const TensorList& grad_outputs, Cont
   if (options_.residual) ops::axpy(1.0, grad_y, grad_x);
   if (grad_outputs.size() > 1 && grad_outputs[1].defined()) ops::axpy(1.0, grad_outputs[1], grad_context);
   return with_pass_through_grads({grad_x, grad_context}, grad_outputs, 2, input_count(ctx));
-}
-
-void GnmtDecoderLayer::backward_weight(Context& ctx) {
-  rnn_.backward_weight(ctx.child(0));
-  ctx.clear();
-}
-
-TensorList GnmtDecoderLayer::backward(const TensorList& grad_outputs, Context& ctx) {
-  TensorList grads = backward_input(grad_outputs, ctx);
-  backward_weight(ctx);
-  return grads;
 }
 
 std::vector<Shape> GnmtDecoderLayer::output_shapes(const std::vector<Shape>& input_shapes) const {

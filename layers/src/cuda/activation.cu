@@ -1,9 +1,10 @@
 // CUDA kernels of the activation layers: one thread per element over activation_math.h.
 #include <loom/core/cuda/context.h>
+#include <loom/core/dtype_dispatch.h>
 
 #include "activation_math.h"
-#include "cuda_block_reduce.cuh"
-#include "cuda_kernels.h"
+#include "cuda/block_reduce.cuh"
+#include "cuda/kernels.h"
 
 namespace loom::cuda_kernels {
 
@@ -26,10 +27,9 @@ void activation_forward(int kind, const Tensor& x, Tensor& y) {
   if (n == 0) return;
   const auto k = static_cast<activation_math::Kind>(kind);
   cudaStream_t s = cuda::stream(x.device().index);
-  if (x.dtype() == DType::f32)
-    forward_kernel<<<cuda::blocks_for(n), 256, 0, s>>>(k, x.data<float>(), y.data<float>(), n);
-  else
-    forward_kernel<<<cuda::blocks_for(n), 256, 0, s>>>(k, x.data<double>(), y.data<double>(), n);
+  dispatch_floating(x.dtype(), "cuda::activation_forward", [&]<typename T>(T) {
+    forward_kernel<<<cuda::blocks_for(n), 256, 0, s>>>(k, x.data<T>(), y.data<T>(), n);
+  });
   LOOM_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -38,12 +38,10 @@ void activation_backward(int kind, const Tensor& saved, const Tensor& grad_y, Te
   if (n == 0) return;
   const auto k = static_cast<activation_math::Kind>(kind);
   cudaStream_t s = cuda::stream(saved.device().index);
-  if (saved.dtype() == DType::f32)
-    backward_kernel<<<cuda::blocks_for(n), 256, 0, s>>>(k, saved.data<float>(), grad_y.data<float>(),
-                                                        grad_x.data<float>(), n);
-  else
-    backward_kernel<<<cuda::blocks_for(n), 256, 0, s>>>(k, saved.data<double>(), grad_y.data<double>(),
-                                                        grad_x.data<double>(), n);
+  dispatch_floating(saved.dtype(), "cuda::activation_backward", [&]<typename T>(T) {
+    backward_kernel<<<cuda::blocks_for(n), 256, 0, s>>>(k, saved.data<T>(), grad_y.data<T>(),
+                                                        grad_x.data<T>(), n);
+  });
   LOOM_CUDA_CHECK(cudaGetLastError());
 }
 

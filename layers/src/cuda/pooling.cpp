@@ -1,8 +1,8 @@
-// MaxPool2d / AvgPool2d on CUDA through cuDNN (pooling_cuda.h). Max pooling uses the
+// MaxPool2d / AvgPool2d on CUDA through cuDNN (cuda/pooling.h). Max pooling uses the
 // deterministic mode and propagates NaN, as the CPU kernel does.
-#include "pooling_cuda.h"
+#include "cuda/pooling.h"
 
-#include "cudnn_util.h"
+#include "cuda/cudnn_util.h"
 
 namespace loom::cuda_kernels {
 

@@ -1,8 +1,9 @@
 // Fused optimizer update kernels: one thread per element, the same math as the CPU loop.
 #include <loom/core/cuda/context.h>
+#include <loom/core/dtype_dispatch.h>
 
-#include "optimizer_cuda.h"
-#include "optimizer_math.h"
+#include "cuda/optimizer.h"
+#include "optimizers/optimizer_math.h"
 
 namespace loom::optim::cuda {
 
@@ -31,14 +32,11 @@ void sgd_step(Tensor& param, const Tensor& grad, Tensor* buffer, double lr, doub
   const long long n = param.numel();
   if (n == 0) return;
   cudaStream_t s = loom::cuda::stream(param.device().index);
-  if (param.dtype() == DType::f32)
-    sgd_kernel<float><<<loom::cuda::blocks_for(n), 256, 0, s>>>(
-        param.data<float>(), grad.data<float>(), buffer ? buffer->data<float>() : nullptr, n, float(lr),
-        float(grad_scale), float(momentum), float(dampening), float(weight_decay), nesterov, first);
-  else
-    sgd_kernel<double><<<loom::cuda::blocks_for(n), 256, 0, s>>>(
-        param.data<double>(), grad.data<double>(), buffer ? buffer->data<double>() : nullptr, n, lr, grad_scale,
-        momentum, dampening, weight_decay, nesterov, first);
+  dispatch_floating(param.dtype(), "cuda::sgd_step", [&]<typename T>(T) {
+    sgd_kernel<T><<<loom::cuda::blocks_for(n), 256, 0, s>>>(
+        param.data<T>(), grad.data<T>(), buffer ? buffer->data<T>() : nullptr, n, T(lr), T(grad_scale), T(momentum),
+        T(dampening), T(weight_decay), nesterov, first);
+  });
   LOOM_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -48,15 +46,11 @@ void adam_step(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_a
   const long long n = param.numel();
   if (n == 0) return;
   cudaStream_t s = loom::cuda::stream(param.device().index);
-  if (param.dtype() == DType::f32)
-    adam_kernel<float><<<loom::cuda::blocks_for(n), 256, 0, s>>>(
-        param.data<float>(), grad.data<float>(), exp_avg.data<float>(), exp_avg_sq.data<float>(), n, float(lr),
-        float(grad_scale), float(beta1), float(beta2), float(eps), float(weight_decay), decoupled,
-        float(bias_correction1), float(bias_correction2_sqrt));
-  else
-    adam_kernel<double><<<loom::cuda::blocks_for(n), 256, 0, s>>>(
-        param.data<double>(), grad.data<double>(), exp_avg.data<double>(), exp_avg_sq.data<double>(), n, lr,
-        grad_scale, beta1, beta2, eps, weight_decay, decoupled, bias_correction1, bias_correction2_sqrt);
+  dispatch_floating(param.dtype(), "cuda::adam_step", [&]<typename T>(T) {
+    adam_kernel<T><<<loom::cuda::blocks_for(n), 256, 0, s>>>(
+        param.data<T>(), grad.data<T>(), exp_avg.data<T>(), exp_avg_sq.data<T>(), n, T(lr), T(grad_scale), T(beta1),
+        T(beta2), T(eps), T(weight_decay), decoupled, T(bias_correction1), T(bias_correction2_sqrt));
+  });
   LOOM_CUDA_CHECK(cudaGetLastError());
 }
 

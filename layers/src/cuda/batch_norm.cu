@@ -1,9 +1,11 @@
-// BatchNorm2d on CUDA (batch_norm_cuda.h): cuDNN spatial batch norm for training and inference,
+// BatchNorm2d on CUDA (cuda/batch_norm.h): cuDNN spatial batch norm for training and inference,
 // and small kernels for what cuDNN lacks (the backward with fixed statistics, 1/sqrt(var + eps)).
 // cuDNN updates the running variance with the unbiased batch variance, as PyTorch does.
-#include "batch_norm_cuda.h"
+#include "cuda/batch_norm.h"
 
-#include "cudnn_util.h"
+#include <loom/core/dtype_dispatch.h>
+
+#include "cuda/cudnn_util.h"
 
 namespace loom::cuda_kernels {
 
@@ -95,14 +97,11 @@ void batch_norm_backward_inference(const Tensor& x, const Tensor& grad_y, const 
                                    const Tensor& invstd, Tensor& grad_x, Tensor& grad_weight, Tensor& grad_bias) {
   const long long batch = x.size(0), channels = x.size(1), plane = x.size(2) * x.size(3);
   cudaStream_t stream = cuda::stream(x.device().index);
-  if (x.dtype() == DType::f32)
-    backward_fixed_statistics_kernel<float><<<static_cast<unsigned int>(channels), kThreads, 0, stream>>>(
-        x.data<float>(), grad_y.data<float>(), weight.data<float>(), mean.data<float>(), invstd.data<float>(),
-        grad_x.data<float>(), grad_weight.data<float>(), grad_bias.data<float>(), batch, channels, plane);
-  else
-    backward_fixed_statistics_kernel<double><<<static_cast<unsigned int>(channels), kThreads, 0, stream>>>(
-        x.data<double>(), grad_y.data<double>(), weight.data<double>(), mean.data<double>(), invstd.data<double>(),
-        grad_x.data<double>(), grad_weight.data<double>(), grad_bias.data<double>(), batch, channels, plane);
+  dispatch_floating(x.dtype(), "cuda::batch_norm_backward_inference", [&]<typename T>(T) {
+    backward_fixed_statistics_kernel<T><<<static_cast<unsigned int>(channels), kThreads, 0, stream>>>(
+        x.data<T>(), grad_y.data<T>(), weight.data<T>(), mean.data<T>(), invstd.data<T>(),
+        grad_x.data<T>(), grad_weight.data<T>(), grad_bias.data<T>(), batch, channels, plane);
+  });
   LOOM_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -110,12 +109,10 @@ void inverse_std(const Tensor& var, double eps, Tensor& invstd) {
   const long long channels = var.numel();
   cudaStream_t stream = cuda::stream(var.device().index);
   const unsigned int blocks = cuda::blocks_for(channels);
-  if (var.dtype() == DType::f32)
-    inverse_std_kernel<float><<<blocks, kThreads, 0, stream>>>(var.data<float>(), static_cast<float>(eps),
-                                                               invstd.data<float>(), channels);
-  else
-    inverse_std_kernel<double><<<blocks, kThreads, 0, stream>>>(var.data<double>(), eps, invstd.data<double>(),
-                                                                channels);
+  dispatch_floating(var.dtype(), "cuda::inverse_std", [&]<typename T>(T) {
+    inverse_std_kernel<T><<<blocks, kThreads, 0, stream>>>(var.data<T>(), static_cast<T>(eps), invstd.data<T>(),
+                                                           channels);
+  });
   LOOM_CUDA_CHECK(cudaGetLastError());
 }
 

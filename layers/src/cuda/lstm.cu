@@ -1,8 +1,9 @@
-// LSTM cell kernels (lstm_cuda.h): one thread per (row, unit), the math of lstm_cell.h that the
+// LSTM cell kernels (cuda/lstm.h): one thread per (row, unit), the math of lstm_cell.h that the
 // CPU's f64 path runs too.
-#include "lstm_cuda.h"
+#include "cuda/lstm.h"
 
 #include <loom/core/cuda/context.h>
+#include <loom/core/dtype_dispatch.h>
 
 #include "lstm_cell.h"
 
@@ -58,21 +59,18 @@ void backward_typed(int device, long long rows, long long hidden, const void* ga
 
 void lstm_cell_forward(DType dtype, int device, std::int64_t rows, std::int64_t hidden, void* gates, const void* bias,
                        const void* c_prev, void* c, void* h) {
-  if (dtype == DType::f32)
-    forward_typed<float>(device, rows, hidden, gates, bias, c_prev, c, h);
-  else
-    forward_typed<double>(device, rows, hidden, gates, bias, c_prev, c, h);
+  dispatch_floating(dtype, "cuda::lstm_cell_forward", [&]<typename T>(T) {
+    forward_typed<T>(device, rows, hidden, gates, bias, c_prev, c, h);
+  });
 }
 
 void lstm_cell_backward(DType dtype, int device, std::int64_t rows, std::int64_t hidden, const void* gates,
                         const void* c, const void* c_prev, const void* grad_h, std::int64_t grad_h_pitch,
                         const void* grad_h_recurrent, void* grad_c, void* grad_gates) {
-  if (dtype == DType::f32)
-    backward_typed<float>(device, rows, hidden, gates, c, c_prev, grad_h, grad_h_pitch, grad_h_recurrent, grad_c,
-                          grad_gates);
-  else
-    backward_typed<double>(device, rows, hidden, gates, c, c_prev, grad_h, grad_h_pitch, grad_h_recurrent, grad_c,
-                           grad_gates);
+  dispatch_floating(dtype, "cuda::lstm_cell_backward", [&]<typename T>(T) {
+    backward_typed<T>(device, rows, hidden, gates, c, c_prev, grad_h, grad_h_pitch, grad_h_recurrent, grad_c,
+                      grad_gates);
+  });
 }
 
 }  // namespace loom::cuda_kernels

@@ -1,14 +1,9 @@
-// cuDNN convolution for Conv2d (conv2d_cuda.cpp). Tensors are NCHW on one CUDA device.
+// cuDNN convolution for Conv2d (cuda/conv2d.cpp). Tensors are NCHW on one CUDA device.
 #pragma once
 
 #include <loom/layers/conv2d.h>
 
-#include "cuda_kernels.h"
-
-#ifndef LOOM_WITH_CUDA  // the throwing stubs ignore their parameters
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-parameter"
-#endif
+#include "cuda/kernels.h"
 
 namespace loom::cuda_kernels {
 
@@ -23,7 +18,3 @@ LOOM_CUDA_KERNEL(void conv2d_backward_filter(const Tensor& x, const Tensor& grad
                                              Tensor& grad_bias, const Conv2dOptions& options))
 
 }  // namespace loom::cuda_kernels
-
-#ifndef LOOM_WITH_CUDA
-#pragma GCC diagnostic pop
-#endif

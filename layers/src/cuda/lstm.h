@@ -1,15 +1,10 @@
-// CUDA kernels of the LSTM cell (lstm_cuda.cu); the GEMMs go through loom::ops (cuBLAS).
+// CUDA kernels of the LSTM cell (cuda/lstm.cu); the GEMMs go through loom::ops (cuBLAS).
 // Pointers are device pointers of `dtype` (f32 or f64); rows = batch, hidden = H.
 #pragma once
 
 #include <cstdint>
 
-#include "cuda_kernels.h"
-
-#ifndef LOOM_WITH_CUDA  // the throwing stubs ignore their parameters
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-parameter"
-#endif
+#include "cuda/kernels.h"
 
 namespace loom::cuda_kernels {
 
@@ -25,7 +20,3 @@ LOOM_CUDA_KERNEL(void lstm_cell_backward(DType dtype, int device, std::int64_t r
                                          void* grad_gates))
 
 }  // namespace loom::cuda_kernels
-
-#ifndef LOOM_WITH_CUDA
-#pragma GCC diagnostic pop
-#endif

@@ -1,13 +1,8 @@
-// cuDNN batch normalisation for BatchNorm2d (batch_norm_cuda.cpp, batch_norm_cuda.cu).
+// cuDNN batch normalisation for BatchNorm2d (cuda/batch_norm.cu).
 // Per-channel tensors (weight, bias, running and saved statistics) have shape [C].
 #pragma once
 
-#include "cuda_kernels.h"
-
-#ifndef LOOM_WITH_CUDA  // the throwing stubs ignore their parameters
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-parameter"
-#endif
+#include "cuda/kernels.h"
 
 namespace loom::cuda_kernels {
 
@@ -30,7 +25,3 @@ LOOM_CUDA_KERNEL(void batch_norm_backward_inference(const Tensor& x, const Tenso
 LOOM_CUDA_KERNEL(void inverse_std(const Tensor& var, double eps, Tensor& invstd))
 
 }  // namespace loom::cuda_kernels
-
-#ifndef LOOM_WITH_CUDA
-#pragma GCC diagnostic pop
-#endif

@@ -1,8 +1,9 @@
-// Additive attention score kernels (bahdanau_attention_cuda.h). Straightforward parallelisation
+// Additive attention score kernels (cuda/bahdanau_attention.h). Straightforward parallelisation
 // over independent outputs; tanh is recomputed instead of stored, as on the CPU.
-#include "bahdanau_attention_cuda.h"
+#include "cuda/bahdanau_attention.h"
 
 #include <loom/core/cuda/context.h>
+#include <loom/core/dtype_dispatch.h>
 
 namespace loom::cuda_kernels {
 
@@ -137,19 +138,17 @@ void backward_typed(const Tensor& pq, const Tensor& pk, const Tensor& bias, cons
 
 void additive_attention_probs(const Tensor& pq, const Tensor& pk, const Tensor& bias, const Tensor& v_hat,
                               const Tensor& padding, Tensor& probs) {
-  if (pq.dtype() == DType::f32)
-    probs_typed<float>(pq, pk, bias, v_hat, padding, probs);
-  else
-    probs_typed<double>(pq, pk, bias, v_hat, padding, probs);
+  dispatch_floating(pq.dtype(), "cuda::additive_attention_probs", [&]<typename T>(T) {
+    probs_typed<T>(pq, pk, bias, v_hat, padding, probs);
+  });
 }
 
 void additive_attention_backward(const Tensor& pq, const Tensor& pk, const Tensor& bias, const Tensor& v_hat,
                                  const Tensor& grad_scores, Tensor& grad_pq, Tensor& grad_pk, Tensor& grad_v_hat,
                                  Tensor& grad_bias) {
-  if (pq.dtype() == DType::f32)
-    backward_typed<float>(pq, pk, bias, v_hat, grad_scores, grad_pq, grad_pk, grad_v_hat, grad_bias);
-  else
-    backward_typed<double>(pq, pk, bias, v_hat, grad_scores, grad_pq, grad_pk, grad_v_hat, grad_bias);
+  dispatch_floating(pq.dtype(), "cuda::additive_attention_backward", [&]<typename T>(T) {
+    backward_typed<T>(pq, pk, bias, v_hat, grad_scores, grad_pq, grad_pk, grad_v_hat, grad_bias);
+  });
 }
 
 }  // namespace loom::cuda_kernels

@@ -3,9 +3,10 @@
 #include <cfloat>
 
 #include <loom/core/cuda/context.h>
+#include <loom/core/dtype_dispatch.h>
 
-#include "cuda_block_reduce.cuh"
-#include "cuda_kernels.h"
+#include "cuda/block_reduce.cuh"
+#include "cuda/kernels.h"
 
 namespace loom::cuda_kernels {
 
@@ -63,10 +64,9 @@ void split_heads(const Tensor& packed, std::int64_t offset, std::int64_t heads, 
   const long long n = out.numel(), Tn = out.size(1), D = out.size(2), W = packed.size(2);
   if (n == 0) return;
   cudaStream_t s = cuda::stream(packed.device().index);
-  if (packed.dtype() == DType::f32)
-    split_kernel<<<cuda::blocks_for(n), 256, 0, s>>>(packed.data<float>(), out.data<float>(), n, heads, Tn, D, W, offset);
-  else
-    split_kernel<<<cuda::blocks_for(n), 256, 0, s>>>(packed.data<double>(), out.data<double>(), n, heads, Tn, D, W, offset);
+  dispatch_floating(packed.dtype(), "cuda::split_heads", [&]<typename T>(T) {
+    split_kernel<<<cuda::blocks_for(n), 256, 0, s>>>(packed.data<T>(), out.data<T>(), n, heads, Tn, D, W, offset);
+  });
   LOOM_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -74,12 +74,10 @@ void merge_heads(const Tensor& heads_tensor, std::int64_t offset, std::int64_t h
   const long long n = heads_tensor.numel(), Tn = heads_tensor.size(1), D = heads_tensor.size(2), W = packed.size(2);
   if (n == 0) return;
   cudaStream_t s = cuda::stream(packed.device().index);
-  if (packed.dtype() == DType::f32)
-    merge_kernel<<<cuda::blocks_for(n), 256, 0, s>>>(heads_tensor.data<float>(), packed.data<float>(), n, heads, Tn, D,
+  dispatch_floating(packed.dtype(), "cuda::merge_heads", [&]<typename T>(T) {
+    merge_kernel<<<cuda::blocks_for(n), 256, 0, s>>>(heads_tensor.data<T>(), packed.data<T>(), n, heads, Tn, D,
                                                      W, offset);
-  else
-    merge_kernel<<<cuda::blocks_for(n), 256, 0, s>>>(heads_tensor.data<double>(), packed.data<double>(), n, heads, Tn,
-                                                     D, W, offset);
+  });
   LOOM_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -88,12 +86,10 @@ void masked_softmax(Tensor& scores, const Tensor& key_padding, std::int64_t batc
   if (rows == 0 || S == 0) return;
   (void)batch;
   cudaStream_t s = cuda::stream(scores.device().index);
-  if (scores.dtype() == DType::f32)
+  dispatch_floating(scores.dtype(), "cuda::masked_softmax", [&]<typename T>(T) {
     masked_softmax_kernel<<<static_cast<unsigned int>(rows), 128, 0, s>>>(
-        scores.data<float>(), key_padding.defined() ? key_padding.data<float>() : nullptr, heads, Tn, S, causal);
-  else
-    masked_softmax_kernel<<<static_cast<unsigned int>(rows), 128, 0, s>>>(
-        scores.data<double>(), key_padding.defined() ? key_padding.data<double>() : nullptr, heads, Tn, S, causal);
+        scores.data<T>(), key_padding.defined() ? key_padding.data<T>() : nullptr, heads, Tn, S, causal);
+  });
   LOOM_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -1,9 +1,10 @@
 // CUDA kernels of LayerNorm: one block per row for the statistics and dx (sums in double), one
 // thread per column for dgamma/dbeta (coalesced across columns, rows looped), accumulating.
 #include <loom/core/cuda/context.h>
+#include <loom/core/dtype_dispatch.h>
 
-#include "cuda_block_reduce.cuh"
-#include "cuda_kernels.h"
+#include "cuda/block_reduce.cuh"
+#include "cuda/kernels.h"
 
 namespace loom::cuda_kernels {
 
@@ -103,20 +104,18 @@ void backward(const Tensor& x, const Tensor& gamma, const Tensor& mean, const Te
 void layer_norm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps, Tensor& y, Tensor& mean,
                         Tensor& rstd) {
   if (mean.numel() == 0) return;
-  if (x.dtype() == DType::f32)
-    forward<float>(x, gamma, beta, eps, y, mean, rstd);
-  else
-    forward<double>(x, gamma, beta, eps, y, mean, rstd);
+  dispatch_floating(x.dtype(), "cuda::layer_norm_forward", [&]<typename T>(T) {
+    forward<T>(x, gamma, beta, eps, y, mean, rstd);
+  });
   LOOM_CUDA_CHECK(cudaGetLastError());
 }
 
 void layer_norm_backward(const Tensor& x, const Tensor& gamma, const Tensor& mean, const Tensor& rstd,
                          const Tensor& grad_y, Tensor& grad_x, Tensor grad_gamma, Tensor grad_beta) {
   if (mean.numel() == 0) return;
-  if (x.dtype() == DType::f32)
-    backward<float>(x, gamma, mean, rstd, grad_y, grad_x, grad_gamma, grad_beta);
-  else
-    backward<double>(x, gamma, mean, rstd, grad_y, grad_x, grad_gamma, grad_beta);
+  dispatch_floating(x.dtype(), "cuda::layer_norm_backward", [&]<typename T>(T) {
+    backward<T>(x, gamma, mean, rstd, grad_y, grad_x, grad_gamma, grad_beta);
+  });
   LOOM_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -86,12 +86,6 @@ void ResNetBottleneck::backward_weight(Context& ctx) {
   ctx.clear();
 }
 
-TensorList ResNetBottleneck::backward(const TensorList& grad_outputs, Context& ctx) {
-  TensorList grads = backward_input(grad_outputs, ctx);
-  backward_weight(ctx);
-  return grads;
-}
-
 std::vector<Shape> ResNetBottleneck::output_shapes(const std::vector<Shape>& input_shapes) const {
   return conv3_.output_shapes(conv2_.output_shapes(conv1_.output_shapes(input_shapes)));
 }

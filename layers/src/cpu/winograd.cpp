@@ -5,7 +5,7 @@
 //   A^T = [1 1 1 0; 0 1 -1 -1]
 // Layouts: U [16, O, C], V [16, C, T], M [16, O, T] with T the tiles of a chunk of images, tile
 // t = (image * tiles_h + ty) * tiles_w + tx covering output rows 2ty..2ty+1, columns 2tx..2tx+1.
-#include "winograd.h"
+#include "cpu/winograd.h"
 
 #include <algorithm>
 #include <vector>
@@ -250,8 +250,7 @@ bool applies(std::int64_t kernel_h, std::int64_t kernel_w, std::int64_t stride_h
 Tensor transform_filter(const Tensor& weight, bool backward_data) {
   const std::int64_t out = weight.size(0), in = weight.size(1);
   Tensor u = Tensor::empty({16, backward_data ? in : out, backward_data ? out : in}, weight.dtype());
-  dispatch_floating(weight.dtype(), "winograd filter transform", [&](auto zero) {
-    using T = decltype(zero);
+  dispatch_floating(weight.dtype(), "winograd filter transform", [&]<typename T>(T) {
     const T* w = weight.data<T>();
     T* dst = u.data<T>();
     T tile[16];
@@ -283,8 +282,7 @@ void convolve(const Tensor& x, const Tensor& u, std::int64_t padding, const Tens
   const Tiling g(x.size(2), x.size(3), padding);
   const std::vector<Chunk> chunks = plan_chunks(batch, g, std::max(in, out), x.element_size());
   const std::int64_t most = largest_chunk_tiles(chunks, g);
-  dispatch_floating(x.dtype(), "winograd convolution", [&](auto zero) {
-    using T = decltype(zero);
+  dispatch_floating(x.dtype(), "winograd convolution", [&]<typename T>(T) {
     auto run = [&](std::int64_t first, std::int64_t last) {
       MemoryCategoryScope scope(MemoryCategory::workspace);
       const Tensor inputs = Tensor::empty({16 * in * most}, x.dtype());
@@ -320,8 +318,7 @@ void accumulate_filter_gradient(const Tensor& x, const Tensor& grad_y, std::int6
     MemoryCategoryScope scope(MemoryCategory::workspace);
     for (Tensor& partial : grad_u) partial = Tensor::zeros({16, out, in}, x.dtype());
   }
-  dispatch_floating(x.dtype(), "winograd filter gradient", [&](auto zero) {
-    using T = decltype(zero);
+  dispatch_floating(x.dtype(), "winograd filter gradient", [&]<typename T>(T) {
     auto run = [&](std::int64_t first_slot, std::int64_t last_slot) {
       MemoryCategoryScope scope(MemoryCategory::workspace);
       const Tensor inputs = Tensor::empty({16 * in * most}, x.dtype());

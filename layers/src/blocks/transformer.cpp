@@ -36,8 +36,8 @@ Tensor FeedForward::forward(const Tensor& x, Context& ctx) {
 
 Tensor FeedForward::backward_input(const Tensor& grad, Context& ctx) {
   Tensor g = linear2.backward_input_tensor(grad, ctx.child(3));
-  g = dropout.backward_tensor(g, ctx.child(2));
-  g = activation.backward_tensor(g, ctx.child(1));
+  g = dropout.backward_input_tensor(g, ctx.child(2));
+  g = activation.backward_input_tensor(g, ctx.child(1));
   return linear1.backward_input_tensor(g, ctx.child(0));
 }
 
@@ -101,17 +101,17 @@ TensorList TransformerEncoderLayer::backward_input(const TensorList& grad_output
   const Tensor& dy = grad_outputs[0];
   Context& ff_ctx = ctx.child(kFeedForward);
   const auto attend_back = [&](const Tensor& g) {
-    return self_attn_.backward_input({dropout1_.backward_tensor(g, ctx.child(kDrop1))}, ctx.child(kSelfAttn))[0];
+    return self_attn_.backward_input({dropout1_.backward_input_tensor(g, ctx.child(kDrop1))}, ctx.child(kSelfAttn))[0];
   };
   Tensor dx;
   if (options_.norm_first) {
-    const Tensor df = ff_.backward_input(dropout2_.backward_tensor(dy, ctx.child(kDrop2)), ff_ctx);
-    const Tensor dh = sum(dy, norm2_.backward_tensor(df, ctx.child(kNorm2)));
-    dx = sum(dh, norm1_.backward_tensor(attend_back(dh), ctx.child(kNorm1)));
+    const Tensor df = ff_.backward_input(dropout2_.backward_input_tensor(dy, ctx.child(kDrop2)), ff_ctx);
+    const Tensor dh = sum(dy, norm2_.backward_input_tensor(df, ctx.child(kNorm2)));
+    dx = sum(dh, norm1_.backward_input_tensor(attend_back(dh), ctx.child(kNorm1)));
   } else {
-    const Tensor dz2 = norm2_.backward_tensor(dy, ctx.child(kNorm2));
-    const Tensor dh = sum(dz2, ff_.backward_input(dropout2_.backward_tensor(dz2, ctx.child(kDrop2)), ff_ctx));
-    const Tensor dz1 = norm1_.backward_tensor(dh, ctx.child(kNorm1));
+    const Tensor dz2 = norm2_.backward_input_tensor(dy, ctx.child(kNorm2));
+    const Tensor dh = sum(dz2, ff_.backward_input(dropout2_.backward_input_tensor(dz2, ctx.child(kDrop2)), ff_ctx));
+    const Tensor dz1 = norm1_.backward_input_tensor(dh, ctx.child(kNorm1));
     dx = sum(dz1, attend_back(dz1));
   }
   TensorList grads{dx};
@@ -123,12 +123,6 @@ void TransformerEncoderLayer::backward_weight(Context& ctx) {
   ff_.backward_weight(ctx.child(kFeedForward));
   self_attn_.backward_weight(ctx.child(kSelfAttn));
   ctx.clear();
-}
-
-TensorList TransformerEncoderLayer::backward(const TensorList& grad_outputs, Context& ctx) {
-  TensorList grads = backward_input(grad_outputs, ctx);
-  backward_weight(ctx);
-  return grads;
 }
 
 std::vector<Shape> TransformerEncoderLayer::output_shapes(const std::vector<Shape>& input_shapes) const {
@@ -195,28 +189,28 @@ TensorList TransformerDecoderLayer::backward_input(const TensorList& grad_output
   const Tensor& dy = grad_outputs[0];
   Tensor d_memory;
   const auto self_back = [&](const Tensor& g) {
-    return self_attn_.backward_input({dropout1_.backward_tensor(g, ctx.child(kDrop1))}, ctx.child(kSelfAttn))[0];
+    return self_attn_.backward_input({dropout1_.backward_input_tensor(g, ctx.child(kDrop1))}, ctx.child(kSelfAttn))[0];
   };
   const auto cross_back = [&](const Tensor& g) {
     TensorList grads =
-        cross_attn_.backward_input({dropout2_.backward_tensor(g, ctx.child(kDrop2))}, ctx.child(kCrossAttn));
+        cross_attn_.backward_input({dropout2_.backward_input_tensor(g, ctx.child(kDrop2))}, ctx.child(kCrossAttn));
     d_memory = grads[1];
     return grads[0];
   };
   const auto ff_back = [&](const Tensor& g) {
-    return ff_.backward_input(dropout3_.backward_tensor(g, ctx.child(kDrop3)), ctx.child(kFeedForward));
+    return ff_.backward_input(dropout3_.backward_input_tensor(g, ctx.child(kDrop3)), ctx.child(kFeedForward));
   };
   Tensor dx;
   if (options_.norm_first) {
-    const Tensor dh2 = sum(dy, norm3_.backward_tensor(ff_back(dy), ctx.child(kNorm3)));
-    const Tensor dh1 = sum(dh2, norm2_.backward_tensor(cross_back(dh2), ctx.child(kNorm2)));
-    dx = sum(dh1, norm1_.backward_tensor(self_back(dh1), ctx.child(kNorm1)));
+    const Tensor dh2 = sum(dy, norm3_.backward_input_tensor(ff_back(dy), ctx.child(kNorm3)));
+    const Tensor dh1 = sum(dh2, norm2_.backward_input_tensor(cross_back(dh2), ctx.child(kNorm2)));
+    dx = sum(dh1, norm1_.backward_input_tensor(self_back(dh1), ctx.child(kNorm1)));
   } else {
-    const Tensor dz3 = norm3_.backward_tensor(dy, ctx.child(kNorm3));
+    const Tensor dz3 = norm3_.backward_input_tensor(dy, ctx.child(kNorm3));
     const Tensor dh2 = sum(dz3, ff_back(dz3));
-    const Tensor dz2 = norm2_.backward_tensor(dh2, ctx.child(kNorm2));
+    const Tensor dz2 = norm2_.backward_input_tensor(dh2, ctx.child(kNorm2));
     const Tensor dh1 = sum(dz2, cross_back(dz2));
-    const Tensor dz1 = norm1_.backward_tensor(dh1, ctx.child(kNorm1));
+    const Tensor dz1 = norm1_.backward_input_tensor(dh1, ctx.child(kNorm1));
     dx = sum(dz1, self_back(dz1));
   }
   if (grad_outputs.size() > 1 && grad_outputs[1].defined()) d_memory = sum(d_memory, grad_outputs[1]);
@@ -228,12 +222,6 @@ void TransformerDecoderLayer::backward_weight(Context& ctx) {
   cross_attn_.backward_weight(ctx.child(kCrossAttn));
   self_attn_.backward_weight(ctx.child(kSelfAttn));
   ctx.clear();
-}
-
-TensorList TransformerDecoderLayer::backward(const TensorList& grad_outputs, Context& ctx) {
-  TensorList grads = backward_input(grad_outputs, ctx);
-  backward_weight(ctx);
-  return grads;
 }
 
 std::vector<Shape> TransformerDecoderLayer::output_shapes(const std::vector<Shape>& input_shapes) const {

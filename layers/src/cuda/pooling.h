@@ -1,14 +1,9 @@
-// cuDNN pooling for MaxPool2d and AvgPool2d (pooling_cuda.cpp). NCHW tensors on one CUDA device.
+// cuDNN pooling for MaxPool2d and AvgPool2d (cuda/pooling.cpp). NCHW tensors on one CUDA device.
 #pragma once
 
 #include <loom/layers/pooling.h>
 
-#include "cuda_kernels.h"
-
-#ifndef LOOM_WITH_CUDA  // the throwing stubs ignore their parameters
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-parameter"
-#endif
+#include "cuda/kernels.h"
 
 namespace loom::cuda_kernels {
 
@@ -20,7 +15,3 @@ LOOM_CUDA_KERNEL(void pool2d_backward(PoolMode mode, const WindowGeometry& geome
                                       const Tensor& grad_y, Tensor& grad_x))
 
 }  // namespace loom::cuda_kernels
-
-#ifndef LOOM_WITH_CUDA
-#pragma GCC diagnostic pop
-#endif

@@ -3,9 +3,10 @@
 #include <vector>
 
 #include <loom/core/cuda/context.h>
+#include <loom/core/dtype_dispatch.h>
 
-#include "cuda_block_reduce.cuh"
-#include "cuda_kernels.h"
+#include "cuda/block_reduce.cuh"
+#include "cuda/kernels.h"
 
 namespace loom::cuda_kernels {
 
@@ -63,28 +64,22 @@ void gradient(const Tensor& log_probs, const Tensor& targets, std::int64_t ignor
 double cross_entropy_sum(const Tensor& log_probs, const Tensor& targets, std::int64_t ignore_index, double smoothing) {
   if (log_probs.numel() == 0) return 0.0;
   const bool wide = targets.dtype() == DType::i64;
-  if (log_probs.dtype() == DType::f32)
-    return wide ? loss_sum<float, std::int64_t>(log_probs, targets, ignore_index, smoothing)
-                : loss_sum<float, std::int32_t>(log_probs, targets, ignore_index, smoothing);
-  return wide ? loss_sum<double, std::int64_t>(log_probs, targets, ignore_index, smoothing)
-              : loss_sum<double, std::int32_t>(log_probs, targets, ignore_index, smoothing);
+  return dispatch_floating(log_probs.dtype(), "cuda::cross_entropy_sum", [&]<typename T>(T) {
+    return wide ? loss_sum<T, std::int64_t>(log_probs, targets, ignore_index, smoothing)
+                : loss_sum<T, std::int32_t>(log_probs, targets, ignore_index, smoothing);
+  });
 }
 
 void cross_entropy_backward(const Tensor& log_probs, const Tensor& targets, std::int64_t ignore_index,
                             double smoothing, double scale, Tensor& grad_logits) {
   if (log_probs.numel() == 0) return;
   const bool wide = targets.dtype() == DType::i64;
-  if (log_probs.dtype() == DType::f32) {
+  dispatch_floating(log_probs.dtype(), "cuda::cross_entropy_backward", [&]<typename T>(T) {
     if (wide)
-      gradient<float, std::int64_t>(log_probs, targets, ignore_index, smoothing, scale, grad_logits);
+      gradient<T, std::int64_t>(log_probs, targets, ignore_index, smoothing, scale, grad_logits);
     else
-      gradient<float, std::int32_t>(log_probs, targets, ignore_index, smoothing, scale, grad_logits);
-  } else {
-    if (wide)
-      gradient<double, std::int64_t>(log_probs, targets, ignore_index, smoothing, scale, grad_logits);
-    else
-      gradient<double, std::int32_t>(log_probs, targets, ignore_index, smoothing, scale, grad_logits);
-  }
+      gradient<T, std::int32_t>(log_probs, targets, ignore_index, smoothing, scale, grad_logits);
+  });
 }
 
 }  // namespace loom::cuda_kernels

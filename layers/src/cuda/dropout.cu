@@ -1,9 +1,10 @@
 // CUDA kernel of dropout: one thread per element, the same philox::bernoulli as rng::bernoulli.
 #include <loom/core/cuda/context.h>
+#include <loom/core/dtype_dispatch.h>
 #include <loom/core/philox.h>
 
-#include "cuda_block_reduce.cuh"
-#include "cuda_kernels.h"
+#include "cuda/block_reduce.cuh"
+#include "cuda/kernels.h"
 
 namespace loom::cuda_kernels {
 
@@ -22,12 +23,10 @@ void dropout_apply(const Tensor& x, Tensor& out, std::uint64_t seed, std::uint64
   const long long n = x.numel();
   if (n == 0) return;
   cudaStream_t s = cuda::stream(x.device().index);
-  if (x.dtype() == DType::f32)
-    dropout_kernel<<<cuda::blocks_for(n), 256, 0, s>>>(x.data<float>(), out.data<float>(), n, seed, key, first_index,
-                                                       keep, static_cast<float>(scale));
-  else
-    dropout_kernel<<<cuda::blocks_for(n), 256, 0, s>>>(x.data<double>(), out.data<double>(), n, seed, key, first_index,
-                                                       keep, scale);
+  dispatch_floating(x.dtype(), "cuda::dropout_apply", [&]<typename T>(T) {
+    dropout_kernel<<<cuda::blocks_for(n), 256, 0, s>>>(x.data<T>(), out.data<T>(), n, seed, key, first_index,
+                                                       keep, static_cast<T>(scale));
+  });
   LOOM_CUDA_CHECK(cudaGetLastError());
 }
 

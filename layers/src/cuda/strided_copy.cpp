@@ -1,5 +1,5 @@
-// Pitched device-to-device copies on loom's stream (strided_copy.h).
-#include "strided_copy_cuda.h"
+// Pitched device-to-device copies on loom's stream (cuda/strided_copy.h).
+#include "cuda/strided_copy.h"
 
 #include <loom/core/cuda/context.h>
 #include <loom/core/error.h>

@@ -1,13 +1,8 @@
-// CUDA kernels of the additive attention scores (bahdanau_attention_cuda.cu); see
+// CUDA kernels of the additive attention scores (cuda/bahdanau_attention.cu); see
 // bahdanau_attention.cpp for the CPU versions and the math.
 #pragma once
 
-#include "cuda_kernels.h"
-
-#ifndef LOOM_WITH_CUDA  // the throwing stubs ignore their parameters
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-parameter"
-#endif
+#include "cuda/kernels.h"
 
 namespace loom::cuda_kernels {
 
@@ -21,7 +16,3 @@ LOOM_CUDA_KERNEL(void additive_attention_backward(const Tensor& pq, const Tensor
                                                   Tensor& grad_pk, Tensor& grad_v_hat, Tensor& grad_bias))
 
 }  // namespace loom::cuda_kernels
-
-#ifndef LOOM_WITH_CUDA
-#pragma GCC diagnostic pop
-#endif

@@ -3,12 +3,7 @@
 
 #include <cstdint>
 
-#include "cuda_kernels.h"
-
-#ifndef LOOM_WITH_CUDA  // the throwing stubs ignore their parameters
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-parameter"
-#endif
+#include "cuda/kernels.h"
 
 namespace loom::cuda_kernels {
 
@@ -16,7 +11,3 @@ LOOM_CUDA_KERNEL(void copy_rows(const void* src, std::int64_t src_pitch_bytes, v
                                 std::int64_t rows, std::int64_t width_bytes, int device))
 
 }  // namespace loom::cuda_kernels
-
-#ifndef LOOM_WITH_CUDA
-#pragma GCC diagnostic pop
-#endif

@@ -1,8 +1,9 @@
 // CUDA kernels of Embedding: gather rows; scatter-add gradients with atomics (ids repeat).
 #include <loom/core/cuda/context.h>
+#include <loom/core/dtype_dispatch.h>
 
-#include "cuda_block_reduce.cuh"
-#include "cuda_kernels.h"
+#include "cuda/block_reduce.cuh"
+#include "cuda/kernels.h"
 
 namespace loom::cuda_kernels {
 
@@ -47,20 +48,18 @@ void scatter(const Tensor& ids, const Tensor& g, long long padding_idx, Tensor& 
 void embedding_forward(const Tensor& ids, const Tensor& table, Tensor& y) {
   if (y.numel() == 0) return;
   cudaStream_t s = cuda::stream(table.device().index);
-  if (table.dtype() == DType::f32)
-    gather<float>(ids, table, y, s);
-  else
-    gather<double>(ids, table, y, s);
+  dispatch_floating(table.dtype(), "cuda::embedding_forward", [&]<typename T>(T) {
+    gather<T>(ids, table, y, s);
+  });
   LOOM_CUDA_CHECK(cudaGetLastError());
 }
 
 void embedding_backward(const Tensor& ids, const Tensor& grad_y, std::int64_t padding_idx, Tensor& grad_weight) {
   if (grad_y.numel() == 0) return;
   cudaStream_t s = cuda::stream(grad_weight.device().index);
-  if (grad_weight.dtype() == DType::f32)
-    scatter<float>(ids, grad_y, padding_idx, grad_weight, s);
-  else
-    scatter<double>(ids, grad_y, padding_idx, grad_weight, s);
+  dispatch_floating(grad_weight.dtype(), "cuda::embedding_backward", [&]<typename T>(T) {
+    scatter<T>(ids, grad_y, padding_idx, grad_weight, s);
+  });
   LOOM_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -1,6 +1,6 @@
 // CPU im2col / col2im (see im2col.h). Each (channel, tap, output row) is one run over the output
 // columns; the valid range of a run is computed once so the inner loop has no bounds checks.
-#include "im2col.h"
+#include "cpu/im2col.h"
 
 #include <algorithm>
 #include <cstring>

@@ -1,11 +1,11 @@
-// Conv2d on CUDA through cuDNN (conv2d_cuda.h). FMA math (no TF32 tensor-core rounding) so the
+// Conv2d on CUDA through cuDNN (cuda/conv2d.h). FMA math (no TF32 tensor-core rounding) so the
 // results compare with the CPU's in fp32; backward algorithms are restricted to deterministic
 // ones, so a run reproduces itself.
-#include "conv2d_cuda.h"
+#include "cuda/conv2d.h"
 
 #include <vector>
 
-#include "cudnn_util.h"
+#include "cuda/cudnn_util.h"
 
 namespace loom::cuda_kernels {
 
