@@ -93,6 +93,9 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--resume", o.resume, "continue from the checkpoint in this directory (same model and stage split)");
   cmd->add_flag("--quiet", o.quiet, "no progress output");
   cmd->callback([cmd] {
+    for (const char* flag : {"--checkpoint", "--resume", "--metrics", "--trace", "--plan", "--data", "--model"})
+      LOOM_CHECK(cmd->count(flag) == 0 || !cmd->get_option(flag)->as<std::string>().empty(), flag,
+                 ": an empty path or name was given");
     if (!warmup.empty()) o.warmup = parse_int_list(warmup, "--warmup");
     write_resolved_options(*cmd, o.metrics);
     train(o);

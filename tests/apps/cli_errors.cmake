@@ -21,6 +21,11 @@ file(WRITE ${WORK_DIR}/bad_plan.json "{\"stages\": [")
 file(WRITE ${WORK_DIR}/other_plan.json
   "{\"format\": \"loom-plan\", \"version\": 1, \"model\": \"gpt\", \"global_batch\": 8, \"microbatches\": 2, \"schedule\": \"dapple\", \"stages\": [{\"layers\": [0, 1], \"ranks\": [0]}, {\"layers\": [2, 3], \"ranks\": [1]}]}")
 expect_failure("needs 3" train --stages 3 --steps 1)
+# An empty value ("") cannot travel through expect_failure's argument list: run it directly.
+execute_process(COMMAND ${LOOM} train --steps 1 --checkpoint "" RESULT_VARIABLE rc ERROR_VARIABLE err TIMEOUT 60)
+if(rc EQUAL 0 OR NOT err MATCHES "loom: error: --checkpoint: an empty path")
+  message(FATAL_ERROR "expected 'loom: error: --checkpoint: an empty path' for --checkpoint \"\", got (${rc}):\n${err}")
+endif()
 expect_failure("--microbatches must be at least 1" train --stages 2 --microbatches 0 --steps 1)
 expect_failure("blocks, too few" train --model mlp --set layers=2 --stages 2 --schedule interleaved --steps 1)
 expect_failure("not divisible by 4 micro-batches" train --stages 2 --global-batch 30 --steps 1)

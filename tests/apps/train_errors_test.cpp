@@ -2,7 +2,10 @@
 // non-zero exit on every rank; tests/apps/cli_errors.cmake checks that end to end under mpiexec).
 #include <catch2/catch.hpp>
 
+#include <cmath>
+#include <cstdlib>
 #include <functional>
+#include <limits>
 
 #include "training.h"
 
@@ -24,6 +27,17 @@ TEST_CASE("bad training options are rejected with clear messages", "[train][erro
       {[](auto& o) { o.optimizer = "momentum", o.momentum = 0; }, "--optimizer momentum needs --momentum > 0"},
       {[](auto& o) { o.plan = "plan.json", o.schedule = "gpipe"; }, "do not go together: the plan names its schedule"},
       {[](auto& o) { o.log_every = 0; }, "--log-every must be at least 1"},
+      // issue 15: numbers outside their ranges were taken silently
+      {[](auto& o) { o.lr = std::numeric_limits<double>::infinity(); }, "--lr must be in (0, 1000]"},
+      {[](auto& o) { o.lr = 1e30; }, "--lr must be in (0, 1000]"},
+      {[](auto& o) { o.clip_norm = -1; }, "--clip-norm must be finite and >= 0"},
+      {[](auto& o) { o.clip_norm = std::nan(""); }, "--clip-norm must be finite and >= 0"},
+      {[](auto& o) { o.momentum = 2; }, "--momentum must be in [0, 1)"},
+      {[](auto& o) { o.warmup_steps = -5; }, "--warmup-steps must be >= 0"},
+      {[](auto& o) { o.threads = -3; }, "--threads must be 0 (automatic) or in [1, 1024]"},
+      {[](auto& o) { o.threads = 100000; }, "--threads must be 0 (automatic) or in [1, 1024]"},
+      {[](auto& o) { o.steps = 0, o.epochs = std::numeric_limits<std::int64_t>::max(); }, "--epochs must be in [1, 1000000]"},
+      {[](auto& o) { o.stages = 3, o.replicas = 1431655766; }, "needs 4294967298"},
   };
   for (const auto& [spoil, message] : cases) {
     apps::TrainOptions o;
@@ -33,4 +47,24 @@ TEST_CASE("bad training options are rejected with clear messages", "[train][erro
     spoil(o);
     CHECK_THROWS_WITH(apps::train(o), Catch::Contains(message));
   }
+}
+
+TEST_CASE("LOOM_NUM_THREADS must be a whole count", "[train][errors]") {
+  apps::TrainOptions o;
+  o.quiet = true;
+  o.steps = 1;
+  setenv("LOOM_NUM_THREADS", "4abc", 1);
+  CHECK_THROWS_WITH(apps::train(o), Catch::Contains("LOOM_NUM_THREADS='4abc' is not a count"));
+  setenv("LOOM_NUM_THREADS", "1", 1);
+}
+
+TEST_CASE("a diverging run stops with the step and the cause", "[train][errors]") {
+  apps::TrainOptions o;
+  o.quiet = true;
+  o.steps = 20;
+  o.lr = 1000;
+  o.momentum = 0.9;
+  o.lr_schedule = "constant";
+  o.threads = 1;
+  CHECK_THROWS_WITH(apps::train(o), Catch::Contains(": the global-batch loss is") && Catch::Contains("training diverged"));
 }

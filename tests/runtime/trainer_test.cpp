@@ -2,7 +2,8 @@
 // main(), under mpiexec -n 2: a model of the test's own (a ModelSpec built here from loom::layers,
 // not a preset) trained 2 stages x 1 replica for 3 steps through the hooks; the losses equal a
 // one-rank run with plain layer calls, the hooks see every step in order, and the step counter
-// ends at 3. A second Trainer resumes from the first one's checkpoint and continues the curve.
+// ends at 3. A second Trainer resumes from the first one's checkpoint and continues the curve;
+// under a decaying learning rate a resume must keep the run's length.
 #include <catch2/catch.hpp>
 
 #include <filesystem>
@@ -101,4 +102,21 @@ TEST_CASE("Trainer: a user's model trains pipelined like one rank", "[runtime][t
   REQUIRE(rest.losses.size() == 3);
   for (std::size_t i = 0; i < 3; ++i) CHECK(rest.losses[i] == Approx(longer.losses[i + 3]).epsilon(1e-5));
   CHECK(resumed.step() == 6);
+}
+
+TEST_CASE("Trainer: resuming under a decaying learning rate needs the same run length", "[runtime][trainer][mpi]") {
+  const std::string dir = (std::filesystem::path(LOOM_BINARY_DIR) / "tests" / "runtime" / "trainer_cosine_ckpt").string();
+  runtime::TrainerConfig config = config_for_test();
+  config.lr_schedule = "cosine";
+  config.steps = 2;
+  config.checkpoint = dir;
+  runtime::Trainer(config, user_model()).run();
+  runtime::TrainerConfig longer = config_for_test();
+  longer.lr_schedule = "cosine";
+  longer.steps = 4;
+  longer.resume = dir;
+  CHECK_THROWS_WITH(runtime::Trainer(longer, user_model()),
+                    Catch::Contains("manifest.json") && Catch::Contains("would change the learning rate"));
+  longer.steps = 2;  // the same length: the checkpoint is at its end, refused for that reason only
+  CHECK_THROWS_WITH(runtime::Trainer(longer, user_model()), Catch::Contains("2 steps in all"));
 }

@@ -1,6 +1,8 @@
 // OptimizerStep (see optimizer_step.h).
 #include <loom/runtime/optimizer_step.h>
 
+#include <cmath>
+
 namespace loom::runtime {
 
 namespace {
@@ -35,6 +37,8 @@ double OptimizerStep::clip_factor() {
   if (clip_norm_ <= 0) return 1.0;
   double sum_of_squares = contributes_norm_ ? optimizer_->grad_sum_of_squares() : 0.0;
   if (norm_group_) norm_group_->allreduce(&sum_of_squares, 1, DType::f64);
+  LOOM_CHECK(std::isfinite(sum_of_squares), "the global gradient norm is not finite (", sum_of_squares,
+             "); training diverged (lower --lr)");
   return clip_scale(sum_of_squares, clip_norm_);
 }
 

@@ -1,6 +1,8 @@
 // Config checks and stage partitions (see run_setup.h).
 #include "run_setup.h"
 
+#include <cmath>
+
 #include <loom/comm/parallel_layout.h>
 #include <loom/comm/partition.h>
 #include <loom/core/error.h>
@@ -10,6 +12,20 @@ namespace loom::runtime::detail {
 
 void validate_config(const TrainerConfig& o) {
   LOOM_CHECK((o.steps > 0) != (o.epochs > 0), "give exactly one of --steps K or --epochs E");
+  LOOM_CHECK(o.steps >= 0 && o.steps <= kMaxSteps, "--steps must be in [1, ", kMaxSteps, "], got ", o.steps);
+  LOOM_CHECK(o.epochs >= 0 && o.epochs <= kMaxEpochs, "--epochs must be in [1, ", kMaxEpochs, "], got ", o.epochs);
+  LOOM_CHECK(o.threads >= 0 && o.threads <= kMaxThreads, "--threads must be 0 (automatic) or in [1, ", kMaxThreads,
+             "], got ", o.threads);
+  LOOM_CHECK(std::isfinite(o.lr) && o.lr > 0 && o.lr <= kMaxLearningRate, "--lr must be in (0, ", kMaxLearningRate,
+             "], got ", o.lr);
+  LOOM_CHECK(o.momentum >= 0 && o.momentum < 1, "--momentum must be in [0, 1), got ", o.momentum);
+  LOOM_CHECK(std::isfinite(o.weight_decay) && o.weight_decay >= 0, "--weight-decay must be finite and >= 0, got ",
+             o.weight_decay);
+  LOOM_CHECK(std::isfinite(o.clip_norm) && o.clip_norm >= 0, "--clip-norm must be finite and >= 0 (0: off), got ",
+             o.clip_norm);
+  LOOM_CHECK(o.warmup_steps >= 0, "--warmup-steps must be >= 0, got ", o.warmup_steps);
+  LOOM_CHECK(std::isfinite(o.bucket_mb) && o.bucket_mb > 0 && o.bucket_mb <= 1 << 16,
+             "--bucket-mb must be in (0, 65536], got ", o.bucket_mb);
   LOOM_CHECK(o.global_batch >= 1, "--global-batch must be at least 1, got ", o.global_batch);
   LOOM_CHECK(o.checkpoint_every >= 0, "--checkpoint-every must be at least 0, got ", o.checkpoint_every);
   LOOM_CHECK(o.checkpoint_every == 0 || !o.checkpoint.empty(), "--checkpoint-every needs --checkpoint DIR");
@@ -21,8 +37,9 @@ void validate_config(const TrainerConfig& o) {
 StagePartition partition_from_config(const TrainerConfig& o, const ModelSpec& spec, int world, int chunks) {
   StagePartition p;
   LOOM_CHECK(o.stages >= 1 && o.replicas >= 1, "--stages and --replicas must be at least 1");
-  LOOM_CHECK(world == o.stages * o.replicas, "mpirun started ", world, " ranks but --stages ", o.stages,
-             " x --replicas ", o.replicas, " needs ", o.stages * o.replicas);
+  const std::int64_t needed = static_cast<std::int64_t>(o.stages) * o.replicas;  // no int overflow
+  LOOM_CHECK(world == needed, "mpirun started ", world, " ranks but --stages ", o.stages, " x --replicas ", o.replicas,
+             " needs ", needed);
   p.stages = o.stages;
   const comm::ParallelLayout layout = comm::ParallelLayout::uniform(o.stages, o.replicas);
   for (int s = 0; s < o.stages; ++s) p.ranks.push_back(layout.stage_ranks(s));

@@ -20,6 +20,12 @@ struct StagePartition {
   std::vector<std::pair<std::int64_t, std::int64_t>> blocks;  // per virtual stage: [first, last)
 };
 
+// Ranges of the numbers a config may give (larger ones are typos or attacks, not runs).
+inline constexpr std::int64_t kMaxSteps = std::int64_t{1} << 40;
+inline constexpr std::int64_t kMaxEpochs = 1'000'000;
+inline constexpr int kMaxThreads = 1024;
+inline constexpr double kMaxLearningRate = 1e3;
+
 void validate_config(const TrainerConfig& config);
 
 // Stage s of S gets blocks even_split(blocks, S * chunks, v) for each of its virtual stages v.

@@ -2,6 +2,7 @@
 #include <loom/runtime/trainer.h>
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 
 #include <loom/comm/control.h>
@@ -54,7 +55,6 @@ namespace {
 // The run's shape, partition, data and schedule from the config (and plan): no communication yet.
 void resolve(detail::TrainerState& s, int world) {
   const TrainerConfig& o = s.config;
-  detail::validate_config(o);
   s.shape.microbatches = o.microbatches;
   s.shape.global_batch = o.global_batch;
   s.shape.schedule = o.schedule.empty() ? "dapple" : o.schedule;
@@ -78,6 +78,8 @@ void resolve(detail::TrainerState& s, int world) {
   s.data = std::make_unique<detail::TrainingData>(o, s.spec, s.shape.global_batch, classification && o.epochs > 0);
   s.shape.train_samples = s.data->train_size();
   s.shape.steps_per_epoch = s.data->steps_per_epoch();
+  LOOM_CHECK(o.epochs <= detail::kMaxSteps / s.shape.steps_per_epoch, "--epochs ", o.epochs, " x ",
+             s.shape.steps_per_epoch, " steps per epoch is more than ", detail::kMaxSteps, " steps");
   s.shape.steps = o.steps > 0 ? o.steps : o.epochs * s.shape.steps_per_epoch;
 
   // Asynchronous schedules run a window of minibatches without a flush: one epoch (or all steps).
@@ -112,7 +114,8 @@ void build(detail::TrainerState& s, int rank) {
   s.stage = positions.front().stage % s.shape.stages;
   s.first_replica = std::all_of(positions.begin(), positions.end(), [](auto p) { return p.replica == 0; });
 
-  s.checkpoint_layout = {s.spec.name, o.overrides, s.stage, s.shape.stages, s.shape.chunks, {}, s.shape.global_batch, o.seed};
+  s.checkpoint_layout = {s.spec.name,   o.overrides,          s.stage, s.shape.stages, s.shape.chunks, {},
+                         s.shape.global_batch, o.seed, o.lr_schedule, s.shape.steps};
   std::vector<NamedParameter> trainable;
   for (int c = 0; c < s.shape.chunks; ++c) {
     const auto blocks = s.partition.blocks.at(static_cast<std::size_t>(s.schedule.virtual_stage(s.stage, c)));
@@ -173,6 +176,7 @@ Trainer::Trainer(TrainerConfig config) : Trainer(config, make_model(config.model
 
 Trainer::Trainer(TrainerConfig config, ModelSpec model) : state_(std::make_unique<detail::TrainerState>()) {
   comm::ensure_mpi();
+  detail::validate_config(config);
   set_num_threads(config.threads > 0 ? config.threads : default_num_threads());
   state_->config = std::move(config);
   state_->spec = std::move(model);
@@ -196,6 +200,8 @@ TrainSummary Trainer::run(const TrainerHooks& hooks) {
     world.allreduce(result.loss_sums.data(), static_cast<std::int64_t>(result.loss_sums.size()), DType::f64);
     const MemoryPeaks peaks = world_peaks(world);
     for (double loss : result.loss_sums) {
+      LOOM_CHECK(std::isfinite(loss), "step ", s.step + 1, ": the global-batch loss is ", loss,
+                 "; training diverged (lower --lr, warm up with --warmup-steps, or clip with --clip-norm)");
       summary.losses.push_back(loss);
       summary.samples += s.shape.global_batch;
       ++s.step;

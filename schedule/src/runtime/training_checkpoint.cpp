@@ -71,6 +71,21 @@ bool any_rank_failed(comm::Communicator& world, const std::exception_ptr& error_
   return any;
 }
 
+// A decaying learning rate depends on the run's length: resuming with another length (or schedule)
+// would silently change the rates of the remaining steps. Checkpoints without these fields (older
+// loom) are taken as they are.
+void check_learning_rate_path(const nlohmann::json& manifest, const fs::path& path, const CheckpointLayout& layout) {
+  if (!manifest.contains("lr_schedule") || !manifest.contains("total_steps")) return;
+  const bool decaying = layout.lr_schedule != "constant" || manifest["lr_schedule"] != "constant";
+  if (!decaying) return;
+  expect(manifest, path, "lr_schedule", layout.lr_schedule);
+  LOOM_CHECK(manifest["total_steps"].is_number_integer() && manifest["total_steps"].get<std::int64_t>() == layout.total_steps,
+             path.string(), ": the checkpoint's run had ", excerpt(manifest["total_steps"].dump()), " steps in all under the ",
+             layout.lr_schedule, " learning-rate schedule, this run ", layout.total_steps,
+             ": resuming would change the learning rate of every remaining step (give the same --steps or --epochs, "
+             "or --lr-schedule constant)");
+}
+
 }  // namespace
 
 void save_training_checkpoint(comm::Communicator& world, const std::string& dir, const CheckpointLayout& layout,
@@ -105,7 +120,9 @@ void save_training_checkpoint(comm::Communicator& world, const std::string& dir,
                                         {"stages", layout.stages},
                                         {"chunks", layout.chunks},
                                         {"global_batch", layout.global_batch},
-                                        {"seed", layout.seed}});
+                                        {"seed", layout.seed},
+                                        {"lr_schedule", layout.lr_schedule},
+                                        {"total_steps", layout.total_steps}});
   world.barrier();
 }
 
@@ -125,6 +142,7 @@ std::int64_t load_stage(const std::string& dir, const CheckpointLayout& layout,
   LOOM_CHECK(manifest.contains("step") && manifest["step"].is_number_integer() && manifest["step"].get<std::int64_t>() >= 0,
              manifest_path.string(), ": missing or bad field 'step'");
   const auto step = manifest["step"].get<std::int64_t>();
+  check_learning_rate_path(manifest, manifest_path, layout);
 
   const fs::path stage_path = root / (stage_name(layout.stage) + ".json");
   const nlohmann::json stage = read_json(stage_path);

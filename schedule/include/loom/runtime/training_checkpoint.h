@@ -22,6 +22,9 @@ struct CheckpointLayout {
   std::vector<std::pair<std::int64_t, std::int64_t>> blocks;  // this stage's chunks: [first, last)
   std::int64_t global_batch = 0;
   std::uint64_t seed = 0;
+  // The learning-rate path: a run resumed under a decaying schedule must have the same length.
+  std::string lr_schedule = "constant";
+  std::int64_t total_steps = 0;
 };
 
 // Collective over `world` (every rank of the run). `writer`: this rank writes its stage's files.
