@@ -5,18 +5,33 @@
 
 namespace loom::runtime {
 
+void validate(const OptimizerConfig& c) {
+  const OptimizerKind kind = parse_optimizer_kind(c.kind);
+  LOOM_CHECK(kind != OptimizerKind::momentum || c.momentum > 0, "--optimizer momentum needs --momentum > 0, got ",
+             c.momentum);
+  LOOM_CHECK(std::isfinite(c.lr) && c.lr > 0 && c.lr <= kMaxLearningRate, "--lr must be in (0, ", kMaxLearningRate,
+             "], got ", c.lr);
+  LOOM_CHECK(c.momentum >= 0 && c.momentum < 1, "--momentum must be in [0, 1), got ", c.momentum);
+  LOOM_CHECK(std::isfinite(c.weight_decay) && c.weight_decay >= 0, "--weight-decay must be finite and >= 0, got ",
+             c.weight_decay);
+  LOOM_CHECK(std::isfinite(c.clip_norm) && c.clip_norm >= 0, "--clip-norm must be finite and >= 0 (0: off), got ",
+             c.clip_norm);
+  LOOM_CHECK(c.warmup_steps >= 0, "--warmup-steps must be >= 0, got ", c.warmup_steps);
+  LrSchedule::parse(c.lr_schedule);
+}
+
 namespace {
 std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& c, std::vector<NamedParameter> parameters) {
-  switch (parse_optimizer_kind(c.kind)) {
+  validate(c);
+  const OptimizerKind kind = parse_optimizer_kind(c.kind);
+  switch (kind) {
     case OptimizerKind::momentum:
-      LOOM_CHECK(c.momentum > 0, "--optimizer momentum needs --momentum > 0, got ", c.momentum);
-      [[fallthrough]];
     case OptimizerKind::sgd:
       return std::make_unique<Sgd>(std::move(parameters), SgdOptions{c.momentum, 0.0, false, c.weight_decay});
     case OptimizerKind::adam:
     case OptimizerKind::adamw:
       return std::make_unique<Adam>(std::move(parameters), AdamOptions{0.9, 0.999, 1e-8, c.weight_decay,
-                                                                       c.kind == "adamw"});
+                                                                       kind == OptimizerKind::adamw});
   }
   LOOM_THROW("internal: optimizer kind");
 }
@@ -26,7 +41,6 @@ OptimizerStep::OptimizerStep(const OptimizerConfig& config, std::vector<NamedPar
                              std::int64_t total_steps, comm::Communicator* norm_group, bool contributes_norm)
     : optimizer_(make_optimizer(config, std::move(parameters))), clip_norm_(config.clip_norm),
       norm_group_(norm_group), contributes_norm_(contributes_norm) {
-  LOOM_CHECK(config.lr > 0, "--lr must be positive, got ", config.lr);
   schedule_.kind = LrSchedule::parse(config.lr_schedule);
   schedule_.base_lr = config.lr;
   schedule_.warmup_steps = config.warmup_steps;

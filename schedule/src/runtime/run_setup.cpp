@@ -10,20 +10,17 @@
 
 namespace loom::runtime::detail {
 
+OptimizerConfig optimizer_config(const TrainerConfig& o) {
+  return {o.optimizer, o.lr, o.momentum, o.weight_decay, o.lr_schedule, o.warmup_steps, o.clip_norm};
+}
+
 void validate_config(const TrainerConfig& o) {
   LOOM_CHECK((o.steps > 0) != (o.epochs > 0), "give exactly one of --steps K or --epochs E");
   LOOM_CHECK(o.steps >= 0 && o.steps <= kMaxSteps, "--steps must be in [1, ", kMaxSteps, "], got ", o.steps);
   LOOM_CHECK(o.epochs >= 0 && o.epochs <= kMaxEpochs, "--epochs must be in [1, ", kMaxEpochs, "], got ", o.epochs);
   LOOM_CHECK(o.threads >= 0 && o.threads <= kMaxThreads, "--threads must be 0 (automatic) or in [1, ", kMaxThreads,
              "], got ", o.threads);
-  LOOM_CHECK(std::isfinite(o.lr) && o.lr > 0 && o.lr <= kMaxLearningRate, "--lr must be in (0, ", kMaxLearningRate,
-             "], got ", o.lr);
-  LOOM_CHECK(o.momentum >= 0 && o.momentum < 1, "--momentum must be in [0, 1), got ", o.momentum);
-  LOOM_CHECK(std::isfinite(o.weight_decay) && o.weight_decay >= 0, "--weight-decay must be finite and >= 0, got ",
-             o.weight_decay);
-  LOOM_CHECK(std::isfinite(o.clip_norm) && o.clip_norm >= 0, "--clip-norm must be finite and >= 0 (0: off), got ",
-             o.clip_norm);
-  LOOM_CHECK(o.warmup_steps >= 0, "--warmup-steps must be >= 0, got ", o.warmup_steps);
+  validate(optimizer_config(o));
   LOOM_CHECK(std::isfinite(o.bucket_mb) && o.bucket_mb > 0 && o.bucket_mb <= 1 << 16,
              "--bucket-mb must be in (0, 65536], got ", o.bucket_mb);
   LOOM_CHECK(o.global_batch >= 1, "--global-batch must be at least 1, got ", o.global_batch);

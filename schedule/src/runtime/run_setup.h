@@ -10,6 +10,7 @@
 
 #include <loom/models/model.h>
 #include <loom/planner/plan.h>
+#include <loom/runtime/optimizer_step.h>
 #include <loom/runtime/trainer.h>
 
 namespace loom::runtime::detail {
@@ -24,9 +25,10 @@ struct StagePartition {
 inline constexpr std::int64_t kMaxSteps = std::int64_t{1} << 40;
 inline constexpr std::int64_t kMaxEpochs = 1'000'000;
 inline constexpr int kMaxThreads = 1024;
-inline constexpr double kMaxLearningRate = 1e3;
 
 void validate_config(const TrainerConfig& config);
+// The optimizer's part of a config (its checks: optimizer_step.h's validate).
+OptimizerConfig optimizer_config(const TrainerConfig& config);
 
 // Stage s of S gets blocks even_split(blocks, S * chunks, v) for each of its virtual stages v.
 StagePartition partition_from_config(const TrainerConfig& config, const ModelSpec& spec, int world, int chunks);

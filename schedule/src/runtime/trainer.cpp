@@ -127,8 +127,8 @@ void build(detail::TrainerState& s, int rank) {
     for (const NamedParameter& p : s.chunks.back()->parameters()) s.checkpoint_parameters.push_back(p);
   }
   s.loss = s.spec.make_loss();
-  const OptimizerConfig oc{o.optimizer, o.lr, o.momentum, o.weight_decay, o.lr_schedule, o.warmup_steps, o.clip_norm};
-  s.optimizer = std::make_unique<OptimizerStep>(oc, trainable, s.shape.steps, &s.groups->world(), s.first_replica);
+  s.optimizer = std::make_unique<OptimizerStep>(detail::optimizer_config(o), trainable, s.shape.steps,
+                                                &s.groups->world(), s.first_replica);
 
   ExecutorOptions eo;
   eo.global_batch = s.shape.global_batch;

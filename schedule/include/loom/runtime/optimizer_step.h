@@ -25,6 +25,13 @@ struct OptimizerConfig {
   double clip_norm = 0.0;              // 0: off
 };
 
+// The largest learning rate a config may give (beyond it, a typo or an attack, not a run).
+inline constexpr double kMaxLearningRate = 1e3;
+
+// Throws loom::Error, naming the flag, for an unknown optimizer or schedule and any number out of
+// its range. The OptimizerStep checks its config with it; the Trainer before it builds anything.
+void validate(const OptimizerConfig& config);
+
 class OptimizerStep {
  public:
   OptimizerStep(const OptimizerConfig& config, std::vector<NamedParameter> parameters, std::int64_t total_steps,
