@@ -25,6 +25,4 @@ bool is_asynchronous(ScheduleKind kind) {
   return kind == ScheduleKind::pipedream || kind == ScheduleKind::pipedream_2bw;
 }
 
-bool is_synchronous(ScheduleKind kind) { return !is_asynchronous(kind); }
-
 }  // namespace loom::schedule

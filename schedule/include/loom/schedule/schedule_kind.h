@@ -20,7 +20,5 @@ const std::vector<std::string>& schedule_kinds();
 
 // PipeDream-style schedules update weights without a flush (weight versions, a window of batches).
 bool is_asynchronous(ScheduleKind kind);
-// Schedules a plan file may carry: the synchronous ones whose stages the planner's cost model knows.
-bool is_synchronous(ScheduleKind kind);
 
 }  // namespace loom::schedule
