@@ -5,6 +5,7 @@
 #include <loom/planner/profile_json.h>
 
 #include "commands.h"
+#include "model_options.h"
 #include "profiler.h"
 
 namespace loom::apps {
@@ -35,8 +36,7 @@ void add_profile_command(CLI::App& app) {
   static ProfileOptions o;
   static std::string out;
   CLI::App* cmd = app.add_subcommand("profile", "Measure each block of a model on this machine; write profile JSON");
-  cmd->add_option("--model", o.model, "model preset: mlp, cnn, gpt")->capture_default_str();
-  cmd->add_option("--set", o.overrides, "model setting overrides, e.g. hidden=512,layers=8");
+  add_model_options(cmd, o.model, o.size, o.overrides);
   cmd->add_option("--microbatch", o.microbatch, "samples per micro-batch the costs are measured at")
       ->capture_default_str();
   cmd->add_option("--out", out, "write the profile JSON here (the format `loom plan --profile` reads)");
@@ -47,7 +47,7 @@ void add_profile_command(CLI::App& app) {
   cmd->add_option("--seed", o.seed, "seed of parameters and synthetic data")->capture_default_str();
   cmd->callback([] {
     const planner::Profile profile = profile_model(o);
-    print_profile(profile, make_model(o.model, o.overrides));
+    print_profile(profile, make_model(o.model, o.overrides, parse_model_size(o.size)));
     if (!out.empty()) {
       planner::write_profile_json(profile, out);
       std::printf("wrote %s\n", out.c_str());
