@@ -109,7 +109,8 @@ std::string ModelSpec::describe() const {
 const std::vector<Preset>& presets() {
   static const std::vector<Preset> all = [] {
     std::vector<Preset> list;
-    for (auto family : {mlp_presets, cnn_presets, gpt_presets, vgg_presets, resnet_presets, gnmt_presets, bert_presets})
+    for (auto family : {mlp_presets, cnn_presets, gpt_presets, vgg_presets, resnet_presets, gnmt_presets, bert_presets,
+                        xlnet_presets})
       for (Preset& p : family()) list.push_back(std::move(p));
     return list;
   }();

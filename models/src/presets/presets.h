@@ -14,5 +14,6 @@ std::vector<Preset> vgg_presets();        // vgg16, vgg19
 std::vector<Preset> resnet_presets();     // resnet50
 std::vector<Preset> gnmt_presets();       // gnmt8, gnmt16
 std::vector<Preset> bert_presets();       // bert24, bert48
+std::vector<Preset> xlnet_presets();      // xlnet36, xlnet24
 
 }  // namespace loom
