@@ -109,7 +109,7 @@ std::string ModelSpec::describe() const {
 const std::vector<Preset>& presets() {
   static const std::vector<Preset> all = [] {
     std::vector<Preset> list;
-    for (auto family : {mlp_presets, cnn_presets, gpt_presets})
+    for (auto family : {mlp_presets, cnn_presets, gpt_presets, amoebanet_presets})
       for (Preset& p : family()) list.push_back(std::move(p));
     return list;
   }();
