@@ -71,8 +71,15 @@ void weight_gradient_plane(const T* x, const T* gy, const WindowGeometry& g, T* 
                       std::int64_t offset) {
     const T* in = x + ih * g.width;
     const T* out = gy + oh * g.out_width;
+    // Eight independent partial sums: a float sum the compiler may vectorise without reordering.
+    T lanes[8] = {};
+    std::int64_t ow = begin;
+    if (stride == 1)
+      for (; ow + 8 <= end; ow += 8)
+        for (int j = 0; j < 8; ++j) lanes[j] += out[ow + j] * in[ow + j + offset];
     T sum = 0;
-    for (std::int64_t ow = begin; ow < end; ++ow) sum += out[ow] * in[ow * stride + offset];
+    for (; ow < end; ++ow) sum += out[ow] * in[ow * stride + offset];
+    for (const T lane : lanes) sum += lane;
     taps[tap] += sum;
   });
 }
