@@ -110,7 +110,7 @@ const std::vector<Preset>& presets() {
   static const std::vector<Preset> all = [] {
     std::vector<Preset> list;
     for (auto family : {mlp_presets, cnn_presets, gpt_presets, vgg_presets, resnet_presets, gnmt_presets, bert_presets,
-                        xlnet_presets})
+                        xlnet_presets, amoebanet_presets})
       for (Preset& p : family()) list.push_back(std::move(p));
     return list;
   }();

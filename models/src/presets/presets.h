@@ -15,5 +15,6 @@ std::vector<Preset> resnet_presets();     // resnet50
 std::vector<Preset> gnmt_presets();       // gnmt8, gnmt16
 std::vector<Preset> bert_presets();       // bert24, bert48
 std::vector<Preset> xlnet_presets();      // xlnet36, xlnet24
+std::vector<Preset> amoebanet_presets();  // amoebanet36, amoebanet18
 
 }  // namespace loom
