@@ -1,7 +1,7 @@
 // Small list adapters for presets whose blocks carry several tensors (GNMT, AmoebaNet, XLNet):
 // OnFirst applies a one-tensor layer to the first entry of the list and passes the other
 // entries through (keep_rest) or drops them (the model's last block, whose single output is the
-// logits; the dropped entries get undefined gradients, which the blocks before read as zero).
+// logits; the dropped entries get zero gradients, which a stage link can send).
 #pragma once
 
 #include <loom/layers/layer.h>
