@@ -1,6 +1,8 @@
 // The VGG presets (torchvision's VGG-16 and VGG-19 without batch normalisation): one block per
 // convolution (Conv2d 3x3 + ReLU, the stage's max pool after its last convolution), then the
 // classifier as three blocks (fc6, fc7, fc8), so that a pipeline can cut between any two layers.
+#include <cmath>
+
 #include <loom/layers/activation.h>
 #include <loom/layers/batch_norm.h>
 #include <loom/layers/conv2d.h>
@@ -19,18 +21,30 @@ namespace {
 
 std::function<LayerPtr()> conv_block(std::int64_t in, std::int64_t out, bool batch_norm, bool pool) {
   return sequence([=](Sequential& s) {
-    s.add(std::make_unique<Conv2d>(Conv2dOptions{.in_channels = in, .out_channels = out, .kernel = 3, .padding = 1}),
-          "conv");
+    auto conv = std::make_unique<Conv2d>(Conv2dOptions{.in_channels = in, .out_channels = out, .kernel = 3, .padding = 1});
+    // torchvision's VGG initialisation: kaiming_normal_(fan_out, relu) weights, zero biases (a deep
+    // plain network hardly trains from PyTorch's default uniform one).
+    conv->weight().init = Init::normal(0.0, std::sqrt(2.0 / static_cast<double>(out * 9)));
+    conv->bias().init = Init::zeros();
+    s.add(std::move(conv), "conv");
     if (batch_norm) s.add(std::make_unique<BatchNorm2d>(BatchNorm2dOptions{.channels = out}), "bn");
     s.add(std::make_unique<ReLU>(), "relu");
     if (pool) s.add(std::make_unique<MaxPool2d>(Pool2dOptions{.kernel = 2, .stride = 2}), "pool");
   });
 }
 
+// torchvision's VGG initialisation of the classifier: N(0, 0.01) weights, zero biases.
+std::unique_ptr<Linear> normal_linear(std::int64_t in, std::int64_t out) {
+  auto linear = std::make_unique<Linear>(in, out);
+  linear->weight().init = Init::normal(0.0, 0.01);
+  linear->bias().init = Init::zeros();
+  return linear;
+}
+
 std::function<LayerPtr()> fc_block(std::int64_t in, std::int64_t out, double dropout, bool flatten) {
   return sequence([=](Sequential& s) {
     if (flatten) s.add(std::make_unique<Flatten>(), "flatten");
-    s.add(std::make_unique<Linear>(in, out), "fc");
+    s.add(normal_linear(in, out), "fc");
     s.add(std::make_unique<ReLU>(), "relu");
     s.add(std::make_unique<Dropout>(dropout), "dropout");
   });
@@ -57,7 +71,7 @@ void build_vgg(ModelSpec& spec, const std::vector<std::int64_t>& convs_per_stage
   const std::int64_t side = image / 32;
   add_block(spec, "fc6", fc_block(channels * side * side, fc, dropout, true));
   add_block(spec, "fc7", fc_block(fc, fc, dropout, false));
-  add_block(spec, "fc8", [fc, classes] { return LayerPtr(std::make_unique<Linear>(fc, classes)); });
+  add_block(spec, "fc8", [fc, classes] { return LayerPtr(normal_linear(fc, classes)); });
   spec.make_loss = [] { return LayerPtr(std::make_unique<CrossEntropyLoss>()); };
 }
 
