@@ -82,6 +82,9 @@ std::function<LayerPtr()> sequence(std::function<void(Sequential&)> fill) {
 }
 
 void add_block(ModelSpec& spec, std::string name, std::function<LayerPtr()> factory) {
+  constexpr std::int64_t kMaxBlocks = 100000;  // a chain a planner and a pipeline can still handle
+  LOOM_CHECK(spec.blocks() < kMaxBlocks, "model ", spec.name, ": more than ", kMaxBlocks,
+             " blocks (check the depth settings: ", spec.describe(), ")");
   spec.block_names.push_back(std::move(name));
   spec.block_factories.push_back(std::move(factory));
 }

@@ -38,6 +38,11 @@ TEST_CASE("bad training options are rejected with clear messages", "[train][erro
       {[](auto& o) { o.threads = 100000; }, "--threads must be 0 (automatic) or in [1, 1024]"},
       {[](auto& o) { o.steps = 0, o.epochs = std::numeric_limits<std::int64_t>::max(); }, "--epochs must be in [1, 1000000]"},
       {[](auto& o) { o.stages = 3, o.replicas = 1431655766; }, "needs 4294967298"},
+      // issue 15 defect 8: impossible sizes are refused from the meta build, before any allocation
+      {[](auto& o) { o.overrides = "hidden=300000"; }, "needs at least 2163"},
+      {[](auto& o) { o.model = "gpt", o.overrides = "seq=10000000"; }, "one micro-batch of activations"},
+      {[](auto& o) { o.overrides = "layers=100000000"; }, "more than 100000 blocks"},
+      {[](auto& o) { o.schedule = "pipedream", o.steps = 100000000; }, "more than the 1048576 it holds"},
   };
   for (const auto& [spoil, message] : cases) {
     apps::TrainOptions o;
@@ -47,6 +52,19 @@ TEST_CASE("bad training options are rejected with clear messages", "[train][erro
     spoil(o);
     CHECK_THROWS_WITH(apps::train(o), Catch::Contains(message));
   }
+}
+
+TEST_CASE("a model larger than the memory available to a rank is refused before it is built", "[train][errors]") {
+  setenv("LOOM_MEMORY_LIMIT_MB", "64", 1);  // as if this machine had 64 MiB per rank
+  apps::TrainOptions o;
+  o.overrides = "hidden=4096";  // 37 M parameters: 445 MB with gradients and momentum
+  o.steps = 1;
+  o.quiet = true;
+  CHECK_THROWS_WITH(apps::train(o), Catch::Contains("needs at least 0.4 GB per rank of stage 0") &&
+                                        Catch::Contains("0.1 GB is available") && Catch::Contains("use --size cpu"));
+  o.overrides = "hidden=64";
+  CHECK_NOTHROW(apps::train(o));
+  unsetenv("LOOM_MEMORY_LIMIT_MB");
 }
 
 TEST_CASE("LOOM_NUM_THREADS must be a whole count", "[train][errors]") {

@@ -25,6 +25,8 @@ struct StagePartition {
 inline constexpr std::int64_t kMaxSteps = std::int64_t{1} << 40;
 inline constexpr std::int64_t kMaxEpochs = 1'000'000;
 inline constexpr int kMaxThreads = 1024;
+// Minibatches an asynchronous schedule runs as one window (its action lists grow with it).
+inline constexpr std::int64_t kMaxAsyncWindow = std::int64_t{1} << 20;
 
 void validate_config(const TrainerConfig& config);
 // The optimizer's part of a config (its checks: optimizer_step.h's validate).

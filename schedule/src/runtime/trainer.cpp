@@ -20,6 +20,7 @@
 #include <loom/runtime/training_checkpoint.h>
 #include <loom/schedule/generators.h>
 
+#include "memory_check.h"
 #include "run_setup.h"
 #include "training_data.h"
 
@@ -84,6 +85,9 @@ void resolve(detail::TrainerState& s, int world) {
 
   // Asynchronous schedules run a window of minibatches without a flush: one epoch (or all steps).
   const std::int64_t window = schedule::is_asynchronous(kind) ? (o.epochs > 0 ? s.shape.steps_per_epoch : s.shape.steps) : 1;
+  LOOM_CHECK(window <= detail::kMaxAsyncWindow, "--schedule ", s.shape.schedule, " runs its ", window,
+             " minibatches as one schedule without a flush, more than the ", detail::kMaxAsyncWindow,
+             " it holds in memory: use --epochs (one window per epoch) or fewer --steps");
   schedule::ScheduleOptions so;
   so.kind = s.shape.schedule;
   so.stages = s.shape.stages;
@@ -100,6 +104,7 @@ void resolve(detail::TrainerState& s, int world) {
     LOOM_CHECK(s.shape.global_batch / per_batch >= static_cast<std::int64_t>(s.partition.ranks[st].size()),
                "a micro-batch of ", s.shape.global_batch / per_batch, " samples cannot be split over the ",
                s.partition.ranks[st].size(), " replicas of stage ", st);
+  detail::check_memory_fits(o, s.spec, s.partition, s.shape.global_batch / per_batch);
 }
 
 // This rank's groups, model chunks, optimizer, checkpoint and executor (collective).
