@@ -10,6 +10,7 @@
 #include <loom/core/rng.h>
 
 #include "idx_file.h"
+#include "input_file.h"
 #include "token_tasks.h"
 
 namespace loom {
@@ -46,6 +47,9 @@ class FashionMnist final : public Dataset {
       height_ = s[1];
       width_ = s[2];
     }
+    for (std::size_t i = 0; i < labels_.data.size(); ++i)
+      LOOM_CHECK(labels_.data[i] < 10, prefix, "-labels-idx1-ubyte.gz: label ", int(labels_.data[i]), " of sample ", i,
+                 " is not a class in [0, 10)");
     shape_.target_shape = Shape{};
     shape_.classes = 10;
   }
@@ -79,6 +83,7 @@ class FashionMnist final : public Dataset {
 class TextBytes final : public Dataset {
  public:
   TextBytes(const std::string& path, DatasetSplit split, const DataShape& expected) : path_(path), shape_(expected) {
+    require_data_file(path);
     std::ifstream in(path, std::ios::binary);
     LOOM_CHECK(in.good(), path, ": cannot open text file");
     bytes_.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());

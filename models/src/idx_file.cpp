@@ -4,18 +4,23 @@
 
 #include <loom/core/error.h>
 
+#include "input_file.h"
+
 namespace loom {
 
 IdxFile read_idx_file(const std::string& path) {
+  require_data_file(path, " (install dataset-fashion-mnist or set LOOM_FASHION_MNIST_DIR)");
   gzFile file = gzopen(path.c_str(), "rb");  // reads plain files too
   LOOM_CHECK(file != nullptr, path, ": cannot open (install dataset-fashion-mnist or set LOOM_FASHION_MNIST_DIR)");
   std::vector<std::uint8_t> bytes;
   std::uint8_t buffer[1 << 16];
   int got = 0;
-  while ((got = gzread(file, buffer, sizeof buffer)) > 0) bytes.insert(bytes.end(), buffer, buffer + got);
+  while ((got = gzread(file, buffer, sizeof buffer)) > 0 && bytes.size() <= kMaxDataFileBytes)
+    bytes.insert(bytes.end(), buffer, buffer + got);
   const bool failed = got < 0;
   gzclose(file);
   LOOM_CHECK(!failed, path, ": corrupt gzip data");
+  LOOM_CHECK(bytes.size() <= kMaxDataFileBytes, path, ": decompresses to more than ", kMaxDataFileBytes, " bytes");
   LOOM_CHECK(bytes.size() >= 4 && bytes[0] == 0 && bytes[1] == 0, path, ": not an IDX file (bad magic number)");
   LOOM_CHECK(bytes[2] == 0x08, path, ": IDX element type 0x", std::hex, int(bytes[2]), " is not unsigned byte");
   const int rank = bytes[3];

@@ -83,7 +83,7 @@ TEST_CASE("text:PATH gives next-byte targets over non-overlapping windows", "[da
     CHECK(y.data<std::int64_t>()[t] == text[9 + t]);
   }
   CHECK_THROWS_WITH(open_dataset("text:/nonexistent/file", DatasetSplit::train, tokens, 1),
-                    Catch::Contains("/nonexistent/file: cannot open text file"));
+                    Catch::Contains("/nonexistent/file: cannot open"));
   std::filesystem::remove(path);
 }
 
@@ -114,4 +114,11 @@ TEST_CASE("epoch order is a seeded permutation", "[data]") {
   CHECK(order == epoch_order(1000, 3, 0));
   CHECK(order != epoch_order(1000, 3, 1));
   CHECK(order != epoch_order(1000, 4, 0));
+}
+
+TEST_CASE("only regular data files are read; labels outside the classes are refused naming the file", "[data]") {
+  const DataShape tokens{Shape{8}, DType::i64, Shape{8}, 256};
+  CHECK_THROWS_WITH(open_dataset("text:/dev/zero", DatasetSplit::train, tokens, 1),
+                    Catch::Contains("/dev/zero: not a regular file"));
+  CHECK_THROWS_WITH(open_dataset("text:/tmp", DatasetSplit::train, tokens, 1), Catch::Contains("/tmp: not a regular file"));
 }
