@@ -3,6 +3,8 @@
 // metadata events so the tracks read "rank 3 (stage 1, replica 1)".
 #include <loom/schedule/trace.h>
 
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 
 #include <loom/core/error.h>
@@ -56,31 +58,35 @@ Trace simulation_trace(const Schedule& schedule, const SimulationResult& result)
   return trace;
 }
 
+std::vector<nlohmann::json> chrome_track_metadata(int track, const std::string& name) {
+  return {{{"name", "thread_name"}, {"ph", "M"}, {"pid", 0}, {"tid", track}, {"args", {{"name", name}}}},
+          {{"name", "thread_sort_index"}, {"ph", "M"}, {"pid", 0}, {"tid", track}, {"args", {{"sort_index", track}}}}};
+}
+
+nlohmann::json chrome_event(const TraceEvent& e) {
+  nlohmann::json args = nlohmann::json::object();
+  if (e.stage >= 0) args["stage"] = e.stage;
+  if (e.microbatch >= 0) args["microbatch"] = e.microbatch;
+  if (e.chunk >= 0) args["chunk"] = e.chunk;
+  if (e.version >= 0) args["version"] = e.version;
+  nlohmann::json event = {{"name", e.name}, {"cat", e.category}, {"pid", 0}, {"tid", e.track},
+                          {"ts", e.start_ms * 1e3}, {"args", args}};
+  if (e.duration_ms > 0) {
+    event["ph"] = "X";
+    event["dur"] = e.duration_ms * 1e3;
+  } else {
+    event["ph"] = "i";
+    event["s"] = "t";
+  }
+  return event;
+}
+
 nlohmann::json chrome_trace(const Trace& trace) {
   nlohmann::json events = nlohmann::json::array();
-  for (std::size_t track = 0; track < trace.track_names.size(); ++track) {
-    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", 0}, {"tid", track},
-                      {"args", {{"name", trace.track_names[track]}}}});
-    events.push_back({{"name", "thread_sort_index"}, {"ph", "M"}, {"pid", 0}, {"tid", track},
-                      {"args", {{"sort_index", track}}}});
-  }
-  for (const TraceEvent& e : trace.events) {
-    nlohmann::json args = nlohmann::json::object();
-    if (e.stage >= 0) args["stage"] = e.stage;
-    if (e.microbatch >= 0) args["microbatch"] = e.microbatch;
-    if (e.chunk >= 0) args["chunk"] = e.chunk;
-    if (e.version >= 0) args["version"] = e.version;
-    nlohmann::json event = {{"name", e.name}, {"cat", e.category}, {"pid", 0}, {"tid", e.track},
-                            {"ts", e.start_ms * 1e3}, {"args", args}};
-    if (e.duration_ms > 0) {
-      event["ph"] = "X";
-      event["dur"] = e.duration_ms * 1e3;
-    } else {
-      event["ph"] = "i";
-      event["s"] = "t";
-    }
-    events.push_back(std::move(event));
-  }
+  for (std::size_t track = 0; track < trace.track_names.size(); ++track)
+    for (nlohmann::json& m : chrome_track_metadata(static_cast<int>(track), trace.track_names[track]))
+      events.push_back(std::move(m));
+  for (const TraceEvent& e : trace.events) events.push_back(chrome_event(e));
   return {{"traceEvents", events}, {"displayTimeUnit", "ms"}};
 }
 
@@ -89,6 +95,22 @@ void write_chrome_trace(const Trace& trace, const std::string& path) {
   LOOM_CHECK(static_cast<bool>(out), "cannot write trace file '", path, "'");
   out << chrome_trace(trace).dump(1) << '\n';
   LOOM_CHECK(static_cast<bool>(out), "error while writing trace file '", path, "'");
+}
+
+ChromeTraceWriter::ChromeTraceWriter(const std::string& path) : path_(path), out_(path) {
+  LOOM_CHECK(static_cast<bool>(out_), "cannot write trace file '", path, "': ", std::strerror(errno));
+  out_ << "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n";
+}
+
+void ChromeTraceWriter::add(const nlohmann::json& event) {
+  out_ << (first_ ? "" : ",\n") << event.dump();
+  first_ = false;
+}
+
+void ChromeTraceWriter::close() {
+  out_ << "\n]}\n";
+  out_.close();
+  LOOM_CHECK(!out_.fail(), "error while writing trace file '", path_, "': ", std::strerror(errno));
 }
 
 }  // namespace loom::schedule

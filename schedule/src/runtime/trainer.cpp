@@ -2,7 +2,10 @@
 #include <loom/runtime/trainer.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
+#include <fstream>
 #include <functional>
 
 #include <loom/comm/control.h>
@@ -148,6 +151,10 @@ void build(detail::TrainerState& s, int rank) {
   s.executor = std::make_unique<Executor>(s.schedule, s.stage, *s.groups, s.chunks, s.loss.get(),
                                           std::ref(step), eo);
   if (!o.trace.empty()) {
+    if (rank == 0) {  // a path that cannot be written is an error now, not after the run
+      std::ofstream probe(o.trace);
+      LOOM_CHECK(static_cast<bool>(probe), "--trace ", o.trace, ": cannot write: ", std::strerror(errno));
+    }
     s.trace = std::make_unique<TraceRecorder>(rank, s.shape.chunks > 1);
     s.executor->set_event_observer([trace = s.trace.get()](const ActionEvent& e) { trace->record(e); });
   }

@@ -3,6 +3,7 @@
 // the executor from its clocks (one track per rank, times in ms from the start of the run).
 #pragma once
 
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,23 @@ Trace simulation_trace(const Schedule& schedule, const SimulationResult& result)
 // {"traceEvents": [...], "displayTimeUnit": "ms"}; times in µs as the format wants.
 nlohmann::json chrome_trace(const Trace& trace);
 void write_chrome_trace(const Trace& trace, const std::string& path);
+// The pieces of chrome_trace: a track's two metadata events, and one event.
+std::vector<nlohmann::json> chrome_track_metadata(int track, const std::string& name);
+nlohmann::json chrome_event(const TraceEvent& event);
+
+// Writes a Chrome trace one event at a time (a run's trace need not fit in memory); the file is
+// complete once close() has returned. Errors name the file and the reason.
+class ChromeTraceWriter {
+ public:
+  explicit ChromeTraceWriter(const std::string& path);
+  void add(const nlohmann::json& event);
+  void close();
+
+ private:
+  std::string path_;
+  std::ofstream out_;
+  bool first_ = true;
+};
 
 // A picture of the timeline: one row per track, a box per slice labelled with its micro-batch.
 std::string svg_timeline(const Trace& trace, const std::string& title = "");
