@@ -75,6 +75,7 @@ void TraceRecorder::spill() {
     LOOM_CHECK(static_cast<bool>(spool_), "trace: cannot write the spool file ", spool_path_, ": ", std::strerror(errno));
   }
   for (const auto& e : events_) spool_ << event_row(e).dump() << '\n';
+  spool_.flush();
   LOOM_CHECK(static_cast<bool>(spool_), "trace: error while writing ", spool_path_, ": ", std::strerror(errno));
   events_.clear();
 }
