@@ -1,0 +1,177 @@
+#!/usr/bin/python3
+"""The figures of scripts/reproduce/*.sh: plot.py FIGURE CSV PNG.
+
+One function per figure reads the CSV its script wrote and draws a PNG with a title, labelled axes
+(with units) and a legend. Needs Debian's python3-matplotlib (run with /usr/bin/python3).
+"""
+import csv
+import sys
+from collections import defaultdict
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib import ticker  # noqa: E402
+
+
+def read_rows(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def number(value):
+    return float(value) if value not in ("", None) else float("nan")
+
+
+def save(fig, path):
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def planner_table(rows, png):
+    """Grouped bars: speedup over one V100 of best DP, PipeDream's and DAPPLE's plans, per case."""
+    fig, axes = plt.subplots(2, 1, figsize=(13, 8), sharey=True)
+    bars = [("dp_speedup", "best data parallelism", "#999999"),
+            ("pipedream_speedup", "PipeDream planner (run synchronously)", "#e6883c"),
+            ("dapple_speedup", "DAPPLE planner", "#3c78d8")]
+    for ax, overlap in zip(axes, ("0", "1")):
+        part = [r for r in rows if r["overlap"] == overlap]
+        labels = [f"{r['model']}\n{r['cluster']}" for r in part]
+        width = 0.27
+        for k, (key, label, color) in enumerate(bars):
+            xs = [i + (k - 1) * width for i in range(len(part))]
+            ax.bar(xs, [number(r[key]) for r in part], width, label=label, color=color)
+        for i, r in enumerate(part):
+            ratio = number(r["dapple_over_pipedream"])
+            ax.annotate(f"{ratio:.2f}x", (i + width, number(r["dapple_speedup"])), ha="center",
+                        va="bottom", fontsize=7)
+        ax.set_xticks(range(len(part)))
+        ax.set_xticklabels(labels, fontsize=8)
+        ax.set_ylabel("speedup over 1 device (x)")
+        ax.set_title("allreduce " + ("overlapped with the last backward (--overlap), every planner"
+                                     if overlap == "1" else "after the last backward (DAPPLE's model), every planner"),
+                     fontsize=10)
+        ax.grid(axis="y", alpha=0.3)
+        top = max(number(r[key]) for r in rows for key, _, _ in bars if r[key] != "")
+        ax.set_ylim(0, top * 1.3)
+    axes[0].legend(fontsize=8, loc="upper left", ncol=3)
+    fig.suptitle("DAPPLE vs PipeDream planner vs DP on the published V100 profiles, clusters A/B/C (cost model)\n"
+                 "number over the DAPPLE bar: DAPPLE / PipeDream step-time ratio (paper: up to 3.23x; up to 2.32x over DP)",
+                 fontsize=11)
+    save(fig, png)
+
+
+def allreduce_hierarchy(rows, png):
+    """Bars per (layout, size): ring and hierarchical, measured next to the link model."""
+    cases = []
+    for r in rows:
+        case = (int(r["nodes"]), int(r["ranks_per_node"]), int(r["bytes"]))
+        if case not in cases:
+            cases.append(case)
+    value = {(int(r["nodes"]), int(r["ranks_per_node"]), int(r["bytes"]), r["algorithm"], kind): number(r[kind])
+             for r in rows for kind in ("measured_ms", "model_ms")}
+    bars = [("ring", "measured_ms", "flat ring, measured", "#e6883c", None),
+            ("ring", "model_ms", "flat ring, model", "#f6c89f", "//"),
+            ("hierarchical", "measured_ms", "hierarchical, measured", "#3c78d8", None),
+            ("hierarchical", "model_ms", "hierarchical, model", "#a9c4f0", "//")]
+    fig, ax = plt.subplots(figsize=(max(7, 1.6 * len(cases)), 5))
+    width = 0.2
+    for k, (algorithm, kind, label, color, hatch) in enumerate(bars):
+        xs = [i + (k - 1.5) * width for i in range(len(cases))]
+        ys = [value.get((*case, algorithm, kind), float("nan")) for case in cases]
+        ax.bar(xs, ys, width, label=label, color=color, hatch=hatch, edgecolor="black", linewidth=0.4)
+    for i, case in enumerate(cases):
+        ring, hier = value.get((*case, "ring", "measured_ms")), value.get((*case, "hierarchical", "measured_ms"))
+        if ring and hier:
+            ax.annotate(f"{ring / hier:.2f}x faster", (i - width, ring * 1.05), ha="center", va="bottom", fontsize=8)
+    ax.set_xticks(range(len(cases)))
+    ax.set_xticklabels([f"{n} nodes x {g} ranks\n{b / 2**20:g} MiB" for n, g, b in cases], fontsize=8)
+    ax.set_yscale("log")
+    ax.yaxis.set_major_locator(ticker.LogLocator(subs=(1, 2, 5)))
+    ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.yaxis.set_minor_formatter(ticker.NullFormatter())
+    ax.set_ylabel("time per allreduce (ms, log scale)")
+    ax.set_ylim(top=ax.get_ylim()[1] * 1.6)
+    ax.set_title("Hierarchical vs flat-ring allreduce, inter-node link 10x slower than intra-node\n"
+                 "(in-process link shaping on one machine; label: how much faster hierarchical measured)", fontsize=10)
+    ax.legend(fontsize=8)
+    ax.grid(axis="y", alpha=0.3, which="both")
+    save(fig, png)
+
+
+def comm_bytes(rows, png):
+    """Bars per (model, cluster): DP's bytes per sample next to PipeDream's (activations + sync)."""
+    fig, ax = plt.subplots(figsize=(max(8, 0.9 * len(rows)), 5.5))
+    width = 0.38
+    xs = range(len(rows))
+    dp = [number(r["dp_bytes_per_sample"]) / 1e6 for r in rows]
+    act = [number(r["pipedream_activation_bytes_per_sample"]) / 1e6 for r in rows]
+    sync = [number(r["pipedream_weight_sync_bytes_per_sample"]) / 1e6 for r in rows]
+    ax.bar([x - width / 2 for x in xs], dp, width, label="data parallelism (weight allreduce)", color="#999999")
+    ax.bar([x + width / 2 for x in xs], act, width, label="PipeDream plan: activations + gradients at cuts",
+           color="#e6883c")
+    ax.bar([x + width / 2 for x in xs], sync, width, bottom=act, label="PipeDream plan: weight sync of replicated stages",
+           color="#f6c89f", hatch="//", edgecolor="black", linewidth=0.4)
+    for x, r in zip(xs, rows):
+        top = max(dp[x], act[x] + sync[x])
+        reduction = number(r["reduction_percent"])
+        label = "DP" if r["pipedream_strategy"].count("|") == 0 else (
+            f"-{reduction:.0f}%" if reduction >= 0 else f"+{-reduction:.0f}%")
+        ax.annotate(label, (x, top * 1.03), ha="center", va="bottom", fontsize=8)
+    ax.set_xticks(list(xs))
+    ax.set_xticklabels([f"{r['model']}\n{r['cluster']}\n({r['devices']} GPUs)" for r in rows], fontsize=7)
+    ax.set_ylabel("bytes communicated per training sample (MB)")
+    ax.set_ylim(0, max(dp + [a + s for a, s in zip(act, sync)]) * 1.2)
+    ax.set_title("Bytes per sample: PipeDream planner's strategy vs data parallelism (published V100 profiles)\n"
+                 "label: PipeDream's bytes vs DP's (paper: up to -95 % for VGG-16); 'DP': the planner chose data parallelism", fontsize=10)
+    ax.legend(fontsize=8, loc="upper left")
+    ax.grid(axis="y", alpha=0.3)
+    save(fig, png)
+
+
+def boundary_bytes(rows, png):
+    """Log bars per (model, cluster): largest cut activation per micro-batch vs all gradients."""
+    fig, ax = plt.subplots(figsize=(max(8, 0.8 * len(rows)), 5.5))
+    width = 0.27
+    series = [("cut_bytes_per_microbatch", "largest activation at a DAPPLE cut, per micro-batch", "#3c78d8"),
+              ("cut_bytes_per_step", "all cuts, activations + gradients, per step", "#a9c4f0"),
+              ("gradient_bytes", "all gradients (one DP allreduce)", "#999999")]
+    for k, (key, label, color) in enumerate(series):
+        ax.bar([i + (k - 1) * width for i in range(len(rows))], [number(r[key]) / 1e6 for r in rows], width,
+               label=label, color=color)
+    for i, r in enumerate(rows):
+        if r["gradient_over_cut"] != "":
+            ax.annotate(f"{number(r['gradient_over_cut']):.0f}x", (i + width, number(r["gradient_bytes"]) / 1e6 * 1.1),
+                        ha="center", va="bottom", fontsize=7)
+    ax.set_yscale("log")
+    ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.set_xticks(range(len(rows)))
+    ax.set_xticklabels([f"{r['model']}\n{r['cluster']}, M={r['microbatches']}\n{int(r['cuts']) + 1} stages"
+                        for r in rows], fontsize=7)
+    ax.set_ylabel("bytes (MB, log scale)")
+    ax.set_ylim(top=max(number(r[key]) for r in rows for key, _, _ in series) / 1e6 * 40)
+    ax.set_title("Activations crossing the DAPPLE planner's cuts vs gradient bytes (published V100 profiles)\n"
+                 "label: gradients / largest cut activation per micro-batch", fontsize=10)
+    ax.legend(fontsize=8, loc="upper left")
+    ax.grid(axis="y", alpha=0.3)
+    save(fig, png)
+
+
+FIGURES = {"planner_table": planner_table, "allreduce_hierarchy": allreduce_hierarchy, "comm_bytes": comm_bytes,
+           "boundary_bytes": boundary_bytes}
+
+
+def main():
+    if len(sys.argv) != 4 or sys.argv[1] not in FIGURES:
+        sys.exit(f"usage: plot.py {{{','.join(FIGURES)}}} CSV PNG")
+    figure, source, png = sys.argv[1:]
+    rows = read_rows(source)
+    if not rows:
+        sys.exit(f"plot.py: {source} has no rows")
+    FIGURES[figure](rows, png)
+
+
+if __name__ == "__main__":
+    main()
