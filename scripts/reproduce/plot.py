@@ -159,8 +159,97 @@ def boundary_bytes(rows, png):
     save(fig, png)
 
 
-FIGURES = {"planner_table": planner_table, "allreduce_hierarchy": allreduce_hierarchy, "comm_bytes": comm_bytes,
-           "boundary_bytes": boundary_bytes}
+def bubble_vs_microbatches(rows, png):
+    """Per S: step time against M, measured next to the simulator, DAPPLE's formula and the ideal."""
+    stage_counts = sorted({int(r["stages"]) for r in rows})
+    fig, axes = plt.subplots(1, len(stage_counts), figsize=(6 * len(stage_counts), 4.8), squeeze=False)
+    lines = [("measured_ms", "measured (loom train)", "o", "-"),
+             ("simulated_ms", "simulated (loom simulate, run's own F/B/STEP)", "s", "--"),
+             ("formula_ms", "formula M·w·(1 + (1+α)(S−1)/M) + STEP", "^", ":"),
+             ("ideal_ms", "no bubble: M·w + STEP", None, "-.")]
+    for ax, stages in zip(axes[0], stage_counts):
+        part = sorted((r for r in rows if int(r["stages"]) == stages), key=lambda r: int(r["microbatches"]))
+        ms = [int(r["microbatches"]) for r in part]
+        for key, label, marker, style in lines:
+            ax.plot(ms, [number(r[key]) for r in part], marker=marker, linestyle=style, label=label)
+        alphas = ", ".join(f"{number(r['alpha']):.3f}" for r in part)
+        ax.set_xscale("log", base=2)
+        ax.xaxis.set_major_formatter(ticker.ScalarFormatter())
+        ax.set_xticks(ms)
+        ax.set_xlabel("micro-batches M per global batch (log scale)")
+        ax.set_ylabel("step time (ms)")
+        ax.set_ylim(bottom=0)
+        ax.set_title(f"S = {stages} stages (measured α per M: {alphas})", fontsize=9)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.suptitle("DAPPLE 1F1B: step time vs micro-batches, fixed global batch (mlp, 1 CPU thread per stage)", fontsize=10)
+    save(fig, png)
+
+
+def accuracy_curves(rows, png, key, title):
+    """Test accuracy per epoch against training wall-clock and against epochs, one line per `key`,
+    and the wall-clock time each reached the target accuracy (when the CSV has one)."""
+    runs = defaultdict(list)
+    for r in rows:
+        runs[key(r) if callable(key) else r[key]].append(r)
+    target = number(rows[0]["target_accuracy"]) if "target_accuracy" in rows[0] else None
+    fig, axes = plt.subplots(1, 3 if target else 2, figsize=(16 if target else 12, 4.8))
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for i, (name, points) in enumerate(runs.items()):
+        accuracy = [100 * number(p["test_accuracy"]) for p in points]
+        # "no-stashing" runs dashed, in the colour of the stashing run they pair with
+        style = {"linestyle": "--", "color": colors[(i - 1) % len(colors)]} if name.startswith("no-") else \
+            {"color": colors[i % len(colors)]}
+        axes[0].plot([number(p["elapsed_s"]) for p in points], accuracy, marker="o", label=name, **style)
+        axes[1].plot([int(p["epoch"]) for p in points], accuracy, marker="o", label=name, **style)
+    values = [100 * number(r["test_accuracy"]) for r in rows] + ([100 * target] if target else [])
+    for ax, xlabel in zip(axes, ("training wall-clock time (s)", "epoch")):
+        if target:
+            ax.axhline(100 * target, color="black", linestyle="--", linewidth=0.8, label=f"target {100 * target:.0f} %")
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("test accuracy (%)")
+        ax.set_ylim(min(values) - 2, max(values) + 2)
+        ax.set_xlim(left=0)
+        ax.grid(alpha=0.3)
+    axes[1].xaxis.set_major_locator(ticker.MaxNLocator(integer=True))
+    axes[0].legend(fontsize=8, loc="best")
+    if target:
+        time_to_target_bars(axes[2], runs, target)
+    fig.suptitle(title, fontsize=10)
+    save(fig, png)
+
+
+def time_to_target_bars(ax, runs, target):
+    names = list(runs)
+    seconds = []
+    for name in names:
+        reached = [number(p["elapsed_s"]) for p in runs[name] if number(p["test_accuracy"]) >= target]
+        seconds.append(reached[0] if reached else float("nan"))
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    ax.bar(names, seconds, color=colors[:len(names)])
+    for i, value in enumerate(seconds):
+        ax.annotate("not reached" if value != value else f"{value:.0f} s", (i, 0 if value != value else value),
+                    ha="center", va="bottom", fontsize=8)
+    ax.set_ylabel(f"wall-clock time to {100 * target:.0f} % test accuracy (s)")
+    ax.set_title("time to target (first epoch at or above it)", fontsize=9)
+    ax.grid(axis="y", alpha=0.3)
+
+
+def time_to_accuracy(rows, png):
+    accuracy_curves(rows, png, "method",
+                    f"Fashion-MNIST, {rows[0]['model']} on 2 ranks with a slow shaped link between them:\n"
+                    + " vs ".join(dict.fromkeys(r["method"] for r in rows))
+                    + " (bsp: data parallelism; pipedream: asynchronous 1F1B with weight stashing)")
+
+
+def weight_stashing(rows, png):
+    accuracy_curves(rows, png, lambda r: f"{r['mode']}, lr {number(r['lr']):g}, momentum {number(r['momentum']):g}",
+                    f"PipeDream (asynchronous 1F1B) on 4 stages, Fashion-MNIST, {rows[0]['model']}:\n"
+                    "with weight stashing vs without (--no-weight-stashing-experiment)")
+
+
+FIGURES = {f.__name__: f for f in (planner_table, bubble_vs_microbatches, allreduce_hierarchy, time_to_accuracy,
+                                   weight_stashing, comm_bytes, boundary_bytes)}
 
 
 def main():
