@@ -37,19 +37,14 @@ for entry in "${models[@]}"; do
 done
 
 "$python" - "$work" "$csv" "$profiles/dapple" <<'EOF'
-import glob, json, os, re, sys
+import re, sys
 import graph_chain, tables
 
 work, out, profiles = sys.argv[1:]
 
 rows = []
-for path in sorted(glob.glob(os.path.join(work, "*.json"))):
-    name, cluster = os.path.basename(path)[:-5].split("@")
+for name, (cluster,), result, plan, layers in graph_chain.planned_chains(work, profiles):
     profiled = float(re.search(r"-pbs-(\d+)", name).group(1))
-    result = json.load(open(path))
-    plan = result["planners"][0]
-    layers = graph_chain.read_chain(os.path.join(profiles, name + ".txt"))
-    graph_chain.check_against_plan(name, layers, plan)
     microbatch = result["global_batch"] / plan["microbatches"]
     cuts = [layers[s["layers"][1]]["boundary_bytes"] * microbatch / profiled for s in plan["stages"][:-1]]
     stage_bytes = [sum(l["parameter_bytes"] for l in layers[s["layers"][0]:s["layers"][1] + 1]) for s in plan["stages"]]

@@ -41,19 +41,14 @@ for entry in "${models[@]}"; do
 done
 
 "$python" - "$work" "$csv" "$profiles/pipedream" <<'EOF'
-import glob, json, os, sys
+import sys
 import graph_chain, tables
 
 work, out, profiles = sys.argv[1:]
 
 rows = []
-for path in sorted(glob.glob(os.path.join(work, "*.json"))):
-    name, cluster, batch = os.path.basename(path)[:-5].split("@")
+for name, (cluster, batch), result, plan, layers in graph_chain.planned_chains(work, profiles):
     batch = float(batch)
-    result = json.load(open(path))
-    plan = result["planners"][0]
-    layers = graph_chain.read_chain(os.path.join(profiles, name + ".txt"))
-    graph_chain.check_against_plan(name, layers, plan)
     devices = sum(s["replicas"] for s in plan["stages"])
     weights = sum(l["parameter_bytes"] for l in layers)
     dp = 2 * (devices - 1) * weights / (devices * batch)

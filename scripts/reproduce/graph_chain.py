@@ -81,3 +81,19 @@ def check_against_plan(path, layers, plan):
     last = plan["stages"][-1]["layers"][1]
     if last + 1 != len(layers):
         raise SystemExit(f"{path}: loom plan has {last + 1} layers, this reader {len(layers)}: the readers disagree")
+
+
+def planned_chains(work, profiles):
+    """For each WORK/PROFILE@TAG@....json that `loom plan --json` wrote (one planner): the tags
+    after the profile name, the JSON, its one plan and the profile's chain, checked against it."""
+    import glob
+    import json
+    import os
+
+    for path in sorted(glob.glob(os.path.join(work, "*.json"))):
+        name, *tags = os.path.basename(path)[:-len(".json")].split("@")
+        result = json.load(open(path))
+        plan = result["planners"][0]
+        layers = read_chain(os.path.join(profiles, name + ".txt"))
+        check_against_plan(name, layers, plan)
+        yield name, tags, result, plan, layers
