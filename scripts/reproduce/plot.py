@@ -196,13 +196,20 @@ def accuracy_curves(rows, png, key, title):
     fig, axes = plt.subplots(1, 3 if target else 2, figsize=(16 if target else 12, 4.8))
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for i, (name, points) in enumerate(runs.items()):
+        diverged = [p for p in points if p.get("diverged_at_step")]
+        points = [p for p in points if not p.get("diverged_at_step")]
         accuracy = [100 * number(p["test_accuracy"]) for p in points]
         # "no-stashing" runs dashed, in the colour of the stashing run they pair with
         style = {"linestyle": "--", "color": colors[(i - 1) % len(colors)]} if name.startswith("no-") else \
             {"color": colors[i % len(colors)]}
         axes[0].plot([number(p["elapsed_s"]) for p in points], accuracy, marker="o", label=name, **style)
         axes[1].plot([int(p["epoch"]) for p in points], accuracy, marker="o", label=name, **style)
-    values = [100 * number(r["test_accuracy"]) for r in rows] + ([100 * target] if target else [])
+        for p in diverged:  # no accuracy: mark where loom train stopped it, at the bottom of the axes
+            for ax, x in ((axes[0], number(p["elapsed_s"])), (axes[1], int(p["epoch"]) - 0.5)):
+                ax.annotate(f"{name}:\ndiverged at step {p['diverged_at_step']}", (x, 0.02), xycoords=("data", "axes fraction"),
+                            ha="center", fontsize=7, color=style["color"])
+                ax.plot([x], [0], marker="x", color=style["color"], transform=ax.get_xaxis_transform(), clip_on=False)
+    values = [100 * number(r["test_accuracy"]) for r in rows if r["test_accuracy"] != ""] + ([100 * target] if target else [])
     for ax, xlabel in zip(axes, ("training wall-clock time (s)", "epoch")):
         if target:
             ax.axhline(100 * target, color="black", linestyle="--", linewidth=0.8, label=f"target {100 * target:.0f} %")
