@@ -17,8 +17,8 @@ while [ $# -gt 0 ]; do
   shift
 done
 mkdir -p "$out"
-scripts=(planner_table comm_bytes boundary_bytes allreduce_hierarchy bubble_vs_microbatches time_to_accuracy
-         weight_stashing)
+scripts=(planner_table comm_bytes boundary_bytes allreduce_hierarchy bubble_vs_microbatches gpipe_vs_dapple
+         time_to_accuracy weight_stashing)
 started=$(date +%s)
 failed=()
 for script in "${scripts[@]}"; do

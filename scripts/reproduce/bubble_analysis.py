@@ -1,6 +1,7 @@
 """bubble_vs_microbatches.sh's analysis: measured, simulated and DAPPLE-formula step times.
 
-bubble_analysis.py LOOM WORK CSV BATCH WARMUP "S..." "M..."  reads WORK/sS_mM.{jsonl,trace.json}.
+bubble_analysis.py LOOM WORK CSV BATCH WARMUP REPEATS "S..." "M..."  reads WORK/sS_mM_rR.{jsonl,trace.json}
+(R = 1..REPEATS); every median pools the repeats.
 """
 import json
 import statistics
@@ -29,12 +30,12 @@ def median_ms(events, test):
     return statistics.median(durations) if durations else 0.0
 
 
-def stage_costs(trace_path, warmup, stages):
+def stage_costs(trace_paths, warmup, stages):
     """Per stage (rank s runs stage s): median F, B, STEP (+ AR), activation and gradient sends."""
-    kept = timed_events(trace_path, warmup)
+    kept = [timed_events(path, warmup) for path in trace_paths]
     costs = []
     for s in range(stages):
-        e = kept[s]
+        e = [event for run in kept for event in run[s]]
         costs.append({"forward": median_ms(e, lambda x: x["cat"] == "forward"),
                       "backward": median_ms(e, lambda x: x["cat"] == "backward"),
                       "step": median_ms(e, lambda x: x["cat"] == "step") + median_ms(e, lambda x: x["cat"] == "allreduce"),
@@ -52,20 +53,23 @@ def simulate(loom, stages, m, costs):
     return json.loads(subprocess.run(command, check=True, capture_output=True, text=True).stdout)["step_ms"]
 
 
-def measured_step_ms(metrics_path, batch, warmup):
-    rows = [json.loads(line) for line in open(metrics_path) if '"step"' in line]
-    return statistics.median(batch / r["samples_per_s"] * 1e3 for r in rows[warmup:])
+def measured_step_ms(metrics_paths, batch, warmup):
+    times = []
+    for path in metrics_paths:
+        rows = [json.loads(line) for line in open(path) if '"step"' in line]
+        times += [batch / r["samples_per_s"] * 1e3 for r in rows[warmup:]]
+    return statistics.median(times)
 
 
-def row(loom, work, batch, warmup, stages, m):
-    name = f"{work}/s{stages}_m{m}"
-    costs = stage_costs(name + ".trace.json", warmup, stages)
+def row(loom, work, batch, warmup, repeats, stages, m):
+    names = [f"{work}/s{stages}_m{m}_r{r}" for r in range(1, repeats + 1)]
+    costs = stage_costs([name + ".trace.json" for name in names], warmup, stages)
     w = max(c["forward"] + c["backward"] for c in costs)
     step = max(c["step"] for c in costs)
     boundary_comm = sum(c["send_activation"] + c["send_gradient"] for c in costs) / max(stages - 1, 1)
     alpha = boundary_comm / w if stages > 1 else 0.0
     overhead = (1 + alpha) * (stages - 1) / m
-    measured = measured_step_ms(name + ".jsonl", batch, warmup)
+    measured = measured_step_ms([name + ".jsonl" for name in names], batch, warmup)
     return {"stages": stages, "microbatches": m, "microbatch_size": batch // m,
             "measured_ms": round(measured, 2), "simulated_ms": round(simulate(loom, stages, m, costs), 2),
             "formula_ms": round(m * w * (1 + overhead) + step, 2), "ideal_ms": round(m * w + step, 2),
@@ -75,9 +79,10 @@ def row(loom, work, batch, warmup, stages, m):
 
 
 def main():
-    loom, work, out, batch, warmup, stage_counts, microbatches = sys.argv[1:]
-    batch, warmup = int(batch), int(warmup)
-    rows = [row(loom, work, batch, warmup, s, m) for s in map(int, stage_counts.split()) for m in map(int, microbatches.split())]
+    loom, work, out, batch, warmup, repeats, stage_counts, microbatches = sys.argv[1:]
+    batch, warmup, repeats = int(batch), int(warmup), int(repeats)
+    rows = [row(loom, work, batch, warmup, repeats, s, m)
+            for s in map(int, stage_counts.split()) for m in map(int, microbatches.split())]
     tables.write_csv(out, rows)
     print("| S | M | micro-batch | measured ms | simulated ms | formula ms | ideal M·w ms | alpha | P = (1+alpha)(S-1)/M | measured bubble |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")

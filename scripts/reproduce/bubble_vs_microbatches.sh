@@ -16,8 +16,10 @@
 #
 # Usage: scripts/reproduce/bubble_vs_microbatches.sh [LOOM_BINARY] [--quick] [--out DIR]
 #   --quick: M in {1, 2, 4, 8}, fewer steps, no docs table
+# Every configuration runs REPEATS times, the configurations taking turns so that a change of the
+# machine's load hits them alike; medians pool the timed steps and actions of all repeats.
 # Environment: SET (mlp settings, input=32,hidden=512,layers=8,classes=10), BATCH (256),
-#   STEPS (8), WARMUP (2), KEEP
+#   STEPS (8), WARMUP (2), REPEATS (3; 1 with --quick), KEEP
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 repro_init bubble_vs_microbatches "$@"
@@ -25,25 +27,29 @@ set_=${SET:-input=32,hidden=512,layers=8,classes=10}
 batch=${BATCH:-256}
 steps=${STEPS:-8}
 warmup=${WARMUP:-2}
+repeats=${REPEATS:-3}
 stage_counts="2 4"
 microbatches="1 2 4 8 16"
 if [ "$quick" = 1 ]; then
   microbatches="1 2 4 8"
   steps=${STEPS:-5}
   warmup=${WARMUP:-1}
+  repeats=${REPEATS:-1}
 fi
 echo "# mlp $set_, global batch $batch, dapple, $steps steps per run (the first $warmup not timed), 1 thread per rank"
 
-for s in $stage_counts; do
-  for m in $microbatches; do
-    echo "# S=$s M=$m: load average $(cut -d' ' -f1-3 /proc/loadavg)"
-    "${mpi[@]}" -n "$s" "$loom" train --model mlp --set "$set_" --data synthetic --stages "$s" --schedule dapple \
-      --microbatches "$m" --global-batch "$batch" --steps "$steps" --threads 1 --quiet \
-      --metrics "$work/s${s}_m$m.jsonl" --trace "$work/s${s}_m$m.trace.json"
+for r in $(seq "$repeats"); do
+  echo "# repeat $r of $repeats: load average $(cut -d' ' -f1-3 /proc/loadavg)"
+  for s in $stage_counts; do
+    for m in $microbatches; do
+      "${mpi[@]}" -n "$s" "$loom" train --model mlp --set "$set_" --data synthetic --stages "$s" --schedule dapple \
+        --microbatches "$m" --global-batch "$batch" --steps "$steps" --threads 1 --quiet \
+        --metrics "$work/s${s}_m${m}_r$r.jsonl" --trace "$work/s${s}_m${m}_r$r.trace.json"
+    done
   done
 done
 
-"$python" "$root/scripts/reproduce/bubble_analysis.py" "$loom" "$work" "$csv" "$batch" "$warmup" \
+"$python" "$root/scripts/reproduce/bubble_analysis.py" "$loom" "$work" "$csv" "$batch" "$warmup" "$repeats" \
   "$stage_counts" "$microbatches"
 repro_plot bubble_vs_microbatches
 [ "$quick" = 1 ] || "$root/scripts/reproduce/bubble_table.sh" "$loom"

@@ -186,6 +186,33 @@ def bubble_vs_microbatches(rows, png):
     save(fig, png)
 
 
+def gpipe_vs_dapple(rows, png):
+    """Two bar groups: throughput and peak memory per (schedule, recomputation)."""
+    labels = [f"{r['schedule']}\n{'recompute' if r['recompute'] == '1' else 'no recompute'}" for r in rows]
+    colors = ["#e6883c" if r["schedule"] == "gpipe" else "#3c78d8" for r in rows]
+    hatches = ["//" if r["recompute"] == "1" else None for r in rows]
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.8))
+    panels = [(axes[0], [number(r["samples_per_s"]) for r in rows], "throughput (samples/s)", "{:.1f}"),
+              (axes[1], [number(r["peak_total_bytes"]) / 1e6 for r in rows], "peak memory of the fullest rank (MB)", "{:.0f}")]
+    for ax, values, ylabel, form in panels:
+        bars = ax.bar(range(len(rows)), values, color=colors, hatch=None, edgecolor="black", linewidth=0.4)
+        for bar, hatch in zip(bars, hatches):
+            bar.set_hatch(hatch)
+        for i, v in enumerate(values):
+            ax.annotate(form.format(v), (i, v), ha="center", va="bottom", fontsize=8)
+        ax.set_xticks(range(len(rows)))
+        ax.set_xticklabels(labels, fontsize=8)
+        ax.set_ylabel(ylabel)
+        ax.set_ylim(0, max(values) * 1.15)
+        ax.grid(axis="y", alpha=0.3)
+    activations = [number(r["peak_activation_bytes"]) / 1e6 for r in rows]
+    axes[1].plot(range(len(rows)), activations, "k_", markersize=30, markeredgewidth=2, label="of which activations")
+    axes[1].legend(fontsize=8, loc="upper right")
+    fig.suptitle(f"GPipe vs DAPPLE (1F1B), with and without recomputation: {rows[0]['model']}, "
+                 "4 stages, 8 micro-batches, 1 CPU thread per stage", fontsize=10)
+    save(fig, png)
+
+
 def accuracy_curves(rows, png, key, title):
     """Test accuracy per epoch against training wall-clock and against epochs, one line per `key`,
     and the wall-clock time each reached the target accuracy (when the CSV has one)."""
@@ -256,7 +283,7 @@ def weight_stashing(rows, png):
 
 
 FIGURES = {f.__name__: f for f in (planner_table, bubble_vs_microbatches, allreduce_hierarchy, time_to_accuracy,
-                                   weight_stashing, comm_bytes, boundary_bytes)}
+                                   weight_stashing, comm_bytes, boundary_bytes, gpipe_vs_dapple)}
 
 
 def main():

@@ -110,7 +110,23 @@ def boundary_bytes(rows):
         check(number(r, "cut_bytes_per_microbatch") >= 0, f"{case}: cut bytes >= 0")
 
 
+def gpipe_vs_dapple(rows):
+    check({(r["schedule"], r["recompute"]) for r in rows} == {(s, c) for s in ("gpipe", "dapple") for c in ("0", "1")},
+          "gpipe and dapple, with and without recomputation")
+    peak = {(r["schedule"], r["recompute"]): number(r, "peak_activation_bytes") for r in rows}
+    inflight = {r["schedule"]: number(r, "simulated_stage0_inflight_microbatches") for r in rows}
+    check(inflight["dapple"] < inflight["gpipe"], "DAPPLE keeps fewer micro-batches in flight on stage 0")
+    # Memory is measured exactly (every allocation is counted), so these hold on any machine.
+    check(peak[("dapple", "0")] < peak[("gpipe", "0")], "DAPPLE's activation peak below GPipe's")
+    for schedule in ("gpipe", "dapple"):
+        check(peak[(schedule, "1")] < peak[(schedule, "0")], f"{schedule}: recomputation lowers the activation peak")
+    for r in rows:
+        check(number(r, "samples_per_s") > 0, f"{r['schedule']} recompute {r['recompute']}: samples/s > 0")
+
+
 COLUMNS = {
+    "gpipe_vs_dapple": "model schedule recompute samples_per_s step_ms peak_total_bytes peak_activation_bytes "
+                       "simulated_stage0_inflight_microbatches",
     "planner_table": "model cluster global_batch overlap dp_speedup pipedream_speedup dapple_speedup "
                      "dapple_strategy dapple_over_pipedream dapple_over_dp",
     "bubble_vs_microbatches": "stages microbatches measured_ms simulated_ms formula_ms ideal_ms alpha overhead_P",
