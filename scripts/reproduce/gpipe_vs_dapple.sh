@@ -29,7 +29,7 @@ if [ "$quick" = 1 ]; then
   steps=${STEPS:-4}
   warmup=${WARMUP:-1}
 fi
-"$loom" train --help | grep -q -- "--size" ||
+[[ $("$loom" train --help) == *--size* ]] ||
   { echo "gpipe_vs_dapple.sh: $loom has no --size (loom train needs the paper-model presets)" >&2; exit 1; }
 echo "# $model --size $size --set $set_, $stages stages x 1 rank x 1 thread, M=$m, global batch $batch, $steps steps (first $warmup not timed)"
 
