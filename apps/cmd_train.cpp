@@ -3,8 +3,11 @@
 #include <fstream>
 #include <sstream>
 
+#include <loom/comm/link_shaper.h>
 #include <loom/comm/runtime.h>
+#include <loom/comm/topology.h>
 #include <loom/layers/optimizer_kind.h>
+#include <loom/runtime/weight_stash.h>
 #include <loom/schedule/schedule_kind.h>
 
 #include "commands.h"
@@ -48,11 +51,22 @@ void write_resolved_options(const CLI::App& cmd, const std::string& metrics) {
     if (line.size() < 3 || line.compare(line.size() - 3, 3, "=\"\"") != 0) out << line << "\n";
   LOOM_CHECK(out.good(), path, ": cannot write the run's options");
 }
+
+// Experiments only: loom's own transfers (stage boundaries, ring and hierarchical allreduce) wait
+// as if they crossed links of these speeds (comm/link_shaper.h); 0 leaves that kind unshaped.
+void enable_shaping(const comm::LinkShaping& shaping, const TrainOptions& o) {
+  if (shaping.intra_gbps <= 0 && shaping.inter_gbps <= 0) return;
+  LOOM_CHECK(o.allreduce != "mpi", "--shape-intra-gbps/--shape-inter-gbps slow loom's own transfers, and ",
+             "--allreduce mpi is MPI's: use --allreduce ring or hierarchical");
+  comm::enable_link_shaping(comm::Topology::detect(o.ranks_per_node), shaping);
+}
 }  // namespace
 
 void add_train_command(CLI::App& app) {
   static TrainOptions o;
   static std::string warmup;
+  static comm::LinkShaping shaping;
+  static bool no_weight_stashing = false;
   CLI::App* cmd = app.add_subcommand(
       "train", "Train a model with pipeline and data parallelism (run under mpirun).\n--config FILE reads the options from a TOML file ([train] section), as written next to --metrics.");
   add_model_options(cmd, o.model, o.size, o.overrides);
@@ -92,11 +106,22 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--checkpoint-every", o.checkpoint_every, "also write the checkpoint every N steps (0: only at the end)");
   cmd->add_option("--resume", o.resume, "continue from the checkpoint in this directory (same model and stage split)");
   cmd->add_flag("--quiet", o.quiet, "no progress output");
+  cmd->add_option("--shape-intra-gbps", shaping.intra_gbps,
+                  "experiments: loom's transfers between ranks of one node take bytes / this many GB/s (not --allreduce mpi)")
+      ->check(CLI::Range(1e-6, 1e6));
+  cmd->add_option("--shape-inter-gbps", shaping.inter_gbps,
+                  "experiments: the same between nodes (with --ranks-per-node, one machine acts as several nodes)")
+      ->check(CLI::Range(1e-6, 1e6));
+  cmd->add_flag("--no-weight-stashing-experiment", no_weight_stashing,
+                "EXPERIMENT ONLY (scripts/reproduce/weight_stashing.sh): pipedream/pipedream-2bw run every backward "
+                "with the newest weights instead of its forward's stashed version; the gradients are wrong by design");
   cmd->callback([cmd] {
     for (const char* flag : {"--checkpoint", "--resume", "--metrics", "--trace", "--plan", "--data", "--model"})
       LOOM_CHECK(cmd->count(flag) == 0 || !cmd->get_option(flag)->as<std::string>().empty(), flag,
                  ": an empty path or name was given");
     if (!warmup.empty()) o.warmup = parse_int_list(warmup, "--warmup");
+    runtime::set_weight_stashing_off_for_experiment(no_weight_stashing);
+    enable_shaping(shaping, o);
     write_resolved_options(*cmd, o.metrics);
     train(o);
   });

@@ -1,56 +1,96 @@
 #!/usr/bin/env bash
-# DAPPLE planner vs PipeDream planner vs data parallelism on the DAPPLE paper's five models and its
-# clusters A, B, C (issue 6, "Measured"): runs `loom plan --json` on the published V100 profiles and
-# prints the Markdown table of docs/planner.md — speedups over one device (predicted by the cost
-# model; the schedule simulator's replay in parentheses) and strategies, and the ratios the paper's
-# headline claims are about.
+# DAPPLE claim 1: the DAPPLE planner against the PipeDream planner (its strategies run
+# synchronously, as the DAPPLE paper does) and against the best data parallelism, on the published
+# V100 profiles of the paper's five models and its clusters A (2x8, NVLink + 25 Gb/s), B (16x1,
+# 25 Gb/s) and C (16x1, 10 Gb/s). Paper: up to 3.23x over PipeDream's planner, up to 2.32x over DP.
 #
-# Usage: scripts/reproduce/planner_table.sh [path/to/loom]           (default: build/apps/loom)
-# Environment: PROFILES (../shared/profiles next to the repository), CLUSTERS ("A B C"),
-#   OVERLAP (1: pass --overlap, allreduce during the last backward, to every planner),
-#   KEEP (a directory that keeps every `loom plan --json` output and plan file)
+# Every case is planned twice, and within one run all planners share the assumption:
+#   overlap=0  the allreduce runs after the last backward (DAPPLE's cost model); DP is `dp`
+#   overlap=1  it runs layer by layer during the last backward (`--overlap`, as loom's executor
+#              does with gradient buckets); DP is `dp-overlap`
+# Speedups are over one device processing the global batch, from the cost model; the schedule
+# simulator's replay of the same plans is in the *_simulated columns.
+#
+# Usage: scripts/reproduce/planner_table.sh [LOOM_BINARY] [--quick] [--out DIR]
+#   --quick: BERT-48, AmoebaNet-36 and VGG-19 only (XLNet-36 and GNMT-16 take the longest to plan)
+# Environment: PROFILES (default ../shared/profiles next to the repository), CLUSTERS ("A B C"),
+#   KEEP (a directory that keeps every `loom plan --json` output)
 set -euo pipefail
-root=$(cd "$(dirname "$0")/../.." && pwd)
-loom=${1:-${LOOM:-$root/build/apps/loom}}
-[ -x "$loom" ] || { echo "no loom executable at $loom (build it: scripts/build.sh loom)" >&2; exit 1; }
+source "$(dirname "$0")/common.sh"
+repro_init planner_table "$@"
 profiles=${PROFILES:-$root/../shared/profiles}
-[ -d "$profiles/dapple" ] || { echo "no profiles at $profiles (set PROFILES)" >&2; exit 1; }
+[ -d "$profiles/dapple" ] || { echo "planner_table.sh: no published profiles at $profiles/dapple (set PROFILES)" >&2; exit 1; }
 clusters=${CLUSTERS:-A B C}
-keep=${KEEP:-$(mktemp -d)}
-extra=()
-[ "${OVERLAP:-0}" = 1 ] && extra+=(--overlap)
-mkdir -p "$keep"
 
-# model profile and global batch (the paper's batch sizes are of this order: 128 for the
-# transformers and AmoebaNet, 1024 for GNMT and VGG)
-models=("bert-48-pbs-2 128" "xlnet-36-pbs-1 128" "amoeba-36-pbs-1 128" "gnmt-16-pbs-64 1024" "vgg-19-pbs-32 1024")
+# profile and global batch (the paper's order: 128 for the transformers and AmoebaNet, 1024 for
+# GNMT and VGG)
+models=("bert-48-pbs-2 128" "amoeba-36-pbs-1 128" "vgg-19-pbs-32 1024")
+[ "$quick" = 1 ] || models+=("xlnet-36-pbs-1 128" "gnmt-16-pbs-64 1024")
 
-echo "| model | cluster | B | best DP: speedup, M | PipeDream planner: speedup | strategy | DAPPLE planner: speedup | strategy, M, placement | DAPPLE / PipeDream | DAPPLE / best DP | planning ms |"
-echo "|---|---|---|---|---|---|---|---|---|---|---|"
 for entry in "${models[@]}"; do
   read -r name batch <<<"$entry"
+  [ -f "$profiles/dapple/$name.txt" ] || { echo "planner_table.sh: missing profile $profiles/dapple/$name.txt" >&2; exit 1; }
   for cluster in $clusters; do
-    out="$keep/$name-$cluster.json"
-    "$loom" plan --profile "$profiles/dapple/$name.txt" --cluster "$cluster" --global-batch "$batch" \
-      --planner all --json --out "$keep/$name-$cluster.plan.json" "${extra[@]}" >"$out"
-    jq -r --arg name "$name" --arg cluster "$cluster" --arg batch "$batch" '
-      def row(p): .planners[] | select(.planner == p);
-      def code(s): "`" + (s | gsub(" \\| "; " \\| ")) + "`";
-      def x(v): if v == null then "—" else (v * 100 | round / 100 | tostring) + "×" end;
-      def sim(r): "(" + x(.single_device_step_ms / r.simulated_step_ms) + ")";
-      (row("dapple")) as $d | (row("pipedream")) as $p |
-      ([row("dp"), row("dp-overlap")] | map(select(.feasible)) | min_by(.predicted_step_ms)) as $dp |
-      "| \($name) | \($cluster) | \($batch) | " +
-      (if $dp == null then "does not fit" else x($dp.speedup) + " " + sim($dp) + ", M=\($dp.microbatches)" +
-        (if $dp.planner == "dp-overlap" then " (overlap)" else "" end) end) + " | " +
-      (if $p.feasible then x($p.speedup) + " " + sim($p) else "does not fit" end) + " | " + code($p.strategy) + " M=\($p.microbatches) | " +
-      x($d.speedup) + " " + sim($d) + " | " + code($d.strategy) + " M=\($d.microbatches), \($d.placement) | " +
-      (if $p.feasible then x($p.predicted_step_ms / $d.predicted_step_ms) + " " +
-        "(" + x($p.simulated_step_ms / $d.simulated_step_ms) + ")" else "—" end) + " | " +
-      (if $dp == null then "—" else x($dp.predicted_step_ms / $d.predicted_step_ms) + " " +
-        "(" + x($dp.simulated_step_ms / $d.simulated_step_ms) + ")" end) + " | " +
-      "\($d.planning_ms | round) |"' "$out"
+    for overlap in 0 1; do
+      flags=()
+      [ "$overlap" = 1 ] && flags+=(--overlap)
+      "$loom" plan --profile "$profiles/dapple/$name.txt" --cluster "$cluster" --global-batch "$batch" \
+        --planner all --json "${flags[@]}" >"$work/$name-$cluster-$overlap.json"
+    done
   done
 done
-echo
-echo "(outputs kept in $keep)" >&2
+
+"$python" - "$work" "$csv" <<'EOF'
+import glob, json, os, sys
+import tables
+
+work, out = sys.argv[1:]
+columns = ["model", "cluster", "global_batch", "overlap", "dp_speedup", "dp_microbatches",
+           "pipedream_speedup", "pipedream_microbatches", "pipedream_strategy",
+           "dapple_speedup", "dapple_microbatches", "dapple_placement", "dapple_strategy",
+           "dapple_over_pipedream", "dapple_over_dp", "dapple_over_pipedream_simulated",
+           "dapple_over_dp_simulated", "dapple_planning_ms"]
+
+def row(path):
+    result = json.load(open(path))
+    overlap = int(path.rsplit("-", 1)[1].split(".")[0])
+    by_name = {p["planner"]: p for p in result["planners"]}
+    dapple, pipedream = by_name["dapple"], by_name["pipedream"]
+    dp = by_name["dp-overlap" if overlap else "dp"]
+    def ratio(a, b, key):  # step-time ratio b / a: > 1 means a is faster
+        return round(b[key] / a[key], 4) if b["feasible"] and a["feasible"] else ""
+    speedup = lambda p: round(p["speedup"], 4) if p["feasible"] else ""
+    return {"model": result["model"], "cluster": result["cluster"], "global_batch": result["global_batch"],
+            "overlap": overlap, "dp_speedup": speedup(dp), "dp_microbatches": dp["microbatches"],
+            "pipedream_speedup": speedup(pipedream), "pipedream_microbatches": pipedream["microbatches"],
+            "pipedream_strategy": pipedream["strategy"], "dapple_speedup": speedup(dapple),
+            "dapple_microbatches": dapple["microbatches"], "dapple_placement": dapple["placement"],
+            "dapple_strategy": dapple["strategy"],
+            "dapple_over_pipedream": ratio(dapple, pipedream, "predicted_step_ms"),
+            "dapple_over_dp": ratio(dapple, dp, "predicted_step_ms"),
+            "dapple_over_pipedream_simulated": ratio(dapple, pipedream, "simulated_step_ms"),
+            "dapple_over_dp_simulated": ratio(dapple, dp, "simulated_step_ms"),
+            "dapple_planning_ms": round(dapple["planning_ms"], 1)}
+
+rows = sorted((row(p) for p in glob.glob(os.path.join(work, "*.json"))),
+              key=lambda r: (r["overlap"], r["model"], r["cluster"]))
+tables.write_csv(out, rows, columns)
+
+print("| model | cluster | overlap | best DP | PipeDream planner | DAPPLE planner | DAPPLE strategy | DAPPLE/PipeDream (sim.) | DAPPLE/DP (sim.) |")
+print("|---|---|---|---|---|---|---|---|---|")
+for r in rows:
+    x = lambda v: f"{v:.2f}x" if v != "" else "does not fit"
+    print(f"| {r['model']} | {r['cluster']} | {'yes' if r['overlap'] else 'no'} | {x(r['dp_speedup'])} "
+          f"| {x(r['pipedream_speedup'])} | {x(r['dapple_speedup'])} | {tables.strategy_cell(r['dapple_strategy'])} M={r['dapple_microbatches']} "
+          f"| {x(r['dapple_over_pipedream'])} ({x(r['dapple_over_pipedream_simulated'])}) "
+          f"| {x(r['dapple_over_dp'])} ({x(r['dapple_over_dp_simulated'])}) |")
+for overlap in (0, 1):
+    part = [r for r in rows if r["overlap"] == overlap]
+    best = lambda key: max(part, key=lambda r: r[key] or 0)
+    p, d = best("dapple_over_pipedream"), best("dapple_over_dp")
+    print(f"\nallreduce {'overlapped with' if overlap else 'after'} the backward: DAPPLE planner up to "
+          f"{p['dapple_over_pipedream']:.2f}x over PipeDream's ({p['model']} on {p['cluster']}; paper 3.23x), "
+          f"up to {d['dapple_over_dp']:.2f}x over DP ({d['model']} on {d['cluster']}; paper 2.32x)")
+EOF
+repro_plot planner_table
+repro_finish

@@ -6,14 +6,20 @@
 
 namespace loom::runtime {
 
+namespace {
+bool stashing_off = false;
+}  // namespace
+
+void set_weight_stashing_off_for_experiment(bool off) { stashing_off = off; }
+
 WeightStash::WeightStash(std::vector<Parameter*> parameters, const std::vector<schedule::Action>& program)
-    : parameters_(std::move(parameters)) {
+    : parameters_(std::move(parameters)), off_(stashing_off) {
   for (std::size_t i = 0; i < program.size(); ++i)
     if (schedule::is_compute(program[i].op) && program[i].version >= 0) last_use_[program[i].version] = i;
 }
 
 void WeightStash::enter(int version) {
-  if (version < 0 || version == newest_) return;
+  if (off_ || version < 0 || version == newest_) return;
   LOOM_CHECK(version < newest_, "weight stash: action uses weight version ", version, " but only ", newest_,
              " exists yet");
   auto it = stashed_.find(version);
@@ -36,7 +42,7 @@ void WeightStash::leave(int version, std::size_t index) {
 
 void WeightStash::before_step(std::size_t index) {
   auto it = last_use_.find(newest_);
-  if (it == last_use_.end() || it->second <= index || stashed_.count(newest_)) return;
+  if (off_ || it == last_use_.end() || it->second <= index || stashed_.count(newest_)) return;
   MemoryCategoryScope scope(MemoryCategory::parameters);
   std::vector<Tensor> copy;
   for (Parameter* p : parameters_) copy.push_back(p->value.clone());

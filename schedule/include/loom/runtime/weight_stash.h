@@ -16,6 +16,12 @@
 
 namespace loom::runtime {
 
+// For one experiment only (`loom train --no-weight-stashing-experiment`,
+// scripts/reproduce/weight_stashing.sh): with it set, WeightStashes built afterwards keep no
+// versions, so every backward runs with the newest weights instead of its forward's — the
+// inconsistent gradients PipeDream's weight stashing exists to avoid. Process-wide, off by default.
+void set_weight_stashing_off_for_experiment(bool off);
+
 class WeightStash {
  public:
   // `program`: this rank's actions, to know where each version is used last.
@@ -33,6 +39,7 @@ class WeightStash {
 
  private:
   std::vector<Parameter*> parameters_;
+  bool off_ = false;                           // set_weight_stashing_off_for_experiment
   int newest_ = 0;                             // versions count from the start of the run
   std::map<int, std::size_t> last_use_;        // version -> index of its last compute action
   std::map<int, std::vector<Tensor>> stashed_;  // version -> parameter values

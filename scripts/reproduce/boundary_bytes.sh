@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# DAPPLE claim 4 (the published-profile half): at the cuts the DAPPLE planner chooses, the
+# activations that cross a stage boundary are far smaller than the gradients data parallelism
+# would allreduce, which is why pipelining across a slow link pays. For the paper's five models
+# on clusters A, B and C: `loom plan --planner dapple --json`, then per plan
+#   cut_bytes_per_microbatch   the largest activation crossing one of its cuts, per micro-batch
+#                              (boundary bytes of the profile scaled to the plan's micro-batch)
+#   cut_bytes_per_step         every cut, every micro-batch, activation forward + gradient back
+#   gradient_bytes             all parameters' gradients (fp32), what one DP allreduce carries
+#   allreduce_bytes_per_step   the plan's own: each replicated stage's gradients
+# The per-layer bytes come from graph_chain.py (the planner's collapse rules; the layer count is
+# checked against the plan). The half that measures loom's own paper-size presets is not here yet.
+#
+# Usage: scripts/reproduce/boundary_bytes.sh [LOOM_BINARY] [--quick] [--out DIR]
+#   --quick: BERT-48, AmoebaNet-36 and VGG-19 on cluster B
+# Environment: PROFILES (default ../shared/profiles next to the repository), KEEP
+set -euo pipefail
+source "$(dirname "$0")/common.sh"
+repro_init boundary_bytes "$@"
+profiles=${PROFILES:-$root/../shared/profiles}
+[ -d "$profiles/dapple" ] || { echo "boundary_bytes.sh: no published profiles at $profiles/dapple (set PROFILES)" >&2; exit 1; }
+
+models=("bert-48-pbs-2 128" "amoeba-36-pbs-1 128" "vgg-19-pbs-32 1024")
+clusters="A B C"
+if [ "$quick" = 1 ]; then
+  clusters="B"
+else
+  models+=("xlnet-36-pbs-1 128" "gnmt-16-pbs-64 1024")
+fi
+for entry in "${models[@]}"; do
+  read -r name batch <<<"$entry"
+  [ -f "$profiles/dapple/$name.txt" ] || { echo "boundary_bytes.sh: missing profile $profiles/dapple/$name.txt" >&2; exit 1; }
+  for cluster in $clusters; do
+    "$loom" plan --profile "$profiles/dapple/$name.txt" --cluster "$cluster" --global-batch "$batch" \
+      --planner dapple --json >"$work/$name@$cluster.json"
+  done
+done
+
+"$python" - "$work" "$csv" "$profiles/dapple" <<'EOF'
+import re, sys
+import graph_chain, tables
+
+work, out, profiles = sys.argv[1:]
+
+rows = []
+for name, (cluster,), result, plan, layers in graph_chain.planned_chains(work, profiles):
+    profiled = float(re.search(r"-pbs-(\d+)", name).group(1))
+    microbatch = result["global_batch"] / plan["microbatches"]
+    cuts = [layers[s["layers"][1]]["boundary_bytes"] * microbatch / profiled for s in plan["stages"][:-1]]
+    stage_bytes = [sum(l["parameter_bytes"] for l in layers[s["layers"][0]:s["layers"][1] + 1]) for s in plan["stages"]]
+    gradients = sum(l["parameter_bytes"] for l in layers)
+    rows.append({"model": result["model"], "cluster": cluster, "strategy": plan["strategy"],
+                 "microbatches": plan["microbatches"], "microbatch_size": microbatch, "cuts": len(cuts),
+                 "cut_bytes_per_microbatch": round(max(cuts, default=0)),
+                 "cut_bytes_per_step": round(2 * sum(cuts) * plan["microbatches"]),
+                 "gradient_bytes": round(gradients),
+                 "allreduce_bytes_per_step": round(sum(b for b, s in zip(stage_bytes, plan["stages"]) if s["replicas"] > 1)),
+                 "gradient_over_cut": round(gradients / max(cuts), 1) if cuts else ""})
+tables.write_csv(out, rows)
+
+mb = lambda v: f"{v / 1e6:.1f}"
+print("| model | cluster | DAPPLE plan | M | largest cut MB / micro-batch | all cuts MB / step | gradients MB | plan's allreduce MB / step | gradients / largest cut |")
+print("|---|---|---|---:|---:|---:|---:|---:|---:|")
+for r in rows:
+    strategy = tables.strategy_cell(r["strategy"])
+    print(f"| {r['model']} | {r['cluster']} | {strategy} | {r['microbatches']} | {mb(r['cut_bytes_per_microbatch'])} "
+          f"| {mb(r['cut_bytes_per_step'])} | {mb(r['gradient_bytes'])} | {mb(r['allreduce_bytes_per_step'])} "
+          f"| {r['gradient_over_cut'] or '— (no cut)'} |")
+EOF
+repro_plot boundary_bytes
+repro_finish

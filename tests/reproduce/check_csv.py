@@ -1,0 +1,158 @@
+#!/usr/bin/python3
+"""check_csv.py SCRIPT CSV: the CSV of scripts/reproduce/SCRIPT.sh has its columns and values that
+must hold on any machine (invariants of the cost model, the link model, the determinism contract),
+never a timing. Prints each failed check and exits 1 if any."""
+import csv
+import math
+import sys
+
+failures = []
+
+
+def check(condition, what):
+    if not condition:
+        failures.append(what)
+
+
+def number(row, key):
+    return float(row[key])
+
+
+def planner_table(rows):
+    check({r["overlap"] for r in rows} == {"0", "1"}, "both allreduce assumptions present")
+    for r in rows:
+        case = f"{r['model']} on {r['cluster']}, overlap {r['overlap']}"
+        for key in ("dp_speedup", "pipedream_speedup", "dapple_speedup"):
+            if r[key]:
+                check(0 < number(r, key) <= 16.001, f"{case}: {key} {r[key]} in (0, 16]")
+        # The DAPPLE search covers data parallelism and PipeDream's strategies under the same cost model.
+        for key in ("dapple_over_pipedream", "dapple_over_dp"):
+            if r[key]:
+                check(number(r, key) >= 0.999, f"{case}: {key} {r[key]} >= 1 (the DAPPLE planner's optimum)")
+        check(r["dapple_strategy"].count("|") + 1 >= 1, f"{case}: a strategy")
+
+
+def bubble_vs_microbatches(rows):
+    check({r["stages"] for r in rows} >= {"2"}, "S = 2 present")
+    for r in rows:
+        s, m, alpha = int(r["stages"]), int(r["microbatches"]), number(r, "alpha")
+        case = f"S={s} M={m}"
+        check(alpha >= 0, f"{case}: alpha {alpha} >= 0")
+        check(math.isclose(number(r, "overhead_P"), (1 + alpha) * (s - 1) / m, rel_tol=1e-2, abs_tol=1e-3),
+              f"{case}: P = (1 + alpha)(S - 1)/M")
+        check(number(r, "formula_ms") >= number(r, "ideal_ms") - 1e-6, f"{case}: formula >= ideal")
+        for key in ("measured_ms", "simulated_ms", "ideal_ms"):
+            check(number(r, key) > 0, f"{case}: {key} > 0")
+        # The simulator replays the run's own costs: never below the busiest stage's compute.
+        check(number(r, "simulated_ms") >= 0.99 * m * number(r, "stage_fb_ms"), f"{case}: simulated >= M w")
+
+
+def allreduce_hierarchy(rows):
+    check({r["algorithm"] for r in rows} == {"ring", "hierarchical"}, "ring and hierarchical present")
+    intra, inter = 0.1e9, 0.01e9  # the script's default shaping, bytes/s
+    for r in rows:
+        nodes, per_node, size = int(r["nodes"]), int(r["ranks_per_node"]), float(r["bytes"])
+        n = nodes * per_node
+        if r["algorithm"] == "ring":
+            model = 2 * size * (n - 1) / (n * inter)
+        else:
+            model = 2 * size * (per_node - 1) / (per_node * intra) + 2 * size * (nodes - 1) / (nodes * per_node * inter)
+        case = f"{r['algorithm']} {nodes}x{per_node} {size:g} B"
+        check(math.isclose(number(r, "model_ms"), model * 1e3, rel_tol=1e-3), f"{case}: model_ms is the link model")
+        check(number(r, "measured_ms") > 0, f"{case}: measured > 0")
+
+
+def accuracy_rows(rows, key, names):
+    check({r[key] for r in rows} >= set(names), f"{key}s {names} present")
+    for r in rows:
+        if r.get("diverged_at_step"):
+            check(r["test_accuracy"] == "" and int(r["diverged_at_step"]) > 0,
+                  f"{r[key]} epoch {r['epoch']}: a diverged run has a step and no accuracy")
+            continue
+        check(0 <= number(r, "test_accuracy") <= 1, f"{r[key]} epoch {r['epoch']}: accuracy in [0, 1]")
+        check(number(r, "elapsed_s") > 0, f"{r[key]} epoch {r['epoch']}: elapsed > 0")
+
+
+def time_to_accuracy(rows):
+    accuracy_rows(rows, "method", ["bsp", "dapple", "pipedream"])
+    final = {r["method"]: r for r in rows}
+    # DAPPLE makes the same updates as data parallelism (loom's determinism contract).
+    check(abs(number(final["bsp"], "test_accuracy") - number(final["dapple"], "test_accuracy")) <= 0.005,
+          "bsp and dapple reach the same accuracy (same updates)")
+    for method in ("bsp", "pipedream"):
+        check(number(final[method], "test_accuracy") >= 0.6, f"{method} learns (test accuracy >= 60 %)")
+
+
+def weight_stashing(rows):
+    accuracy_rows(rows, "mode", ["stashing", "no-stashing"])
+    for r in rows:
+        if r["mode"] == "stashing":
+            check(not r["diverged_at_step"] and number(r, "test_accuracy") >= 0.6, f"with stashing it learns (lr {r['lr']}: {r['test_accuracy']})")
+
+
+def comm_bytes(rows):
+    for r in rows:
+        case = f"{r['model']} on {r['cluster']}"
+        total = number(r, "pipedream_activation_bytes_per_sample") + number(r, "pipedream_weight_sync_bytes_per_sample")
+        check(abs(number(r, "pipedream_bytes_per_sample") - total) <= 2, f"{case}: activations + sync = total")
+        check(number(r, "dp_bytes_per_sample") > 0, f"{case}: DP bytes > 0")
+        if "|" not in r["pipedream_strategy"]:
+            check(abs(number(r, "reduction_percent")) < 1e-6, f"{case}: a DP strategy communicates what DP does")
+        check(number(r, "reduction_percent") <= 100, f"{case}: reduction <= 100 %")
+
+
+def boundary_bytes(rows):
+    for r in rows:
+        case = f"{r['model']} on {r['cluster']}"
+        check(int(r["cuts"]) == r["strategy"].count("|"), f"{case}: one cut per stage boundary")
+        check(number(r, "gradient_bytes") > 0, f"{case}: gradient bytes > 0")
+        check(number(r, "allreduce_bytes_per_step") <= number(r, "gradient_bytes") + 1, f"{case}: allreduce <= all gradients")
+        check(number(r, "cut_bytes_per_microbatch") >= 0, f"{case}: cut bytes >= 0")
+
+
+def gpipe_vs_dapple(rows):
+    check({(r["schedule"], r["recompute"]) for r in rows} == {(s, c) for s in ("gpipe", "dapple") for c in ("0", "1")},
+          "gpipe and dapple, with and without recomputation")
+    peak = {(r["schedule"], r["recompute"]): number(r, "peak_activation_bytes") for r in rows}
+    inflight = {r["schedule"]: number(r, "simulated_stage0_inflight_microbatches") for r in rows}
+    check(inflight["dapple"] < inflight["gpipe"], "DAPPLE keeps fewer micro-batches in flight on stage 0")
+    # Memory is measured exactly (every allocation is counted), so these hold on any machine.
+    check(peak[("dapple", "0")] < peak[("gpipe", "0")], "DAPPLE's activation peak below GPipe's")
+    for schedule in ("gpipe", "dapple"):
+        check(peak[(schedule, "1")] < peak[(schedule, "0")], f"{schedule}: recomputation lowers the activation peak")
+    for r in rows:
+        check(number(r, "samples_per_s") > 0, f"{r['schedule']} recompute {r['recompute']}: samples/s > 0")
+
+
+COLUMNS = {
+    "gpipe_vs_dapple": "model schedule recompute samples_per_s step_ms peak_total_bytes peak_activation_bytes "
+                       "simulated_stage0_inflight_microbatches",
+    "planner_table": "model cluster global_batch overlap dp_speedup pipedream_speedup dapple_speedup "
+                     "dapple_strategy dapple_over_pipedream dapple_over_dp",
+    "bubble_vs_microbatches": "stages microbatches measured_ms simulated_ms formula_ms ideal_ms alpha overhead_P",
+    "allreduce_hierarchy": "nodes ranks_per_node ranks bytes algorithm measured_ms model_ms",
+    "time_to_accuracy": "model method epoch elapsed_s test_accuracy train_loss target_accuracy",
+    "weight_stashing": "model mode lr momentum epoch elapsed_s test_accuracy train_loss diverged_at_step",
+    "comm_bytes": "model cluster devices pipedream_strategy dp_bytes_per_sample pipedream_bytes_per_sample reduction_percent",
+    "boundary_bytes": "model cluster strategy microbatches cuts cut_bytes_per_microbatch gradient_bytes",
+}
+
+
+def main():
+    script, path = sys.argv[1:]
+    with open(path, newline="") as f:
+        reader = csv.DictReader(f)
+        missing = set(COLUMNS[script].split()) - set(reader.fieldnames or [])
+        rows = list(reader)
+    check(not missing, f"columns {sorted(missing)} present")
+    check(rows, "at least one row")
+    if not failures:
+        globals()[script](rows)
+    for failure in failures:
+        print(f"{path}: FAILED: {failure}")
+    print(f"{path}: {len(rows)} rows, {'ok' if not failures else f'{len(failures)} checks failed'}")
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
