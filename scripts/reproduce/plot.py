@@ -152,8 +152,9 @@ def boundary_bytes(rows, png):
                         for r in rows], fontsize=7)
     ax.set_ylabel("bytes (MB, log scale)")
     ax.set_ylim(top=max(number(r[key]) for r in rows for key, _, _ in series) / 1e6 * 40)
-    ax.set_title("Activations crossing the DAPPLE planner's cuts vs gradient bytes (published V100 profiles)\n"
-                 "label: gradients / largest cut activation per micro-batch", fontsize=10)
+    ax.set_title("Activations crossing the DAPPLE planner's cuts vs gradient bytes: published V100 profiles "
+                 "(bert-48, ...)\nand loom's paper-size presets planned from analytic V100 profiles (bert48, ...); "
+                 "label: gradients / largest cut activation per micro-batch", fontsize=9)
     ax.legend(fontsize=8, loc="upper left")
     ax.grid(axis="y", alpha=0.3)
     save(fig, png)
