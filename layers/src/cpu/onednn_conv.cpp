@@ -1,8 +1,10 @@
-// Conv2d through oneDNN (see onednn_conv.h). Each call builds its primitive descriptor (oneDNN's
-// own primitive cache keeps the generated kernels), moves the operands into the layouts the
-// primitive chose, runs it, and moves the result back into loom's NCHW tensor.
+// Conv2d through oneDNN (see onednn_conv.h). Each call takes its primitive from a cache keyed by
+// its shapes, moves the operands into the layouts the primitive chose, runs it, and moves the
+// result back into loom's NCHW tensor.
 #include "cpu/onednn_conv.h"
 
+#include <mutex>
+#include <string>
 #include <unordered_map>
 
 #include <omp.h>
@@ -82,6 +84,62 @@ dnnl::convolution_forward::primitive_desc forward_desc(const memory::dims& x, co
   return {desc, user_scratchpad(), engine()};
 }
 
+// Primitives by shape. Building a primitive descriptor and finding its kernel in oneDNN's own
+// cache costs tens of microseconds, which a small convolution would pay five times per forward +
+// backward (three primitives, two forward hints). Entries are handles (cheap copies).
+template <typename Entry>
+class PrimitiveCache {
+ public:
+  template <typename Make>
+  Entry get(const std::string& key, Make make) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = entries_.find(key);
+    if (it == entries_.end()) {
+      if (entries_.size() >= kMaxEntries) entries_.clear();
+      it = entries_.emplace(key, make()).first;
+    }
+    return it->second;
+  }
+
+ private:
+  static constexpr std::size_t kMaxEntries = 512;
+  std::mutex mutex_;
+  std::unordered_map<std::string, Entry> entries_;
+};
+
+// Every dimension and setting a primitive depends on.
+std::string cache_key(const memory::dims& x, const memory::dims& w, const memory::dims& y, bool bias,
+                      const Conv2dOptions& o) {
+  std::string key = bias ? "b" : "-";
+  for (const memory::dims* dims : {&x, &w, &y}) {
+    for (memory::dim d : *dims) key += std::to_string(d) + ",";
+    key += ";";
+  }
+  for (std::int64_t v : {o.stride.h, o.stride.w, o.padding.h, o.padding.w, o.dilation.h, o.dilation.w, o.groups})
+    key += std::to_string(v) + ",";
+  return key;
+}
+
+template <typename Pd, typename Primitive>
+struct Cached {
+  Pd pd;
+  Primitive primitive;
+};
+
+dnnl::convolution_backward_weights::primitive_desc backward_weights_desc(const memory::dims& x, const memory::dims& w,
+                                                                          const memory::dims& y, bool bias,
+                                                                          const Conv2dOptions& o) {
+  const Window win = window(o);
+  const auto direct = dnnl::algorithm::convolution_direct;
+  const memory::desc bias_desc({y[1]}, memory::data_type::f32, Tag::x);
+  const auto desc = bias ? dnnl::convolution_backward_weights::desc(direct, any_desc(x), any_desc(w), bias_desc,
+                                                                    any_desc(y), win.strides, win.dilates, win.padding,
+                                                                    win.padding)
+                         : dnnl::convolution_backward_weights::desc(direct, any_desc(x), any_desc(w), any_desc(y),
+                                                                    win.strides, win.dilates, win.padding, win.padding);
+  return {desc, user_scratchpad(), engine(), forward_desc(x, w, y, bias, o)};
+}
+
 void check_f32(const Tensor& t, const char* what) {
   LOOM_CHECK(t.dtype() == DType::f32 && t.device().is_cpu(), "Conv2d (oneDNN): ", what, " must be a CPU f32 tensor");
 }
@@ -94,7 +152,13 @@ void convolve(const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor&
   check_f32(x, "input");
   omp_set_num_threads(num_threads());
   const memory::dims wd = weight_dims(weight, o);
-  const auto pd = forward_desc(dims_of(x), wd, dims_of(y), bias.defined(), o);
+  using Forward = Cached<dnnl::convolution_forward::primitive_desc, dnnl::convolution_forward>;
+  static PrimitiveCache<Forward> cache;
+  const Forward forward = cache.get(cache_key(dims_of(x), wd, dims_of(y), bias.defined(), o), [&] {
+    const auto pd = forward_desc(dims_of(x), wd, dims_of(y), bias.defined(), o);
+    return Forward{pd, dnnl::convolution_forward(pd)};
+  });
+  const auto& pd = forward.pd;
   dnnl::stream stream(engine());
   Tensor src_storage, weight_storage, dst_storage, pad_storage;
   memory user_y = user_memory(y, dims_of(y));
@@ -104,7 +168,7 @@ void convolve(const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor&
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst},
                                        {DNNL_ARG_SCRATCHPAD, scratchpad(pd.scratchpad_desc(), pad_storage)}};
   if (bias.defined()) args.emplace(DNNL_ARG_BIAS, user_memory(bias, {bias.numel()}));
-  dnnl::convolution_forward(pd).execute(stream, args);
+  forward.primitive.execute(stream, args);
   if (dst != user_y) dnnl::reorder(dst, user_y).execute(stream, dst, user_y);
   stream.wait();
 }
@@ -113,18 +177,25 @@ void input_gradient(const Tensor& grad_y, const Tensor& weight, Tensor& grad_x, 
   check_f32(grad_y, "output gradient");
   omp_set_num_threads(num_threads());
   const memory::dims wd = weight_dims(weight, o), xd = dims_of(grad_x), yd = dims_of(grad_y);
-  const Window win = window(o);
-  const dnnl::convolution_backward_data::desc desc(dnnl::algorithm::convolution_direct, any_desc(xd), any_desc(wd),
-                                                   any_desc(yd), win.strides, win.dilates, win.padding, win.padding);
-  const dnnl::convolution_backward_data::primitive_desc pd(desc, user_scratchpad(), engine(),
-                                                           forward_desc(xd, wd, yd, false, o));
+  using BackwardData = Cached<dnnl::convolution_backward_data::primitive_desc, dnnl::convolution_backward_data>;
+  static PrimitiveCache<BackwardData> cache;
+  const BackwardData backward = cache.get(cache_key(xd, wd, yd, false, o), [&] {
+    const Window win = window(o);
+    const dnnl::convolution_backward_data::desc desc(dnnl::algorithm::convolution_direct, any_desc(xd),
+                                                     any_desc(wd), any_desc(yd), win.strides, win.dilates,
+                                                     win.padding, win.padding);
+    const dnnl::convolution_backward_data::primitive_desc pd(desc, user_scratchpad(), engine(),
+                                                             forward_desc(xd, wd, yd, false, o));
+    return BackwardData{pd, dnnl::convolution_backward_data(pd)};
+  });
+  const auto& pd = backward.pd;
   dnnl::stream stream(engine());
   Tensor dy_storage, weight_storage, dx_storage, pad_storage;
   memory user_dx = user_memory(grad_x, xd);
   memory diff_dst = in_layout(user_memory(grad_y, yd), pd.diff_dst_desc(), dy_storage, stream, true);
   memory weights = in_layout(user_memory(weight, wd), pd.weights_desc(), weight_storage, stream, true);
   memory diff_src = in_layout(user_dx, pd.diff_src_desc(), dx_storage, stream, false);
-  dnnl::convolution_backward_data(pd).execute(
+  backward.primitive.execute(
       stream, {{DNNL_ARG_DIFF_DST, diff_dst}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DIFF_SRC, diff_src},
                {DNNL_ARG_SCRATCHPAD, scratchpad(pd.scratchpad_desc(), pad_storage)}});
   if (diff_src != user_dx) dnnl::reorder(diff_src, user_dx).execute(stream, diff_src, user_dx);
@@ -137,16 +208,14 @@ void accumulate_weight_gradient(const Tensor& x, const Tensor& grad_y, Tensor& w
   omp_set_num_threads(num_threads());
   const memory::dims wd = weight_dims(weight_grad, o), xd = dims_of(x), yd = dims_of(grad_y);
   const bool bias = bias_grad.defined();
-  const Window win = window(o);
-  const auto direct = dnnl::algorithm::convolution_direct;
-  const memory::desc bias_desc({yd[1]}, memory::data_type::f32, Tag::x);
-  const auto desc = bias ? dnnl::convolution_backward_weights::desc(direct, any_desc(xd), any_desc(wd), bias_desc,
-                                                                    any_desc(yd), win.strides, win.dilates, win.padding,
-                                                                    win.padding)
-                         : dnnl::convolution_backward_weights::desc(direct, any_desc(xd), any_desc(wd), any_desc(yd),
-                                                                    win.strides, win.dilates, win.padding, win.padding);
-  const dnnl::convolution_backward_weights::primitive_desc pd(desc, user_scratchpad(), engine(),
-                                                              forward_desc(xd, wd, yd, bias, o));
+  using BackwardWeights =
+      Cached<dnnl::convolution_backward_weights::primitive_desc, dnnl::convolution_backward_weights>;
+  static PrimitiveCache<BackwardWeights> cache;
+  const BackwardWeights backward = cache.get(cache_key(xd, wd, yd, bias, o), [&] {
+    const auto pd = backward_weights_desc(xd, wd, yd, bias, o);
+    return BackwardWeights{pd, dnnl::convolution_backward_weights(pd)};
+  });
+  const auto& pd = backward.pd;
   dnnl::stream stream(engine());
   Tensor x_storage, dy_storage, dw_storage, pad_storage;
   memory src = in_layout(user_memory(x, xd), pd.src_desc(), x_storage, stream, true);
@@ -158,7 +227,7 @@ void accumulate_weight_gradient(const Tensor& x, const Tensor& grad_y, Tensor& w
                                        {DNNL_ARG_DIFF_WEIGHTS, diff_weights},
                                        {DNNL_ARG_SCRATCHPAD, scratchpad(pd.scratchpad_desc(), pad_storage)}};
   if (bias) args.emplace(DNNL_ARG_DIFF_BIAS, user_memory(db, {yd[1]}));
-  dnnl::convolution_backward_weights(pd).execute(stream, args);
+  backward.primitive.execute(stream, args);
   // weight_grad += diff_weights: a reorder into loom's layout with a sum post-op.
   dnnl::post_ops accumulate;
   accumulate.append_sum(1.0f);
