@@ -4,7 +4,9 @@
 
 #include <loom/planner/profile_json.h>
 
+#include "analytic_profile.h"
 #include "commands.h"
+#include "model_options.h"
 #include "profiler.h"
 
 namespace loom::apps {
@@ -33,10 +35,10 @@ void print_profile(const planner::Profile& profile, const ModelSpec& spec) {
 
 void add_profile_command(CLI::App& app) {
   static ProfileOptions o;
-  static std::string out;
+  static std::string out, device_model;
+  static bool half_precision = false;
   CLI::App* cmd = app.add_subcommand("profile", "Measure each block of a model on this machine; write profile JSON");
-  cmd->add_option("--model", o.model, "model preset: mlp, cnn, gpt")->capture_default_str();
-  cmd->add_option("--set", o.overrides, "model setting overrides, e.g. hidden=512,layers=8");
+  add_model_options(cmd, o.model, o.size, o.overrides);
   cmd->add_option("--microbatch", o.microbatch, "samples per micro-batch the costs are measured at")
       ->capture_default_str();
   cmd->add_option("--out", out, "write the profile JSON here (the format `loom plan --profile` reads)");
@@ -45,9 +47,17 @@ void add_profile_command(CLI::App& app) {
   cmd->add_option("--warmup", o.warmup, "untimed runs per block before timing (at least one is always run)")
       ->capture_default_str();
   cmd->add_option("--seed", o.seed, "seed of parameters and synthetic data")->capture_default_str();
+  cmd->add_option("--device-model", device_model,
+                  "do not measure: estimate each block on this accelerator (v100, a100, h100, h200) from the "
+                  "model's FLOPs and bytes (a roofline; no weights are allocated, so paper sizes work)");
+  cmd->add_flag("--half-precision", half_precision, "with --device-model: tensor-core half-precision math");
   cmd->callback([] {
-    const planner::Profile profile = profile_model(o);
-    print_profile(profile, make_model(o.model, o.overrides));
+    const ModelSpec spec = make_model(o.model, o.overrides, parse_model_size(o.size));
+    LOOM_CHECK(o.microbatch >= 1 && o.microbatch <= (1 << 20), "--microbatch must be in [1, 2^20], got ", o.microbatch);
+    const planner::Profile profile =
+        device_model.empty() ? profile_model(o)
+                             : analytic_profile(spec, o.microbatch, planner::find_device_model(device_model), half_precision);
+    print_profile(profile, spec);
     if (!out.empty()) {
       planner::write_profile_json(profile, out);
       std::printf("wrote %s\n", out.c_str());

@@ -8,6 +8,7 @@
 #include <loom/schedule/schedule_kind.h>
 
 #include "commands.h"
+#include "model_options.h"
 #include "training.h"
 
 namespace loom::apps {
@@ -54,8 +55,7 @@ void add_train_command(CLI::App& app) {
   static std::string warmup;
   CLI::App* cmd = app.add_subcommand(
       "train", "Train a model with pipeline and data parallelism (run under mpirun).\n--config FILE reads the options from a TOML file ([train] section), as written next to --metrics.");
-  cmd->add_option("--model", o.model, "model preset: mlp, cnn, gpt")->capture_default_str();
-  cmd->add_option("--set", o.overrides, "model setting overrides, e.g. hidden=512,layers=8");
+  add_model_options(cmd, o.model, o.size, o.overrides);
   cmd->add_option("--data", o.data, "fashion-mnist, text:PATH or synthetic")->capture_default_str();
   cmd->add_option("--stages", o.stages, "pipeline stages S (N = S x R ranks)")->capture_default_str();
   cmd->add_option("--replicas", o.replicas, "replicas R of every stage")->capture_default_str();

@@ -1,4 +1,4 @@
-// loom: train, profile, plan, simulate, bench. Errors end every rank with one clear line.
+// loom: train, profile, plan, simulate, describe, models, bench. Errors end every rank with one clear line.
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -57,6 +57,8 @@ int main(int argc, char** argv) {
   loom::apps::add_profile_command(app);
   loom::apps::add_plan_command(app);
   loom::apps::add_simulate_command(app);
+  loom::apps::add_describe_command(app);
+  loom::apps::add_models_command(app);
   CLI::App* bench = app.add_subcommand("bench", "Benchmarks: gemm, layers, optimizer, allreduce, p2p");
   bench->require_subcommand(1);
   loom::apps::add_bench_gemm_command(*bench);

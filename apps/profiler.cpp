@@ -112,7 +112,7 @@ planner::Profile profile_model(const ProfileOptions& o) {
   LOOM_CHECK(o.warmup >= 0, "--warmup must not be negative, got ", o.warmup);
   LOOM_CHECK(o.microbatch >= 1, "--microbatch must be at least 1, got ", o.microbatch);
   set_num_threads(o.threads > 0 ? o.threads : default_num_threads());
-  const ModelSpec spec = make_model(o.model, o.overrides);
+  const ModelSpec spec = make_model(o.model, o.overrides, parse_model_size(o.size));
   const Microbatch mb = read_microbatch(spec, o.microbatch, o.seed);
 
   planner::Profile profile;

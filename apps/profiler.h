@@ -26,6 +26,7 @@ namespace loom::apps {
 
 struct ProfileOptions {
   std::string model = "mlp";
+  std::string size = "paper";    // --size paper|cpu|tiny
   std::string overrides;         // --set key=value,...
   std::int64_t microbatch = 32;  // samples per micro-batch
   int threads = 0;               // 0: LOOM_NUM_THREADS or cores / local ranks

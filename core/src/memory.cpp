@@ -28,6 +28,7 @@ DeviceLedger& ledger(Device device) {
 }
 
 thread_local MemoryCategory t_category = MemoryCategory::other;
+thread_local bool t_meta = false;
 
 [[maybe_unused]] [[noreturn]] void no_cuda(Device device) {
   LOOM_THROW("tensor on ", device.str(), " but this build of loom has no CUDA backend (configure with -DLOOM_CUDA=ON)");
@@ -52,6 +53,10 @@ MemoryCategory current_memory_category() { return t_category; }
 
 MemoryCategoryScope::MemoryCategoryScope(MemoryCategory category) : previous_(t_category) { t_category = category; }
 MemoryCategoryScope::~MemoryCategoryScope() { t_category = previous_; }
+
+MetaScope::MetaScope() : previous_(t_meta) { t_meta = true; }
+MetaScope::~MetaScope() { t_meta = previous_; }
+bool meta_build_active() { return t_meta; }
 
 MemoryStats memory_stats(Device device) {
   std::lock_guard lock(g_mutex);
@@ -82,6 +87,10 @@ void empty_cache(Device device) {
 
 Allocation allocate(Device device, std::size_t bytes) {
   Allocation allocation{nullptr, bytes, device, t_category};
+  if (t_meta) {
+    allocation.meta = true;
+    return allocation;
+  }
   std::size_t reserved = 0;
   bool system_allocation = true;
   if (device.is_cpu()) {
@@ -109,6 +118,7 @@ Allocation allocate(Device device, std::size_t bytes) {
 }
 
 void deallocate(const Allocation& allocation) {
+  if (allocation.meta) return;
   std::int64_t released = 0;
   if (allocation.device.is_cpu()) {
     released = cpu::deallocate(allocation.data, allocation.bytes);

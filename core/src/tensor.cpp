@@ -21,12 +21,14 @@ Tensor Tensor::zeros(const Shape& shape, DType dtype, Device device) { return fu
 
 Tensor Tensor::full(const Shape& shape, double value, DType dtype, Device device) {
   Tensor t = empty(shape, dtype, device);
-  ops::fill(t, value);
+  if (!t.is_meta()) ops::fill(t, value);
   return t;
 }
 
 void* Tensor::raw_data() const {
   LOOM_CHECK(defined(), "access to the data of an undefined tensor");
+  LOOM_CHECK(!storage_->meta(), "access to the data of a tensor of a meta build (shape ", shape_.str(),
+             "): a meta build has shapes only");
   return static_cast<char*>(storage_->data()) + offset_ * static_cast<std::int64_t>(element_size());
 }
 

@@ -10,6 +10,7 @@
 #include <loom/core/rng.h>
 
 #include "idx_file.h"
+#include "token_tasks.h"
 
 namespace loom {
 
@@ -34,9 +35,17 @@ class FashionMnist final : public Dataset {
     LOOM_CHECK(labels_.dims.size() == 1 && labels_.dims[0] == images_.dims[0], prefix,
                "-labels-idx1-ubyte.gz: ", labels_.dims.empty() ? 0 : labels_.dims[0], " labels for ",
                images_.dims[0], " images");
-    LOOM_CHECK(expected.sample_shape.numel() == 784 && expected.input_dtype == DType::f32,
-               "fashion-mnist: the model expects inputs ", expected.sample_shape.str(), " ",
-               dtype_name(expected.input_dtype), ", but the images are 28x28 f32");
+    const Shape& s = expected.sample_shape;
+    const bool flat = s.numel() == 784;
+    const bool image = s.rank() == 3 && s[1] >= 28 && s[2] >= 28 && s[0] >= 1 && s[0] <= 4;
+    LOOM_CHECK((flat || image) && expected.input_dtype == DType::f32, "fashion-mnist: the model expects inputs ",
+               s.str(), " ", dtype_name(expected.input_dtype),
+               ", but the images are 28x28 f32 (they can be padded to [C, H, W] with C <= 4, H, W >= 28)");
+    if (!flat) {  // centred in an H x W canvas of background, the same plane in every channel
+      channels_ = s[0];
+      height_ = s[1];
+      width_ = s[2];
+    }
     shape_.target_shape = Shape{};
     shape_.classes = 10;
   }
@@ -48,9 +57,13 @@ class FashionMnist final : public Dataset {
     float* x = inputs.data<float>();
     std::int64_t* y = targets.data<std::int64_t>();
     constexpr float kMean = 0.2860f, kStd = 0.3530f;  // Fashion-MNIST training-set pixel statistics
+    const std::int64_t plane = height_ * width_, top = (height_ - 28) / 2, left = (width_ - 28) / 2;
     for (std::int64_t r = 0; r < n; ++r) {
       const std::uint8_t* pixels = images_.data.data() + indices[r] * 784;
-      for (int p = 0; p < 784; ++p) x[r * 784 + p] = (pixels[p] / 255.0f - kMean) / kStd;
+      float* sample = x + r * channels_ * plane;
+      std::fill(sample, sample + plane, -kMean / kStd);
+      for (int p = 0; p < 784; ++p) sample[(top + p / 28) * width_ + left + p % 28] = (pixels[p] / 255.0f - kMean) / kStd;
+      for (std::int64_t c = 1; c < channels_; ++c) std::copy(sample, sample + plane, sample + c * plane);
       y[r] = labels_.data[static_cast<std::size_t>(indices[r])];
     }
   }
@@ -58,6 +71,7 @@ class FashionMnist final : public Dataset {
  private:
   DataShape shape_;
   IdxFile images_, labels_;
+  std::int64_t channels_ = 1, height_ = 28, width_ = 28;
 };
 
 // Non-overlapping windows of T+1 bytes: input bytes [i*T, i*T+T), targets shifted by one.
@@ -112,7 +126,7 @@ class Synthetic final : public Dataset {
         size_(split == DatasetSplit::train ? kTrainSize : kTestSize) {
     if (expected.input_dtype == DType::i64) return;
     // One random prototype per class; a sample's label is the prototype it matches best.
-    const std::int64_t features = expected.sample_shape.numel();
+    const std::int64_t features = label_features();
     const std::uint64_t key = rng::stream_key("synthetic.prototypes");
     prototypes_.resize(static_cast<std::size_t>(expected.classes * features));
     for (std::size_t i = 0; i < prototypes_.size(); ++i) prototypes_[i] = philox::normal(seed, key, i, 0.0f, 1.0f);
@@ -136,15 +150,18 @@ class Synthetic final : public Dataset {
 
  private:
   static constexpr std::int64_t kTrainSize = 8192, kTestSize = 1024;
+  // The label depends on the first (at most 4096) features, so ImageNet-sized samples stay cheap.
+  std::int64_t label_features() const { return std::min<std::int64_t>(shape_.sample_shape.numel(), 4096); }
 
   void read_features(std::uint64_t sample, float* x, std::int64_t* label, std::int64_t features) const {
     const std::uint64_t key = rng::stream_key("synthetic.inputs");
     for (std::int64_t f = 0; f < features; ++f)
       x[f] = philox::normal(seed_, key, sample * features + f, 0.0f, 1.0f);
     double best = -1e300;
+    const std::int64_t used = label_features();
     for (std::int64_t c = 0; c < shape_.classes; ++c) {
       double score = 0;
-      for (std::int64_t f = 0; f < features; ++f) score += x[f] * prototypes_[static_cast<std::size_t>(c * features + f)];
+      for (std::int64_t f = 0; f < used; ++f) score += x[f] * prototypes_[static_cast<std::size_t>(c * used + f)];
       if (score > best) {
         best = score;
         *label = c;
@@ -191,6 +208,8 @@ std::string fashion_mnist_dir() {
 
 std::unique_ptr<Dataset> open_dataset(const std::string& spec, DatasetSplit split, const DataShape& expected,
                                       std::uint64_t seed) {
+  if (expected.input_dtype == DType::i64 && expected.task != TokenTask::next)
+    return with_token_task(open_dataset(spec, split, token_stream_shape(expected), seed), expected, split, seed);
   if (spec == "fashion-mnist") return std::make_unique<FashionMnist>(split, expected);
   if (spec == "synthetic") return std::make_unique<Synthetic>(split, expected, seed);
   if (spec.starts_with("text:")) {

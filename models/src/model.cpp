@@ -1,20 +1,32 @@
-// The model presets (see model.h) and the override parser.
+// The preset registry, the override parser, and the meta-build summary (see model.h).
 #include <loom/models/model.h>
 
 #include <charconv>
+#include <cmath>
 #include <sstream>
 
-#include <loom/layers/activation.h>
-#include <loom/layers/conv2d.h>
-#include <loom/layers/linear.h>
-#include <loom/layers/loss.h>
-#include <loom/layers/pooling.h>
-#include <loom/layers/reshape.h>
+#include <loom/core/memory.h>
 
-#include "gpt.h"
 #include "model_settings.h"
+#include "presets/presets.h"
 
 namespace loom {
+
+ModelSize parse_model_size(std::string_view text) {
+  if (text == "paper") return ModelSize::paper;
+  if (text == "cpu") return ModelSize::cpu;
+  if (text == "tiny") return ModelSize::tiny;
+  LOOM_THROW("--size: '", excerpt(text), "' is not a model size (expected paper, cpu or tiny)");
+}
+
+std::string_view model_size_name(ModelSize size) {
+  switch (size) {
+    case ModelSize::paper: return "paper";
+    case ModelSize::cpu: return "cpu";
+    case ModelSize::tiny: return "tiny";
+  }
+  return "?";
+}
 
 std::map<std::string, double> parse_settings(const std::string& model, std::map<std::string, double> settings,
                                              const std::string& overrides) {
@@ -23,17 +35,18 @@ std::map<std::string, double> parse_settings(const std::string& model, std::map<
   while (std::getline(list, item, ',')) {
     if (item.empty()) continue;
     const auto eq = item.find('=');
-    LOOM_CHECK(eq != std::string::npos, "--set: '", item, "' is not key=value");
+    LOOM_CHECK(eq != std::string::npos, "--set: '", excerpt(item), "' is not key=value");
     const std::string key = item.substr(0, eq), text = item.substr(eq + 1);
     auto it = settings.find(key);
     if (it == settings.end()) {
       std::string known;
       for (const auto& [k, v] : settings) known += (known.empty() ? "" : ", ") + k;
-      LOOM_THROW("--set: model ", model, " has no setting '", key, "' (it has ", known, ")");
+      LOOM_THROW("--set: model ", model, " has no setting '", excerpt(key), "' (it has ", known, ")");
     }
     double value = 0;
     const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-    LOOM_CHECK(ec == std::errc() && end == text.data() + text.size(), "--set: ", key, "=", text, " is not a number");
+    LOOM_CHECK(ec == std::errc() && end == text.data() + text.size() && std::isfinite(value), "--set: ", key, "=",
+               excerpt(text), " is not a finite number");
     it->second = value;
   }
   return settings;
@@ -41,12 +54,24 @@ std::map<std::string, double> parse_settings(const std::string& model, std::map<
 
 std::int64_t setting_int(const ModelSpec& spec, const std::string& key, std::int64_t minimum) {
   const double v = spec.settings.at(key);
-  LOOM_CHECK(v >= static_cast<double>(minimum) && v == static_cast<double>(static_cast<std::int64_t>(v)), "model ",
-             spec.name, ": ", key, "=", v, " must be an integer >= ", minimum);
+  // 2^40 bounds every count a model is made of (the meta build and memory checks do the rest).
+  LOOM_CHECK(v >= static_cast<double>(minimum) && v <= 1099511627776.0 &&
+                 v == static_cast<double>(static_cast<std::int64_t>(v)),
+             "model ", spec.name, ": ", key, "=", v, " must be an integer >= ", minimum);
   return static_cast<std::int64_t>(v);
 }
 
-namespace {
+bool setting_flag(const ModelSpec& spec, const std::string& key) {
+  const double v = spec.settings.at(key);
+  LOOM_CHECK(v == 0 || v == 1, "model ", spec.name, ": ", key, "=", v, " must be 0 or 1");
+  return v == 1;
+}
+
+double setting_fraction(const ModelSpec& spec, const std::string& key) {
+  const double v = spec.settings.at(key);
+  LOOM_CHECK(v >= 0 && v < 100, "model ", spec.name, ": ", key, "=", v, " must be a percentage in [0, 100)");
+  return v / 100.0;
+}
 
 std::function<LayerPtr()> sequence(std::function<void(Sequential&)> fill) {
   return [fill] {
@@ -56,65 +81,10 @@ std::function<LayerPtr()> sequence(std::function<void(Sequential&)> fill) {
   };
 }
 
-ModelSpec mlp(const std::string& overrides) {
-  ModelSpec spec;
-  spec.name = "mlp";
-  spec.settings = parse_settings("mlp", {{"input", 784}, {"hidden", 256}, {"layers", 4}, {"classes", 10}}, overrides);
-  const std::int64_t input = setting_int(spec, "input"), hidden = setting_int(spec, "hidden"),
-                     layers = setting_int(spec, "layers", 2), classes = setting_int(spec, "classes", 2);
-  spec.data = {Shape{input}, DType::f32, Shape{}, classes};
-  for (std::int64_t i = 0; i < layers; ++i) {
-    const std::int64_t in = i == 0 ? input : hidden;
-    if (i + 1 == layers) {
-      spec.block_names.push_back("classifier");
-      spec.block_factories.push_back([in, classes] { return LayerPtr(std::make_unique<Linear>(in, classes)); });
-    } else {
-      spec.block_names.push_back("hidden" + std::to_string(i));
-      spec.block_factories.push_back(sequence([in, hidden](Sequential& s) {
-        s.emplace<Linear>(in, hidden);
-        s.emplace<ReLU>();
-      }));
-    }
-  }
-  spec.make_loss = [] { return LayerPtr(std::make_unique<CrossEntropyLoss>()); };
-  return spec;
+void add_block(ModelSpec& spec, std::string name, std::function<LayerPtr()> factory) {
+  spec.block_names.push_back(std::move(name));
+  spec.block_factories.push_back(std::move(factory));
 }
-
-ModelSpec cnn(const std::string& overrides) {
-  ModelSpec spec;
-  spec.name = "cnn";
-  spec.settings = parse_settings("cnn", {{"channels", 32}, {"hidden", 128}, {"classes", 10}}, overrides);
-  const std::int64_t channels = setting_int(spec, "channels"), hidden = setting_int(spec, "hidden"),
-                     classes = setting_int(spec, "classes", 2);
-  spec.data = {Shape{1, 28, 28}, DType::f32, Shape{}, classes};
-  auto conv_block = [](std::int64_t in, std::int64_t out) {
-    return sequence([in, out](Sequential& s) {
-      Conv2dOptions conv;
-      conv.in_channels = in;
-      conv.out_channels = out;
-      conv.kernel = 3;
-      conv.padding = 1;
-      s.emplace<Conv2d>(conv);
-      s.emplace<ReLU>();
-      Pool2dOptions pool;
-      pool.kernel = 2;
-      s.emplace<MaxPool2d>(pool);
-    });
-  };
-  spec.block_names = {"conv1", "conv2", "fc", "classifier"};
-  spec.block_factories.push_back(conv_block(1, channels));
-  spec.block_factories.push_back(conv_block(channels, 2 * channels));
-  spec.block_factories.push_back(sequence([channels, hidden](Sequential& s) {
-    s.emplace<Flatten>();
-    s.emplace<Linear>(2 * channels * 7 * 7, hidden);
-    s.emplace<ReLU>();
-  }));
-  spec.block_factories.push_back([hidden, classes] { return LayerPtr(std::make_unique<Linear>(hidden, classes)); });
-  spec.make_loss = [] { return LayerPtr(std::make_unique<CrossEntropyLoss>()); };
-  return spec;
-}
-
-}  // namespace
 
 std::unique_ptr<Chain> ModelSpec::build(std::int64_t first, std::int64_t last) const {
   LOOM_CHECK(0 <= first && first <= last && last <= blocks(), "model ", name, ": blocks [", first, ", ", last,
@@ -136,16 +106,81 @@ std::string ModelSpec::describe() const {
   return out.str();
 }
 
+const std::vector<Preset>& presets() {
+  static const std::vector<Preset> all = [] {
+    std::vector<Preset> list;
+    for (auto family : {mlp_presets, cnn_presets, gpt_presets, vgg_presets, resnet_presets, gnmt_presets, bert_presets,
+                        xlnet_presets, amoebanet_presets})
+      for (Preset& p : family()) list.push_back(std::move(p));
+    return list;
+  }();
+  return all;
+}
+
 const std::vector<std::string>& model_names() {
-  static const std::vector<std::string> names{"mlp", "cnn", "gpt"};
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> list;
+    for (const Preset& p : presets()) list.push_back(p.name);
+    return list;
+  }();
   return names;
 }
 
-ModelSpec make_model(const std::string& name, const std::string& overrides) {
-  if (name == "mlp") return mlp(overrides);
-  if (name == "cnn") return cnn(overrides);
-  if (name == "gpt") return gpt(overrides);
-  LOOM_THROW("unknown model '", name, "' (expected mlp, cnn or gpt)");
+const Preset& find_preset(const std::string& name) {
+  for (const Preset& p : presets())
+    if (p.name == name) return p;
+  std::string known;
+  for (const std::string& n : model_names()) known += (known.empty() ? "" : ", ") + n;
+  LOOM_THROW("unknown model '", excerpt(name), "' (expected one of ", known, "; `loom models` lists them)");
+}
+
+ModelSpec make_model(const std::string& name, const std::string& overrides, ModelSize size) {
+  const Preset& preset = find_preset(name);
+  std::map<std::string, double> defaults;
+  for (const PresetSetting& s : preset.settings) defaults[s.key] = s.at(size);
+  ModelSpec spec;
+  spec.name = name;
+  spec.size = size;
+  spec.settings = parse_settings(name, defaults, overrides);
+  preset.build(spec);
+  return spec;
+}
+
+std::string describe_presets() {
+  std::ostringstream out;
+  for (const Preset& p : presets()) {
+    out << "  " << p.name << ": " << p.summary << "\n";
+    for (const PresetSetting& s : p.settings)
+      out << "      " << s.key << " = " << s.paper << " (cpu " << s.cpu << ", tiny " << s.tiny << ")  " << s.help
+          << "\n";
+    if (!p.notes.empty()) out << "      note: " << p.notes << "\n";
+  }
+  return out.str();
+}
+
+ModelSummary summarize(const ModelSpec& spec, std::int64_t batch) {
+  LOOM_CHECK(batch >= 1, "summarize: batch ", batch, " must be >= 1");
+  ModelSummary summary;
+  summary.batch = batch;
+  std::vector<std::int64_t> dims{batch};
+  for (const std::int64_t d : spec.data.sample_shape.vec()) dims.push_back(d);
+  std::vector<Shape> shapes{Shape(dims)};
+  MetaScope meta;
+  for (std::int64_t i = 0; i < spec.blocks(); ++i) {
+    std::unique_ptr<Chain> block = spec.build(i, i + 1);
+    BlockInfo info = block->describe_blocks(shapes).at(0);
+    info.name = spec.block_names.at(static_cast<std::size_t>(i));
+    std::int64_t count = 0;
+    for (const NamedParameter& p : block->parameters())
+      if (p.parameter->trainable) count += p.parameter->value.numel();
+    shapes = info.output_shapes;
+    summary.parameters += count;
+    summary.flops += info.flops;
+    summary.activation_bytes += info.activation_bytes;
+    summary.block_parameters.push_back(count);
+    summary.blocks.push_back(std::move(info));
+  }
+  return summary;
 }
 
 }  // namespace loom

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include <loom/layers/loss.h>
 #include <loom/layers/optimizer.h>
 #include <loom/models/dataset.h>
 #include <loom/models/model.h>
@@ -9,28 +10,37 @@
 namespace loom::test {
 
 namespace {
-// Global batch `step` (the epoch's seeded order) through the whole model: the loss is the batch
-// mean, gradients accumulate into the parameters.
+// Global batch `step` (the epoch's seeded order) through the whole model, in `pieces` equal runs
+// of consecutive rows (1: the whole batch at once; M x R: each micro-batch's share of each replica,
+// as the pipeline runs them, which models with BatchNorm need); the loss is the batch mean over
+// its (non-ignored) targets, gradients accumulate into the parameters.
 double forward_backward(const apps::TrainOptions& o, const Dataset& data, std::int64_t step, Layer& model,
-                        Layer& loss) {
+                        Layer& loss, std::int64_t pieces = 1) {
   const std::int64_t per_epoch = data.size() / o.global_batch;
   const auto order = epoch_order(data.size(), o.seed, step / per_epoch);
   const std::int64_t base = (step % per_epoch) * o.global_batch;
   std::vector<std::int64_t> indices(order.begin() + base, order.begin() + base + o.global_batch);
   Tensor x, y;
   data.read(indices, x, y);
-  Context ctx, loss_ctx;
-  ctx.seed = loss_ctx.seed = o.seed;
-  ctx.step = loss_ctx.step = static_cast<std::uint64_t>(step);
-  const Tensor logits = model.forward({x}, ctx).at(0);
-  const double value = loss.forward({logits, y}, loss_ctx).at(0).item();
-  model.backward({loss.backward({Tensor::full({}, 1.0)}, loss_ctx).at(0)}, ctx);
+  const double targets = static_cast<double>(count_targets(y));
+  const std::int64_t rows = o.global_batch / pieces;
+  double value = 0;
+  for (std::int64_t piece = 0; piece < pieces; ++piece) {
+    Context ctx, loss_ctx;
+    ctx.seed = loss_ctx.seed = o.seed;
+    ctx.step = loss_ctx.step = static_cast<std::uint64_t>(step);
+    ctx.first_sample = loss_ctx.first_sample = piece * rows;
+    if (pieces > 1) loss_ctx.loss_denominator = targets;
+    const Tensor logits = model.forward({x.slice(piece * rows, (piece + 1) * rows)}, ctx).at(0);
+    value += loss.forward({logits, y.slice(piece * rows, (piece + 1) * rows)}, loss_ctx).at(0).item();
+    model.backward({loss.backward({Tensor::full({}, 1.0)}, loss_ctx).at(0)}, ctx);
+  }
   return value;
 }
 }  // namespace
 
-SequentialRun train_sequentially(const apps::TrainOptions& o) {
-  const ModelSpec spec = make_model(o.model, o.overrides);
+SequentialRun train_sequentially(const apps::TrainOptions& o, std::int64_t pieces) {
+  const ModelSpec spec = make_model(o.model, o.overrides, parse_model_size(o.size));
   auto model = spec.build_all();
   model->initialize(o.seed);
   LayerPtr loss = spec.make_loss();
@@ -43,7 +53,7 @@ SequentialRun train_sequentially(const apps::TrainOptions& o) {
                                        AdamOptions{0.9, 0.999, 1e-8, o.weight_decay, o.optimizer == "adamw"});
   SequentialRun run;
   for (std::int64_t step = 0; step < o.steps; ++step) {
-    run.losses.push_back(forward_backward(o, *data, step, *model, *loss));
+    run.losses.push_back(forward_backward(o, *data, step, *model, *loss, pieces));
     optimizer->step(o.lr);
     optimizer->zero_grad();
   }
@@ -67,7 +77,7 @@ namespace loom::test {
 
 SequentialRun train_with_versions(const apps::TrainOptions& o, const std::vector<std::vector<int>>& version,
                                   const std::vector<int>& stage_of_block) {
-  const ModelSpec spec = make_model(o.model, o.overrides);
+  const ModelSpec spec = make_model(o.model, o.overrides, parse_model_size(o.size));
   auto model = spec.build_all();
   model->initialize(o.seed);
   LayerPtr loss = spec.make_loss();

@@ -1,5 +1,6 @@
 // The independent reference for pipelined training: the whole model on one rank, the whole global
-// batch in one forward/backward, the same optimizer and data order, no executor, no MPI.
+// batch in one forward/backward (or in `pieces` runs of consecutive rows: the micro-batch x
+// replica shares, for models with BatchNorm), the same optimizer and data order, no executor, no MPI.
 #pragma once
 
 #include <map>
@@ -15,7 +16,7 @@ struct SequentialRun {
   std::map<std::string, std::vector<double>> parameters;    // full name -> final values
 };
 
-SequentialRun train_sequentially(const apps::TrainOptions& options);
+SequentialRun train_sequentially(const apps::TrainOptions& options, std::int64_t pieces = 1);
 
 // ||a - b|| / max(||b||, tiny): the norm-wise relative error.
 double norm_relative_error(const std::vector<double>& a, const std::vector<double>& b);

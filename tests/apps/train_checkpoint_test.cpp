@@ -98,7 +98,7 @@ TEST_CASE("stop after 3 steps, resume to 6: the same as 6 steps in one go", "[tr
     other.steps = 6;
     other.resume = dir;
     other.overrides = "seq=8,dim=16,heads=2,layers=8,dropout=10";
-    CHECK_THROWS_WITH(apps::train(other), Catch::Contains(dir + "/manifest.json") && Catch::Contains("overrides"));
+    CHECK_THROWS_WITH(apps::train(other), Catch::Contains(dir + "/manifest.json") && Catch::Contains("settings"));
     other = small_gpt(schedule);
     other.steps = 3;
     other.resume = dir;

@@ -15,14 +15,9 @@
 #include "torch_reference.h"
 
 using namespace loom;
+using test::largest_magnitude;
 
 namespace {
-
-double largest_magnitude(const Tensor& t) {
-  double largest = 0;
-  for (double v : t.to_double_vector()) largest = std::max(largest, std::abs(v));
-  return largest;
-}
 
 void check_close(const Tensor& loom_value, const Tensor& torch_value, const std::string& what) {
   const double error = test::relative_error(loom_value, torch_value);

@@ -75,6 +75,12 @@ double relative_error(const Tensor& a, const Tensor& b) {
   return scale > 0 ? diff / scale : diff;
 }
 
+double largest_magnitude(const Tensor& t) {
+  double largest = 0.0;
+  for (const double v : t.to_double_vector()) largest = std::max(largest, std::abs(v));
+  return largest;
+}
+
 Tensor random_tensor(const Shape& shape, std::uint64_t key, double lo, double hi, DType dtype) {
   Tensor t = Tensor::empty(shape, dtype);
   rng::uniform(t, 4242, key, lo, hi);

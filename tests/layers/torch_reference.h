@@ -19,6 +19,9 @@ safetensors::File run_torch(const std::string& script, const safetensors::NamedT
 // Norm-wise relative error max|a - b| / max|b| (b the reference), computed in double on the host.
 double relative_error(const Tensor& a, const Tensor& b);
 
+// max |t|, computed in double on the host.
+double largest_magnitude(const Tensor& t);
+
 // Deterministic test data: uniform in [lo, hi) from the counter-based RNG keyed by `key`.
 Tensor random_tensor(const Shape& shape, std::uint64_t key, double lo = -1.0, double hi = 1.0,
                      DType dtype = DType::f32);

@@ -6,6 +6,7 @@
 #include <loom/comm/partition.h>
 #include <loom/core/ops.h>
 #include <loom/core/timer.h>
+#include <loom/layers/loss.h>
 #include <loom/runtime/stage_runner.h>
 #include <loom/runtime/weight_stash.h>
 
@@ -154,12 +155,25 @@ void Executor::flush_links() {
   }
 }
 
+double Executor::loss_denominator(std::int64_t batch, const BatchReader& reader) {
+  const double all = static_cast<double>(options_.global_batch) * static_cast<double>(options_.targets_per_sample);
+  if (!options_.count_targets) return all;
+  auto it = target_counts_.find(batch);
+  if (it == target_counts_.end()) {
+    TensorList inputs;
+    Tensor targets;
+    reader({batch, 0, options_.global_batch, false, true}, inputs, targets);
+    it = target_counts_.emplace(batch, static_cast<double>(std::max<std::int64_t>(count_targets(targets), 1))).first;
+    while (target_counts_.size() > 64) target_counts_.erase(target_counts_.begin());
+  }
+  return it->second;
+}
+
 void Executor::forward(ChunkState& chunk, int microbatch, const BatchReader& reader, StepResult& result,
                        std::int64_t first_batch) {
   MicrobatchState& state = chunk.microbatches.at(microbatch);
   read_rows(chunk, state, reader);
-  const MicrobatchInfo info{state.rows.batch, state.rows.first,
-                            static_cast<double>(options_.global_batch) * static_cast<double>(options_.targets_per_sample)};
+  const MicrobatchInfo info{state.rows.batch, state.rows.first, loss_denominator(state.rows.batch, reader)};
   TensorList outputs = chunk.runner->forward(microbatch, std::move(state.inputs), std::move(state.targets), info);
   if (chunk.last)
     result.loss_sums.at(static_cast<std::size_t>(state.rows.batch - first_batch)) +=

@@ -114,7 +114,7 @@ void build(detail::TrainerState& s, int rank) {
   s.stage = positions.front().stage % s.shape.stages;
   s.first_replica = std::all_of(positions.begin(), positions.end(), [](auto p) { return p.replica == 0; });
 
-  s.checkpoint_layout = {s.spec.name,   o.overrides,          s.stage, s.shape.stages, s.shape.chunks, {},
+  s.checkpoint_layout = {s.spec.name,   s.spec.settings,         s.stage, s.shape.stages, s.shape.chunks, {},
                          s.shape.global_batch, o.seed, o.lr_schedule, s.shape.steps};
   std::vector<NamedParameter> trainable;
   for (int c = 0; c < s.shape.chunks; ++c) {
@@ -134,6 +134,7 @@ void build(detail::TrainerState& s, int rank) {
   eo.global_batch = s.shape.global_batch;
   eo.seed = o.seed;
   eo.targets_per_sample = s.spec.targets_per_sample;
+  eo.count_targets = s.spec.data.task == TokenTask::masked && s.spec.data.input_dtype == DType::i64;
   eo.recompute = o.recompute;
   eo.buckets.bucket_bytes = static_cast<std::int64_t>(o.bucket_mb * 1024 * 1024);
   eo.buckets.algorithm = comm::parse_algorithm(o.allreduce);
@@ -172,7 +173,8 @@ MemoryPeaks world_peaks(comm::Communicator& world) {
 
 }  // namespace
 
-Trainer::Trainer(TrainerConfig config) : Trainer(config, make_model(config.model, config.overrides)) {}
+Trainer::Trainer(TrainerConfig config)
+    : Trainer(config, make_model(config.model, config.overrides, parse_model_size(config.size))) {}
 
 Trainer::Trainer(TrainerConfig config, ModelSpec model) : state_(std::make_unique<detail::TrainerState>()) {
   comm::ensure_mpi();

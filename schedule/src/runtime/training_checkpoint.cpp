@@ -116,7 +116,7 @@ void save_training_checkpoint(comm::Communicator& world, const std::string& dir,
     write_json(root / "manifest.json", {{"format", kFormat},
                                         {"step", step},
                                         {"model", layout.model},
-                                        {"overrides", layout.overrides},
+                                        {"settings", layout.settings},
                                         {"stages", layout.stages},
                                         {"chunks", layout.chunks},
                                         {"global_batch", layout.global_batch},
@@ -134,7 +134,7 @@ std::int64_t load_stage(const std::string& dir, const CheckpointLayout& layout,
   const nlohmann::json manifest = read_json(manifest_path);
   expect(manifest, manifest_path, "format", std::string(kFormat));
   expect(manifest, manifest_path, "model", layout.model);
-  expect(manifest, manifest_path, "overrides", layout.overrides);
+  expect(manifest, manifest_path, "settings", layout.settings);
   expect(manifest, manifest_path, "stages", layout.stages);
   expect(manifest, manifest_path, "chunks", layout.chunks);
   expect(manifest, manifest_path, "global_batch", layout.global_batch);

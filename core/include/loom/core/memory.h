@@ -60,12 +60,29 @@ class MemoryCategoryScope {
   MemoryCategory previous_;
 };
 
+// A meta build: while a MetaScope is alive on a thread, the tensors that thread creates have a
+// shape, a dtype and a byte count but no memory (nothing is allocated or charged to the ledger),
+// so a paper-size model can be built to count its parameters and infer its shapes. Reading or
+// writing a meta tensor's data is a loom::Error.
+class MetaScope {
+ public:
+  MetaScope();
+  ~MetaScope();
+  MetaScope(const MetaScope&) = delete;
+  MetaScope& operator=(const MetaScope&) = delete;
+
+ private:
+  bool previous_;
+};
+bool meta_build_active();
+
 // One allocation owned by a Storage; the allocator returns it to its pool on destruction.
 struct Allocation {
   void* data = nullptr;
   std::size_t bytes = 0;
   Device device;
   MemoryCategory category = MemoryCategory::other;
+  bool meta = false;  // made under a MetaScope: no memory behind it
 };
 
 // Allocates `bytes` on `device`, charged to the current category. Zero bytes is valid.

@@ -31,6 +31,7 @@ class Storage {
   std::size_t bytes() const { return allocation_.bytes; }
   Device device() const { return allocation_.device; }
   MemoryCategory category() const { return allocation_.category; }
+  bool meta() const { return allocation_.meta; }
 
  private:
   Allocation allocation_;
@@ -55,6 +56,7 @@ class Tensor {
   }
 
   bool defined() const { return storage_ != nullptr; }
+  bool is_meta() const { return storage_ && storage_->meta(); }  // made under a MetaScope (memory.h)
   const Shape& shape() const { return shape_; }
   int rank() const { return shape_.rank(); }
   std::int64_t size(int dim) const { return shape_[dim]; }

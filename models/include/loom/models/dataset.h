@@ -17,12 +17,26 @@ namespace loom {
 
 enum class DatasetSplit { train, test };
 
+// What a token model learns from a token stream (text:PATH or synthetic tokens):
+//   next         inputs x[0..T), targets x[1..T] (causal language modelling: gpt)
+//   masked       BERT's masked LM: 15% of positions are chosen (from the seed and the sample
+//                index); of those 80% become the mask token (vocabulary - 1), 10% a random
+//                token, 10% stay; targets are the original tokens there and -100 elsewhere
+//   permutation  XLNet's permutation LM: inputs x[0..T), targets the same tokens (the model
+//                draws each sample's factorisation order from the seed and the sample index)
+//   translate    a learnable translation task for encoder-decoder models: inputs [2T] are the
+//                source x[0..T) then the decoder input (a start token, vocabulary - 1, then the
+//                first T - 1 target tokens); targets [T] are the source reversed with each token
+//                mapped through a fixed permutation of the vocabulary
+enum class TokenTask : unsigned char { next, masked, permutation, translate };
+
 // What a model expects from its data (set by the model builder).
 struct DataShape {
   Shape sample_shape;               // one input sample, e.g. [1, 28, 28] or [T]
   DType input_dtype = DType::f32;   // f32 images/features or i64 tokens
   Shape target_shape;               // one target: [] for a class label, [T] for tokens
   std::int64_t classes = 10;        // classes or vocabulary size
+  TokenTask task = TokenTask::next; // token models only
 };
 
 class Dataset {

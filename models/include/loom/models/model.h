@@ -1,14 +1,10 @@
 // Models as chains of blocks, built lazily: a rank constructs only the blocks of its own stage
 // (block i keeps global index i, so its parameters are the same whichever rank builds it).
 //
-// Presets by name with overrides (`--set hidden=512,layers=12`):
-//   mlp   Fashion-MNIST-sized MLP: block 0 = Linear(input, hidden)+ReLU, then hidden blocks, then
-//         the classifier; settings input, hidden, layers (blocks, >= 2), classes
-//   cnn   small convnet for 28x28 images: two conv+ReLU+maxpool blocks, a Linear+ReLU block and the
-//         classifier; settings channels, hidden, classes
-//   gpt   decoder-only transformer over bytes: embedding block (token + position, dropout), `layers`
-//         pre-LN causal transformer blocks, head block (LayerNorm + Linear to the vocabulary);
-//         settings vocab, seq, dim, heads, layers, dropout (percent)
+// Presets by name (`loom models` lists them), each at three sizes — `paper` (the published
+// model, the default), `cpu` (trains a few hundred steps on a 2-core machine in minutes) and
+// `tiny` (tests, seconds) — with `--set key=value,...` overrides on top of the size's settings.
+// Every preset's settings, with their values at each size, are in presets() (and `--help`).
 #pragma once
 
 #include <cstdint>
@@ -16,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <loom/layers/chain.h>
@@ -23,9 +20,14 @@
 
 namespace loom {
 
+enum class ModelSize : unsigned char { paper, cpu, tiny };
+ModelSize parse_model_size(std::string_view text);  // "paper" | "cpu" | "tiny", else loom::Error
+std::string_view model_size_name(ModelSize size);
+
 struct ModelSpec {
   std::string name;
-  std::map<std::string, double> settings;  // the preset after overrides
+  ModelSize size = ModelSize::paper;
+  std::map<std::string, double> settings;  // the size's settings after overrides
   DataShape data;
   std::int64_t targets_per_sample = 1;     // targets that count in the loss mean per sample
   std::vector<std::string> block_names;
@@ -39,8 +41,45 @@ struct ModelSpec {
   std::string describe() const;  // "mlp (hidden=256, input=784, layers=4, classes=10): 4 blocks"
 };
 
-// `overrides` is "key=value,key=value"; unknown models and keys, and bad values, throw loom::Error.
-ModelSpec make_model(const std::string& name, const std::string& overrides = "");
+// One setting of a preset and its value at each size.
+struct PresetSetting {
+  std::string key;
+  double paper = 0, cpu = 0, tiny = 0;
+  std::string help;
+  double at(ModelSize size) const { return size == ModelSize::paper ? paper : size == ModelSize::cpu ? cpu : tiny; }
+};
+
+struct Preset {
+  std::string name;     // "vgg19"
+  std::string summary;  // one line for `loom models`
+  std::vector<PresetSetting> settings;
+  std::string notes;    // how the preset differs from the paper's model, if it does
+  // Fills spec.data, the blocks and the loss from spec.settings (name, size, settings are set).
+  std::function<void(ModelSpec&)> build;
+};
+
+const std::vector<Preset>& presets();
+const Preset& find_preset(const std::string& name);  // loom::Error listing the presets if unknown
 const std::vector<std::string>& model_names();
+
+// `overrides` is "key=value,key=value" on top of the size's settings; unknown models and keys,
+// and bad values, throw loom::Error.
+ModelSpec make_model(const std::string& name, const std::string& overrides = "", ModelSize size = ModelSize::paper);
+
+// The settings and their values at every size, one line per setting, for `--help`.
+std::string describe_presets();
+
+// What a model is without its weights: every block built in a meta build (core/memory.h:
+// shapes, no memory), with trainable parameters, forward FLOPs, saved-activation and output
+// bytes for `batch` samples, and the totals.
+struct ModelSummary {
+  std::vector<BlockInfo> blocks;
+  std::vector<std::int64_t> block_parameters;  // trainable parameter elements per block
+  std::int64_t parameters = 0;                 // trainable parameter elements in all
+  std::int64_t batch = 1;
+  double flops = 0;                            // forward, per `batch` samples
+  std::size_t activation_bytes = 0;            // saved by forward, per `batch` samples
+};
+ModelSummary summarize(const ModelSpec& spec, std::int64_t batch = 1);
 
 }  // namespace loom

@@ -23,6 +23,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -49,6 +50,9 @@ struct ExecutorOptions {
   std::uint64_t seed = 0;
   // Targets per sample that count in the loss mean (1 for a class label, T for T tokens).
   std::int64_t targets_per_sample = 1;
+  // The loss mean is over the targets of the global batch that are not ignored (-100; masked LM):
+  // the last stage counts them by reading the whole batch's targets once per batch.
+  bool count_targets = false;
   bool recompute = false;  // forward without saving, recompute just before backward
   comm::BucketOptions buckets{};
 };
@@ -103,6 +107,7 @@ class Executor {
   void send(ChunkState& chunk, const schedule::Action& action);
   void run_action(std::size_t index, std::int64_t first_batch, const BatchReader& reader, StepResult& result);
   void flush_links();  // waits for every send of this rank's links and drops micro-batch state
+  double loss_denominator(std::int64_t batch, const BatchReader& reader);
 
   const schedule::Schedule& schedule_;
   int stage_;
@@ -114,6 +119,7 @@ class Executor {
   std::unique_ptr<WeightStash> stash_;
   std::vector<char> final_backward_;    // per action: the backward that completes a chunk for an AR
   std::function<void(const ActionEvent&)> observer_;
+  std::map<std::int64_t, double> target_counts_;  // count_targets: per batch in flight
   std::int64_t batch_rows_ = 0;         // rows of the batch being run
   std::int64_t steps_in_run_ = 0;
 };

@@ -32,7 +32,8 @@ namespace loom::runtime {
 
 struct TrainerConfig {
   std::string model = "mlp";
-  std::string overrides;          // key=value,... (preset settings)
+  std::string size = "paper";     // the preset's size: paper, cpu or tiny (models/model.h)
+  std::string overrides;          // key=value,... (preset settings, on top of the size's)
   std::string data = "synthetic";
   std::string plan;               // plan JSON from `loom plan` (stages, replicas, ranks, micro-batches, schedule)
   std::string schedule;           // a schedule kind name; empty: dapple (or the plan's). Not with `plan`.

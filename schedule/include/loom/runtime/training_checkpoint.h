@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -17,7 +18,8 @@ namespace loom::runtime {
 
 // What a checkpoint must agree on to be resumed: the model and its split into stages.
 struct CheckpointLayout {
-  std::string model, overrides;
+  std::string model;
+  std::map<std::string, double> settings;  // the model's settings after size and overrides, compared as values
   int stage = 0, stages = 1, chunks = 1;
   std::vector<std::pair<std::int64_t, std::int64_t>> blocks;  // this stage's chunks: [first, last)
   std::int64_t global_batch = 0;

@@ -26,6 +26,4 @@ class TokenPositionEmbedding : public Layer {
   Dropout dropout_;
 };
 
-ModelSpec gpt(const std::string& overrides);
-
 }  // namespace loom

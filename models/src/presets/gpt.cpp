@@ -7,7 +7,8 @@
 #include <loom/layers/loss.h>
 #include <loom/layers/transformer.h>
 
-#include "model_settings.h"
+#include "../model_settings.h"
+#include "presets.h"
 
 namespace loom {
 
@@ -65,26 +66,20 @@ std::size_t TokenPositionEmbedding::activation_bytes(const std::vector<Shape>& i
   return token_.activation_bytes(input_shapes) + dropout_.activation_bytes(output_shapes(input_shapes));
 }
 
-ModelSpec gpt(const std::string& overrides) {
-  ModelSpec spec;
-  spec.name = "gpt";
-  spec.settings = parse_settings(
-      "gpt", {{"vocab", 256}, {"seq", 64}, {"dim", 128}, {"heads", 4}, {"layers", 4}, {"dropout", 10}}, overrides);
+namespace {
+
+void build_gpt(ModelSpec& spec) {
   const std::int64_t vocab = setting_int(spec, "vocab", 2), seq = setting_int(spec, "seq"),
                      dim = setting_int(spec, "dim"), heads = setting_int(spec, "heads"),
                      layers = setting_int(spec, "layers");
-  const double dropout = spec.settings.at("dropout") / 100.0;
-  LOOM_CHECK(dropout >= 0 && dropout < 1, "model gpt: dropout=", spec.settings.at("dropout"),
-             " must be a percentage in [0, 100)");
+  const double dropout = setting_fraction(spec, "dropout");
   LOOM_CHECK(dim % heads == 0, "model gpt: dim=", dim, " is not divisible by heads=", heads);
   spec.data = {Shape{seq}, DType::i64, Shape{seq}, vocab};
   spec.targets_per_sample = seq;
-  spec.block_names.push_back("embedding");
-  spec.block_factories.push_back(
-      [=] { return LayerPtr(std::make_unique<TokenPositionEmbedding>(vocab, seq, dim, dropout)); });
+  add_block(spec, "embedding",
+            [=] { return LayerPtr(std::make_unique<TokenPositionEmbedding>(vocab, seq, dim, dropout)); });
   for (std::int64_t i = 0; i < layers; ++i) {
-    spec.block_names.push_back("layer" + std::to_string(i));
-    spec.block_factories.push_back([=] {
+    add_block(spec, "layer" + std::to_string(i), [=] {
       TransformerOptions options;
       options.d_model = dim;
       options.heads = heads;
@@ -96,15 +91,26 @@ ModelSpec gpt(const std::string& overrides) {
       return LayerPtr(std::make_unique<TransformerEncoderLayer>(options));
     });
   }
-  spec.block_names.push_back("head");
-  spec.block_factories.push_back([=] {
-    auto head = std::make_unique<Sequential>();
-    head->emplace<LayerNorm>(dim);
-    head->emplace<Linear>(dim, vocab);
-    return LayerPtr(std::move(head));
-  });
+  add_block(spec, "head", sequence([=](Sequential& head) {
+              head.emplace<LayerNorm>(dim);
+              head.emplace<Linear>(dim, vocab);
+            }));
   spec.make_loss = [] { return LayerPtr(std::make_unique<CrossEntropyLoss>()); };
-  return spec;
+}
+
+}  // namespace
+
+std::vector<Preset> gpt_presets() {
+  return {{"gpt",
+           "decoder-only transformer over bytes: embedding (token + position), pre-LN causal blocks, head",
+           {{"vocab", 256, 256, 256, "vocabulary (256: bytes, for text:PATH)"},
+            {"seq", 64, 64, 8, "sequence length"},
+            {"dim", 128, 128, 16, "model width"},
+            {"heads", 4, 4, 2, "attention heads"},
+            {"layers", 4, 4, 4, "transformer blocks"},
+            {"dropout", 10, 10, 10, "dropout, percent"}},
+           "not a paper model: the same at paper and cpu size",
+           build_gpt}};
 }
 
 }  // namespace loom
