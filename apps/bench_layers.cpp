@@ -1,10 +1,11 @@
 // `loom bench layers [--json]`: forward+backward time of loom's layers next to PyTorch's CPU
 // implementation on identical shapes and thread counts, in the same invocation: the command keeps
 // /usr/bin/python3 workers (Debian's python3-torch) and alternates loom's runs with PyTorch's one by
-// one, so both meet the same machine conditions. Each figure is the median of several runs after
-// warm-up; ratio = loom_ms / torch_ms (below 1: loom faster). Both sides compute the input gradient
+// one, so both meet the same machine conditions. Each figure is the median (--best: the minimum) of
+// several runs after warm-up; ratio = loom_ms / torch_ms (below 1: loom faster). Both sides compute the input gradient
 // and accumulate parameter gradients, in training mode.
 #include <algorithm>
+#include <array>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -49,7 +50,8 @@ def build(c):
     if k == "linear":
         return torch.nn.Linear(c["in"], c["out"])
     if k == "conv2d":
-        return torch.nn.Conv2d(c["in"], c["out"], c["kernel"], padding=c["padding"])
+        return torch.nn.Conv2d(c["in"], c["out"], c["kernel"], stride=c.get("stride", 1), padding=c["padding"],
+                               groups=c.get("groups", 1))
     if k == "lstm":
         return torch.nn.LSTM(c["in"], c["hidden"], c["layers"], batch_first=True)
     if k == "attention":
@@ -89,6 +91,43 @@ struct BenchCase {
   Shape input;
   nlohmann::json torch;  // the same layer for the script
 };
+
+// One Conv2d row: k x k, stride, padding k / 2, on x[images, in, side, side].
+BenchCase conv_case(const std::string& model, std::int64_t images, std::int64_t in, std::int64_t out, std::int64_t k,
+                    std::int64_t stride, std::int64_t side, std::int64_t groups = 1) {
+  const std::int64_t pad = k / 2;
+  std::string shape = std::to_string(k) + "x" + std::to_string(k) + (stride > 1 ? " s" + std::to_string(stride) : "") +
+                      " " + std::to_string(in) + "->" + std::to_string(out) + (groups > 1 ? " dw" : "") + " on [" +
+                      std::to_string(images) + "," + std::to_string(in) + "," + std::to_string(side) + "," +
+                      std::to_string(side) + "]";
+  const Conv2dOptions o{.in_channels = in, .out_channels = out, .kernel = k, .stride = stride, .padding = pad,
+                        .groups = groups};
+  return {"Conv2d " + model, shape, [o] { return std::make_unique<Conv2d>(o); }, Shape{images, in, side, side},
+          {{"layer", "conv2d"}, {"in", in}, {"out", out}, {"kernel", k}, {"stride", stride}, {"padding", pad},
+           {"groups", groups}}};
+}
+
+// Every distinct convolution of VGG-19 and ResNet-50 (torchvision's, stride on the 3x3) at 224x224,
+// and depthwise 3x3/5x5/7x7 as in AmoebaNet's separable convolutions; rows that appear in both
+// models are listed once.
+std::vector<BenchCase> model_conv_cases(std::int64_t images) {
+  std::vector<BenchCase> out;
+  for (auto [in, o, side] : std::vector<std::array<std::int64_t, 3>>{{3, 64, 224}, {64, 64, 224}, {64, 128, 112},
+                                                                     {128, 128, 112}, {128, 256, 56}, {256, 256, 56},
+                                                                     {256, 512, 28}, {512, 512, 28}, {512, 512, 14}})
+    out.push_back(conv_case("VGG-19", images, in, o, 3, 1, side));
+  out.push_back(conv_case("ResNet-50", images, 3, 64, 7, 2, 224));
+  for (auto [in, o, k, stride, side] : std::vector<std::array<std::int64_t, 5>>{
+           {64, 64, 1, 1, 56},     {64, 64, 3, 1, 56},     {64, 256, 1, 1, 56},    {256, 64, 1, 1, 56},
+           {256, 128, 1, 1, 56},   {128, 128, 3, 2, 56},   {128, 512, 1, 1, 28},   {256, 512, 1, 2, 56},
+           {512, 128, 1, 1, 28},   {128, 128, 3, 1, 28},   {512, 256, 1, 1, 28},   {256, 256, 3, 2, 28},
+           {256, 1024, 1, 1, 14},  {512, 1024, 1, 2, 28},  {1024, 256, 1, 1, 14},  {256, 256, 3, 1, 14},
+           {1024, 512, 1, 1, 14},  {512, 512, 3, 2, 14},   {512, 2048, 1, 1, 7},   {1024, 2048, 1, 2, 14},
+           {2048, 512, 1, 1, 7},   {512, 512, 3, 1, 7}})
+    out.push_back(conv_case("ResNet-50", images, in, o, k, stride, side));
+  for (std::int64_t k : {3, 5, 7}) out.push_back(conv_case("depthwise", images, 128, 128, k, 1, 28, 128));
+  return out;
+}
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -159,7 +198,11 @@ class TorchWorker {
       // the run that follows; the shortest timeout leaves PyTorch's own figures unchanged.
       for (const char* name : {"OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"}) ::setenv(name, n.c_str(), 1);
       ::setenv("OPENBLAS_THREAD_TIMEOUT", "4", 1);
-      if (passive) ::setenv("OMP_WAIT_POLICY", "passive", 1);
+      // loom itself runs with OMP_WAIT_POLICY=passive (main.cpp); the default worker gets OpenMP's default.
+      if (passive)
+        ::setenv("OMP_WAIT_POLICY", "passive", 1);
+      else
+        ::unsetenv("OMP_WAIT_POLICY");
       ::execl("/usr/bin/python3", "python3", "-c", kTorchWorker, n.c_str(), static_cast<char*>(nullptr));
       std::_Exit(127);
     }
@@ -216,42 +259,100 @@ struct LoomRunner {
 
 struct CaseTimes {
   double loom_ms, torch_ms;
-  std::string torch_setting;  // which PyTorch run was faster
+  std::string torch_setting;        // which PyTorch run was faster
+  std::vector<double> forced_ms;    // per forced Conv2d path (--paths), negative where it does not apply
 };
 
-// Medians for one case: loom's runs alternate with those of both PyTorch workers, each taking
-// every position in turn, so that all meet the same machine conditions however the load drifts.
-CaseTimes time_case(const BenchCase& c, std::vector<TorchWorker*>& torch, int warmup, int repeats) {
+// LOOM_CONV_PATH for the runs of one loom side ("" leaves Conv2d's own rule).
+void force_conv_path(const std::string& path) {
+  if (path.empty())
+    ::unsetenv("LOOM_CONV_PATH");
+  else
+    ::setenv("LOOM_CONV_PATH", path.c_str(), 1);
+}
+
+// The CPU path a Conv2d row runs (oneDNN, winograd, im2col) under the current LOOM_CONV_PATH; ""
+// for other layers.
+std::string loom_path(const BenchCase& c) {
+  const LayerPtr layer = c.build();
+  const auto* conv = dynamic_cast<const Conv2d*>(layer.get());
+  return conv ? conv->cpu_path(DType::f32) : "";
+}
+
+// Medians (or minima) for one case: loom's runs (its own choice, then each forced path of `paths`
+// that applies) alternate with those of both PyTorch workers, each side taking every position in
+// turn, so that all meet the same machine conditions however the load drifts.
+CaseTimes time_case(const BenchCase& c, std::vector<TorchWorker*>& torch, int warmup, int repeats, bool best,
+                    const std::vector<std::string>& paths) {
   nlohmann::json spec = c.torch;
   spec["x"] = c.input.vec();
   for (TorchWorker* worker : torch) {
     const std::string ready = worker->ask(nlohmann::json{{"case", spec}}.dump());
     LOOM_CHECK(ready.rfind("ready", 0) == 0, "bench layers: the PyTorch side answered '", ready, "' to a new case");
   }
+  std::vector<std::string> loom_sides{""};  // loom side 0: Conv2d's own rule
+  for (const std::string& path : paths) {
+    force_conv_path(path);
+    if (loom_path(c) == path) loom_sides.push_back(path);
+  }
+  force_conv_path("");
   LoomRunner loom(c);
-  const int sides = static_cast<int>(torch.size()) + 1;  // side 0 is loom
+  const int loom_count = static_cast<int>(loom_sides.size()), sides = loom_count + static_cast<int>(torch.size());
   std::vector<std::vector<double>> times(static_cast<std::size_t>(sides));
   for (int i = 0; i < warmup + repeats; ++i) {
     for (int k = 0; k < sides; ++k) {
       const int side = (i + k) % sides;
-      const double ms = side == 0 ? loom.run() : std::stod(torch[static_cast<std::size_t>(side - 1)]->ask("{}"));
+      double ms = 0;
+      if (side < loom_count) {
+        force_conv_path(loom_sides[static_cast<std::size_t>(side)]);
+        ms = loom.run();
+        force_conv_path("");
+      } else {
+        ms = std::stod(torch[static_cast<std::size_t>(side - loom_count)]->ask("{}"));
+      }
       if (i >= warmup) times[static_cast<std::size_t>(side)].push_back(ms);
     }
   }
-  CaseTimes result{median(times[0]), 0.0, ""};
-  for (int side = 1; side < sides; ++side) {
-    const double ms = median(times[static_cast<std::size_t>(side)]);
+  auto statistic = [best](const std::vector<double>& v) { return best ? *std::min_element(v.begin(), v.end()) : median(v); };
+  CaseTimes result{statistic(times[0]), 0.0, "", {}};
+  for (const std::string& path : paths) {
+    const auto at = std::find(loom_sides.begin(), loom_sides.end(), path);
+    result.forced_ms.push_back(at == loom_sides.end() ? -1.0 : statistic(times[static_cast<std::size_t>(at - loom_sides.begin())]));
+  }
+  for (int side = loom_count; side < sides; ++side) {
+    const double ms = statistic(times[static_cast<std::size_t>(side)]);
     if (result.torch_setting.empty() || ms < result.torch_ms) {
       result.torch_ms = ms;
-      result.torch_setting = side == 1 ? "default" : "passive";
+      result.torch_setting = side == loom_count ? "default" : "passive";
     }
   }
   return result;
 }
 
-void run(bool json, int threads, int warmup, int repeats, bool quick) {
-  set_num_threads(threads > 0 ? threads : default_num_threads());
-  const std::vector<BenchCase> list = cases(quick);
+struct LayersBenchOptions {
+  bool json = false, quick = false, conv_shapes = false, best = false;
+  int threads = 0, warmup = 2, repeats = 9;
+  std::string filter;               // only rows whose layer or shape contains it
+  std::vector<std::string> paths;   // Conv2d paths to time as well (LOOM_CONV_PATH values)
+};
+
+// "  im2col 12.345" per forced path ("-" where it does not apply), for the text table.
+std::string forced_columns(const std::vector<std::string>& paths, const std::vector<double>& ms) {
+  std::string text;
+  char cell[64];
+  for (std::size_t p = 0; p < paths.size(); ++p) {
+    if (ms[p] < 0)
+      std::snprintf(cell, sizeof cell, "  %s %10s", paths[p].c_str(), "-");
+    else
+      std::snprintf(cell, sizeof cell, "  %s %10.3f", paths[p].c_str(), ms[p]);
+    text += cell;
+  }
+  return text;
+}
+
+void run(const LayersBenchOptions& o) {
+  set_num_threads(o.threads > 0 ? o.threads : default_num_threads());
+  const std::vector<BenchCase> list = o.conv_shapes ? model_conv_cases(o.quick ? 2 : 8) : cases(o.quick);
   std::signal(SIGPIPE, SIG_IGN);  // a worker that died (no torch?) must give our error, not kill us
   std::vector<std::unique_ptr<TorchWorker>> workers;
   workers.push_back(std::make_unique<TorchWorker>(num_threads(), false));
@@ -259,35 +360,51 @@ void run(bool json, int threads, int warmup, int repeats, bool quick) {
   std::vector<TorchWorker*> torch;
   for (auto& worker : workers) torch.push_back(worker.get());
   nlohmann::json rows = nlohmann::json::array();
-  if (!json)
-    std::printf("%-24s %-52s %10s %10s %7s  %s   (threads %d, median of %d after %d warm-up)\n", "layer", "shape",
-                "loom ms", "torch ms", "ratio", "torch OMP wait", num_threads(), repeats, warmup);
+  if (!o.json)
+    std::printf("%-18s %-34s %10s %10s %7s  %-8s %-7s %s  (threads %d, %s of %d after %d warm-up)\n", "layer",
+                "shape", "loom ms", "torch ms", "ratio", "loom", "torch", o.paths.empty() ? "" : "forced paths (ms)",
+                num_threads(), o.best ? "best" : "median", o.repeats, o.warmup);
   for (const BenchCase& c : list) {
-    const CaseTimes t = time_case(c, torch, warmup, repeats);
+    if (!o.filter.empty() && (c.layer + " " + c.shape).find(o.filter) == std::string::npos) continue;
+    const CaseTimes t = time_case(c, torch, o.warmup, o.repeats, o.best, o.paths);
     const double ratio = t.loom_ms / t.torch_ms;
-    rows.push_back({{"layer", c.layer}, {"shape", c.shape}, {"loom_ms", t.loom_ms}, {"torch_ms", t.torch_ms},
-                    {"ratio", ratio}, {"torch_setting", t.torch_setting}});
-    if (!json) {
-      std::printf("%-24s %-52s %10.3f %10.3f %7.2f  %s\n", c.layer.c_str(), c.shape.c_str(), t.loom_ms, t.torch_ms,
-                  ratio, t.torch_setting.c_str());
+    const std::string path = loom_path(c);
+    nlohmann::json row{{"layer", c.layer},          {"shape", c.shape}, {"loom_ms", t.loom_ms},
+                       {"torch_ms", t.torch_ms},    {"ratio", ratio},   {"loom_path", path},
+                       {"torch_setting", t.torch_setting}};
+    for (std::size_t p = 0; p < o.paths.size(); ++p)
+      if (t.forced_ms[p] >= 0) row[o.paths[p] + "_ms"] = t.forced_ms[p];
+    rows.push_back(row);
+    if (!o.json) {
+      std::printf("%-18s %-34s %10.3f %10.3f %7.2f  %-8s %-7s%s\n", c.layer.c_str(), c.shape.c_str(), t.loom_ms,
+                  t.torch_ms, ratio, path.empty() ? "-" : path.c_str(), t.torch_setting.c_str(),
+                  forced_columns(o.paths, t.forced_ms).c_str());
       std::fflush(stdout);
     }
   }
-  if (json) std::printf("%s\n", rows.dump(1).c_str());
+  if (o.json) std::printf("%s\n", rows.dump(1).c_str());
 }
 
 }  // namespace
 
 void add_bench_layers_command(CLI::App& bench) {
   CLI::App* cmd = bench.add_subcommand("layers", "forward+backward time of loom's layers next to PyTorch CPU");
-  static bool json = false, quick = false;
-  static int threads = 0, warmup = 2, repeats = 9;
-  cmd->add_flag("--json", json, "print a JSON array of {layer, shape, loom_ms, torch_ms, ratio, torch_setting}");
-  cmd->add_option("--threads", threads, "CPU threads for both loom and PyTorch (default: loom's default)");
-  cmd->add_option("--warmup", warmup, "untimed runs before measuring")->check(CLI::NonNegativeNumber);
-  cmd->add_option("--repeats", repeats, "timed runs; the median is reported")->check(CLI::PositiveNumber);
-  cmd->add_flag("--quick", quick, "small shapes (a smoke run, not the realistic sizes)");
-  cmd->callback([] { run(json, threads, warmup, repeats, quick); });
+  static LayersBenchOptions o;
+  cmd->add_flag("--json", o.json,
+                "print a JSON array of {layer, shape, loom_ms, torch_ms, ratio, loom_path, torch_setting}");
+  cmd->add_option("--threads", o.threads, "CPU threads for both loom and PyTorch (default: loom's default)");
+  cmd->add_option("--warmup", o.warmup, "untimed runs before measuring")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--repeats", o.repeats, "timed runs; the median is reported")->check(CLI::PositiveNumber);
+  cmd->add_option("--filter", o.filter, "only the rows whose layer and shape contain this text");
+  cmd->add_option("--paths", o.paths,
+                  "Conv2d paths to time as well, interleaved with the rest (im2col, winograd, onednn; each where "
+                  "it applies)")->delimiter(',');
+  cmd->add_flag("--best", o.best, "report each side's fastest run instead of the median");
+  cmd->add_flag("--quick", o.quick, "small shapes (a smoke run, not the realistic sizes)");
+  cmd->add_flag("--conv-shapes", o.conv_shapes,
+                "instead of the default rows, every distinct convolution of VGG-19 and ResNet-50 and depthwise "
+                "3x3/5x5/7x7, at batch 8 (LOOM_CONV_PATH=im2col|winograd|onednn forces loom's path)");
+  cmd->callback([] { run(o); });
 }
 
 }  // namespace loom::apps

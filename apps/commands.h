@@ -12,9 +12,10 @@ void add_plan_command(CLI::App& app);
 void add_simulate_command(CLI::App& app);
 void add_describe_command(CLI::App& app);  // also defines `loom models`
 void add_models_command(CLI::App& app);
-// `loom bench <name>`: gemm, layers, allreduce, p2p.
+// `loom bench <name>`: gemm, layers, optimizer, allreduce, p2p.
 void add_bench_gemm_command(CLI::App& bench);
 void add_bench_layers_command(CLI::App& bench);
+void add_bench_optimizer_command(CLI::App& bench);
 void add_bench_allreduce_command(CLI::App& bench);
 void add_bench_p2p_command(CLI::App& bench);
 

@@ -1,8 +1,10 @@
 // loom: train, profile, plan, simulate, describe, models, bench. Errors end every rank with one clear line.
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 
 #include <mpi.h>
+#include <unistd.h>
 
 #include <loom/core/error.h>
 #include <loom/core/log.h>
@@ -31,9 +33,22 @@ int fail(const char* message) {
   return 1;
 }
 
+// oneDNN (Conv2d's f32 CPU path) runs on OpenMP threads, which by default spin after each parallel
+// region; spinning, they starve loom's own pool in the layers that follow and everything else on a
+// shared machine (`loom bench layers`, 2 threads: a 3x3 stride-2 convolution 1.4x PyTorch's time
+// with spinning threads, 0.8-1.0x passive). OpenMP reads OMP_WAIT_POLICY once, as its runtime
+// loads before main, so when it is unset loom sets it to passive and executes itself again (before
+// MPI starts; the process id stays). An explicit OMP_WAIT_POLICY is kept.
+void prefer_passive_openmp(char** argv) {
+  if (std::getenv("OMP_WAIT_POLICY") != nullptr) return;
+  ::setenv("OMP_WAIT_POLICY", "passive", 1);
+  ::execv("/proc/self/exe", argv);  // returns only if that failed: run on, with spinning threads
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  prefer_passive_openmp(argv);
   CLI::App app{"loom: pipelined and data-parallel training (DAPPLE, PipeDream)", "loom"};
   app.require_subcommand(1);
   app.set_config("--config", "", "read a command's options from a TOML file (a [train] section: what loom train "
@@ -44,10 +59,11 @@ int main(int argc, char** argv) {
   loom::apps::add_simulate_command(app);
   loom::apps::add_describe_command(app);
   loom::apps::add_models_command(app);
-  CLI::App* bench = app.add_subcommand("bench", "Benchmarks: gemm, layers, allreduce, p2p");
+  CLI::App* bench = app.add_subcommand("bench", "Benchmarks: gemm, layers, optimizer, allreduce, p2p");
   bench->require_subcommand(1);
   loom::apps::add_bench_gemm_command(*bench);
   loom::apps::add_bench_layers_command(*bench);
+  loom::apps::add_bench_optimizer_command(*bench);
   loom::apps::add_bench_allreduce_command(*bench);
   loom::apps::add_bench_p2p_command(*bench);
   loom::log::init();

@@ -2,8 +2,8 @@
 # Installs what loom needs from Debian 12's packages, only what is missing (idempotent, quiet).
 set -euo pipefail
 packages=(build-essential cmake git libopenmpi-dev openmpi-bin libeigen3-dev libopenblas-dev libspdlog-dev
-          catch2 libcli11-dev nlohmann-json3-dev zlib1g-dev python3 python3-torch python3-torchvision python3-matplotlib
-          python3-numpy dataset-fashion-mnist gnuplot-nox)
+          catch2 libcli11-dev nlohmann-json3-dev zlib1g-dev libdnnl-dev python3 python3-torch python3-torchvision
+          python3-matplotlib python3-numpy dataset-fashion-mnist gnuplot-nox)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -3,18 +3,24 @@
 #include <loom/core/threads.h>
 
 #include <algorithm>
+#include <atomic>
 #include <charconv>
 #include <cstdlib>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <thread>
+
+#include <sched.h>
+
+#include <spdlog/spdlog.h>
 
 #include <loom/core/error.h>
 
 namespace loom {
 
 namespace {
-int g_threads = 0;
+std::atomic<int> g_threads{0};
 
 constexpr int kMaxThreads = 1024;
 
@@ -29,25 +35,53 @@ int env_int(const char* name) {
              "environment variable ", name, "='", excerpt(text), "' is not a count (an integer in [0, 1048576])");
   return parsed;
 }
+
+// One line per process the first time more threads are asked for than this process has cores.
+void warn_if_oversubscribed(int threads, const char* source) {
+  const int cores = affinity_cores();
+  if (threads <= cores) return;
+  static std::once_flag once;
+  std::call_once(once, [&] {
+    spdlog::warn("{} threads requested ({}) but this process may run on {} core{} (its CPU affinity): the threads "
+                 "will share {} and run slower. Under mpirun, pass --bind-to none (Open MPI binds a job of 1 or 2 "
+                 "ranks to one core each) or ask for fewer threads.",
+                 threads, source, cores, cores == 1 ? "" : "s", cores == 1 ? "it" : "them");
+  });
+}
 }  // namespace
 
 void set_num_threads(int threads) {
   LOOM_CHECK(threads >= 1 && threads <= kMaxThreads, "thread count must be in [1, ", kMaxThreads, "], got ", threads);
+  warn_if_oversubscribed(threads, "--threads");
   g_threads = threads;
 }
 
-int num_threads() { return g_threads > 0 ? g_threads : default_num_threads(); }
+int num_threads() {
+  if (const int threads = g_threads.load(std::memory_order_relaxed); threads > 0) return threads;
+  const int threads = default_num_threads();  // once: parallel_for asks at every call
+  g_threads.store(threads, std::memory_order_relaxed);
+  return threads;
+}
+
+int affinity_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));  // more CPUs than cpu_set_t holds
+}
 
 int default_num_threads() {
   if (const int requested = env_int("LOOM_NUM_THREADS"); requested > 0) {
     LOOM_CHECK(requested <= kMaxThreads, "LOOM_NUM_THREADS=", requested, " is more than ", kMaxThreads, " threads");
+    warn_if_oversubscribed(requested, "LOOM_NUM_THREADS");
     return requested;
   }
-  const int cores = std::max(1u, std::thread::hardware_concurrency());
   int local_ranks = 0;
   for (const char* name : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "MV2_COMM_WORLD_LOCAL_SIZE"})
     if (local_ranks <= 0) local_ranks = env_int(name);
-  return std::max(1, cores / std::max(1, local_ranks));
+  // Bound ranks (each its own cores) get their affinity; unbound ones share the machine's cores.
+  const int machine = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return std::max(1, std::min(affinity_cores(), machine / std::max(1, local_ranks)));
 }
 
 }  // namespace loom

@@ -1,4 +1,5 @@
-// Conv2d forward/backward (see conv2d.h): CPU im2col + GEMM here, cuDNN in cuda/conv2d.cpp.
+// Conv2d forward/backward (see conv2d.h): on the CPU, the path cpu/conv_path.h chooses (oneDNN,
+// Winograd, or im2col + GEMM here); cuDNN in cuda/conv2d.cpp.
 #include <loom/layers/conv2d.h>
 
 #include <algorithm>
@@ -7,11 +8,13 @@
 #include <loom/core/ops.h>
 #include <loom/core/parallel.h>
 
-#include "cuda/conv2d.h"
+#include "cpu/conv_path.h"
 #include "cpu/im2col.h"
+#include "cpu/onednn_conv.h"
+#include "cpu/winograd.h"
+#include "cuda/conv2d.h"
 #include "layer_util.h"
 #include "strided_copy.h"
-#include "cpu/winograd.h"
 
 namespace loom {
 
@@ -60,11 +63,6 @@ void images_from_columns(const T* col, std::int64_t cols, std::int64_t first, st
 // A 1x1 convolution with unit stride and no padding: the input plane is its own column matrix.
 bool is_pointwise(const Conv2dOptions& o) {
   return o.kernel == Size2(1) && o.stride == Size2(1) && o.padding == Size2(0);
-}
-
-bool uses_winograd(const Conv2dOptions& o) {
-  return detail::winograd::applies(o.kernel.h, o.kernel.w, o.stride.h, o.stride.w, o.dilation.h, o.dilation.w,
-                                   o.padding.h, o.padding.w, o.groups);
 }
 
 // Rows [begin, end) of a 2-D matrix (a view).
@@ -173,6 +171,8 @@ Conv2d::Conv2d(const Conv2dOptions& options) : options_(options) {
   if (o.bias) bias_ = make_parameter("bias", {o.out_channels}, Init::fan_in_uniform(fan_in));
 }
 
+std::string Conv2d::cpu_path(DType dtype) const { return detail::conv_path_name(detail::choose_conv_path(options_, dtype)); }
+
 std::vector<Parameter*> Conv2d::local_parameters() {
   if (options_.bias) return {&weight_, &bias_};
   return {&weight_};
@@ -206,7 +206,12 @@ Tensor Conv2d::forward_tensor(const Tensor& x, Context& ctx) {
   }
 
   MemoryCategoryScope scope(MemoryCategory::workspace);
-  if (uses_winograd(o)) {
+  const detail::ConvPath path = detail::choose_conv_path(o, x.dtype());
+  if (path == detail::ConvPath::onednn) {
+    detail::onednn::convolve(x, weight_.value, bias_.value, y, o);
+    return y;
+  }
+  if (path == detail::ConvPath::winograd) {
     detail::winograd::convolve(x, detail::winograd::transform_filter(weight_.value, false), o.padding.h, bias_.value, y);
     return y;
   }
@@ -242,7 +247,14 @@ Tensor Conv2d::input_gradient(const Shape& input_shape, const Tensor& grad_y) co
     cuda_kernels::conv2d_backward_data(grad_y, weight_.value, grad_x, o);
     return grad_x;
   }
-  if (uses_winograd(o)) {  // the forward of the rotated, transposed filter with padding 2 - p
+  const detail::ConvPath path = detail::choose_conv_path(o, grad_y.dtype());
+  if (path == detail::ConvPath::onednn) {
+    Tensor grad_x = Tensor::empty(input_shape, grad_y.dtype(), grad_y.device());
+    MemoryCategoryScope scope(MemoryCategory::workspace);
+    detail::onednn::input_gradient(grad_y, weight_.value, grad_x, o);
+    return grad_x;
+  }
+  if (path == detail::ConvPath::winograd) {  // the forward of the rotated, transposed filter with padding 2 - p
     Tensor grad_x = Tensor::empty(input_shape, grad_y.dtype(), grad_y.device());
     MemoryCategoryScope scope(MemoryCategory::workspace);
     detail::winograd::convolve(grad_y, detail::winograd::transform_filter(weight_.value, true), 2 - o.padding.h,
@@ -282,7 +294,12 @@ void Conv2d::accumulate_weight_gradient(const Tensor& x, const Tensor& grad_y) {
   const WindowGeometry g = geometry(x.shape());
   const std::int64_t batch = x.size(0);
   MemoryCategoryScope scope(MemoryCategory::workspace);
-  if (uses_winograd(o)) {
+  const detail::ConvPath path = detail::choose_conv_path(o, x.dtype());
+  if (path == detail::ConvPath::onednn) {
+    detail::onednn::accumulate_weight_gradient(x, grad_y, weight_.grad, bias_.grad, o);
+    return;
+  }
+  if (path == detail::ConvPath::winograd) {
     detail::winograd::accumulate_filter_gradient(x, grad_y, o.padding.h, weight_.grad);
     if (o.bias)
       dispatch_floating(x.dtype(), describe(), [&]<typename T>(T) { accumulate_channel_sums<T>(grad_y, bias_.grad); });

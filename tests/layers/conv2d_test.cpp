@@ -1,9 +1,12 @@
 // Conv2d: f64 finite differences (inputs, weight, bias; the split backward agrees with the full
-// one), PyTorch 1.13 fp32 references over stride/padding/dilation/groups and both GEMM chunkings,
+// one), PyTorch 1.13 fp32 references over stride/padding/dilation/groups and both GEMM chunkings
+// for each CPU path (im2col, Winograd, oneDNN),
 // PyTorch's init bounds, and the error messages for bad inputs.
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstdlib>
+#include <string>
 
 #include <loom/core/ops.h>
 #include <loom/layers/conv2d.h>
@@ -81,26 +84,52 @@ TEST_CASE("Conv2d gradients match finite differences in f64") {
   }
 }
 
-TEST_CASE("Conv2d equals PyTorch in fp32") {
+// Forces Conv2d's CPU path for one scope (LOOM_CONV_PATH, see layers/src/cpu/conv_path.h).
+struct ForcedConvPath {
+  explicit ForcedConvPath(const char* path) { ::setenv("LOOM_CONV_PATH", path, 1); }
+  ~ForcedConvPath() { ::unsetenv("LOOM_CONV_PATH"); }
+};
+
+// Each CPU path that applies (oneDNN when built in, Winograd for 3x3 stride 1, im2col always)
+// against one PyTorch reference per case.
+TEST_CASE("Conv2d equals PyTorch in fp32 on every CPU path") {
   for (const ConvCase& c : cases()) {
     SECTION(c.name) {
-      Conv2d conv(c.options);
-      conv.initialize(5, 2, "conv");
       const Tensor x = test::random_tensor(c.input, 21);
-      Context ctx;
-      const Tensor y = conv.forward({x}, ctx)[0];
-      const Tensor grad_y = test::random_tensor(y.shape(), 22);
-      const Tensor grad_x = conv.backward({grad_y}, ctx)[0];
-
-      safetensors::NamedTensors inputs{{"x", x}, {"grad_y", grad_y}, {"weight", conv.weight().value}};
-      if (c.options.bias) inputs.emplace_back("bias", conv.bias().value);
+      Conv2d reference_shape(c.options);
+      const Tensor grad_y = test::random_tensor(reference_shape.output_shapes({c.input})[0], 22);
+      reference_shape.initialize(5, 2, "conv");
+      safetensors::NamedTensors inputs{{"x", x}, {"grad_y", grad_y}, {"weight", reference_shape.weight().value}};
+      if (c.options.bias) inputs.emplace_back("bias", reference_shape.bias().value);
       const safetensors::File torch = test::run_torch("cnn_layers", inputs, torch_config(c.options));
-      check_close(y, torch.get("y"), "y");
-      check_close(grad_x, torch.get("grad_x"), "grad_x");
-      check_close(conv.weight().grad, torch.get("grad_weight"), "grad_weight");
-      if (c.options.bias) check_close(conv.bias().grad, torch.get("grad_bias"), "grad_bias");
+      int paths_run = 0;
+      for (const char* path : {"im2col", "winograd", "onednn"}) {
+        const ForcedConvPath forced(path);
+        Conv2d conv(c.options);
+        conv.initialize(5, 2, "conv");
+        if (conv.cpu_path(DType::f32) != path) continue;  // does not apply to this case or build
+        ++paths_run;
+        Context ctx;
+        const Tensor y = conv.forward({x}, ctx)[0];
+        const Tensor grad_x = conv.backward({grad_y}, ctx)[0];
+        check_close(y, torch.get("y"), std::string(path) + " y");
+        check_close(grad_x, torch.get("grad_x"), std::string(path) + " grad_x");
+        check_close(conv.weight().grad, torch.get("grad_weight"), std::string(path) + " grad_weight");
+        if (c.options.bias) check_close(conv.bias().grad, torch.get("grad_bias"), std::string(path) + " grad_bias");
+      }
+      CHECK(paths_run >= 1);
     }
   }
+}
+
+TEST_CASE("Conv2d keeps f64 off oneDNN and refuses an unknown LOOM_CONV_PATH") {
+  Conv2d conv({.in_channels = 2, .out_channels = 3, .kernel = 3, .padding = 1});
+  {
+    const ForcedConvPath forced("onednn");
+    CHECK(conv.cpu_path(DType::f64) == "winograd");
+  }
+  const ForcedConvPath forced("direct");
+  CHECK_THROWS_WITH(conv.cpu_path(DType::f32), Catch::Contains("LOOM_CONV_PATH='direct' is not a Conv2d path"));
 }
 
 TEST_CASE("Conv2d accumulates parameter gradients and splits backward") {

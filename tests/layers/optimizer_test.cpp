@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include <loom/core/ops.h>
+#include <loom/core/threads.h>
 #include <loom/layers/linear.h>
 #include <loom/layers/optimizer.h>
 
@@ -66,6 +67,67 @@ TEST_CASE("SGD, Adam and AdamW (with and without clipping) equal torch.optim ove
                         Case{"adam", 0.01, 0, 0.1, false}, Case{"adamw", 0.01, 0, 0.1, false},
                         Case{"sgd", 0.1, 0.9, 0.0, false, 0.5}, Case{"adam", 0.01, 0, 0.0, false, 0.5}})
     check_against_torch(c);
+}
+
+namespace {
+
+// Parameters of sizes that straddle the optimizer's chunks (32 Ki elements): large ones split across
+// threads, small ones sharing a chunk with their neighbours.
+std::vector<Parameter> odd_parameters() {
+  std::vector<Parameter> params;
+  std::uint64_t key = 300;
+  for (std::int64_t n : {5, 70001, 3, 40000, 1, 32768, 9}) {
+    params.push_back(make_parameter("weight", {n}, Init::zeros()));
+    params.back().value.copy_from(test::random_tensor({n}, key++));
+    params.back().grad.copy_from(test::random_tensor({n}, key++));
+  }
+  return params;
+}
+
+// Three steps of `kind` over odd_parameters() on `threads` threads; the values afterwards.
+std::vector<std::vector<float>> three_steps(const std::string& kind, int threads) {
+  set_num_threads(threads);
+  std::vector<Parameter> params = odd_parameters();
+  std::vector<NamedParameter> named;
+  for (Parameter& p : params) named.push_back({p.name, &p});
+  std::unique_ptr<Optimizer> optimizer;
+  if (kind == "momentum") optimizer = std::make_unique<Sgd>(named, SgdOptions{.momentum = 0.9, .nesterov = true});
+  else optimizer = std::make_unique<Adam>(named, AdamOptions{.weight_decay = 0.1, .decoupled_weight_decay = true});
+  for (int step = 0; step < 3; ++step) optimizer->step(0.01, 0.5);
+  set_num_threads(1);
+  std::vector<std::vector<float>> values;
+  for (const Parameter& p : params) values.push_back(p.value.to_float_vector());
+  return values;
+}
+
+}  // namespace
+
+TEST_CASE("a multi-threaded step updates every element of every parameter once", "[optimizer]") {
+  // One thread runs the whole flat range as one piece; three cut it into chunks across parameter
+  // boundaries. Element-wise updates do not depend on the cut, so the values must be identical.
+  for (const std::string kind : {"momentum", "adamw"}) {
+    INFO(kind);
+    const auto one = three_steps(kind, 1), three = three_steps(kind, 3);
+    REQUIRE(one.size() == three.size());
+    for (std::size_t i = 0; i < one.size(); ++i) CHECK(one[i] == three[i]);
+  }
+  // And against the formula for SGD with Nesterov momentum, element by element in double.
+  std::vector<Parameter> start = odd_parameters();
+  const auto stepped = three_steps("momentum", 3);
+  double worst = 0;
+  for (std::size_t i = 0; i < start.size(); ++i) {
+    const auto w0 = start[i].value.to_float_vector(), g = start[i].grad.to_float_vector();
+    for (std::size_t j = 0; j < w0.size(); ++j) {
+      double w = w0[j], buffer = 0;
+      for (int step = 0; step < 3; ++step) {
+        const double d = 0.5 * g[j];
+        buffer = step == 0 ? d : 0.9 * buffer + d;
+        w -= 0.01 * (d + 0.9 * buffer);
+      }
+      worst = std::max(worst, std::abs(w - stepped[i][j]));
+    }
+  }
+  CHECK(worst < 1e-6);
 }
 
 TEST_CASE("grad_scale multiplies the gradient", "[optimizer]") {

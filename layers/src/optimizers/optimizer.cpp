@@ -1,16 +1,20 @@
 // SGD, Adam/AdamW and learning-rate schedules (see optimizer.h). The per-element math is shared
 // with the CUDA kernels (optimizer_math.h, cuda/optimizer.cu); dispatch by the parameter's device
-// happens here.
+// happens here. CUDA parameters are stepped one tensor per kernel; the CPU parameters are stepped
+// together, as one flat range cut across loom's threads (parameter_spans.h) into vectorised spans
+// (cpu_update.h).
 #include <loom/layers/optimizer.h>
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 #include <loom/core/dtype_dispatch.h>
 #include <loom/core/ops.h>
 
 #include "cuda/optimizer.h"
-#include "optimizers/optimizer_math.h"
+#include "optimizers/cpu_update.h"
+#include "optimizers/parameter_spans.h"
 
 namespace loom {
 
@@ -19,6 +23,42 @@ namespace {
 Tensor zeros_like_state(const Tensor& like) {
   MemoryCategoryScope scope(MemoryCategory::optimizer_state);
   return Tensor::zeros(like.shape(), like.dtype(), like.device());
+}
+
+// Raw pointers of one CPU parameter's update, taken (and their dtypes checked) before the threads
+// start, so that the parallel part only computes.
+struct CpuSlot {
+  std::size_t index;  // into the optimizer's parameters
+  DType dtype;
+  void* value;
+  const void* grad;
+  void* state0;  // momentum buffer or exp_avg (null: none)
+  void* state1;  // exp_avg_sq (null: none)
+};
+
+CpuSlot cpu_slot(std::size_t index, const NamedParameter& p, const Tensor* state0, const Tensor* state1) {
+  const Tensor& value = p.parameter->value;
+  LOOM_CHECK(value.dtype() == DType::f32 || value.dtype() == DType::f64, "optimizer: parameter ", p.name,
+             " has dtype ", dtype_name(value.dtype()), " (f32 or f64 expected)");
+  LOOM_CHECK(p.parameter->grad.dtype() == value.dtype(), "optimizer: gradient of ", p.name, " has dtype ",
+             dtype_name(p.parameter->grad.dtype()), ", its parameter ", dtype_name(value.dtype()));
+  return {index, value.dtype(), value.raw_data(), p.parameter->grad.raw_data(), state0 ? state0->raw_data() : nullptr,
+          state1 ? state1->raw_data() : nullptr};
+}
+
+// Runs update(slot, begin, end) over pieces of every CPU slot, concurrently (see ParameterSpans).
+void step_cpu_slots(const std::vector<CpuSlot>& slots,
+                    const std::function<void(const CpuSlot&, std::int64_t, std::int64_t)>& update,
+                    const std::vector<NamedParameter>& parameters) {
+  std::vector<std::int64_t> sizes;
+  for (const CpuSlot& slot : slots) sizes.push_back(parameters[slot.index].parameter->value.numel());
+  optim::ParameterSpans(sizes).for_each(
+      [&](std::size_t k, std::int64_t begin, std::int64_t end) { update(slots[k], begin, end); });
+}
+
+template <typename T>
+T* at(void* data, std::int64_t offset) {
+  return data ? static_cast<T*>(data) + offset : nullptr;
 }
 
 }  // namespace
@@ -54,27 +94,29 @@ Sgd::Sgd(std::vector<NamedParameter> parameters, SgdOptions options)
 
 void Sgd::step(double lr, double grad_scale) {
   const bool use_momentum = options_.momentum != 0.0;
+  std::vector<bool> first(parameters_.size(), false);
+  std::vector<CpuSlot> cpu;
   for (std::size_t i = 0; i < parameters_.size(); ++i) {
     Parameter& p = *parameters_[i].parameter;
-    const bool first = use_momentum && !momentum_[i].defined();
-    if (first) momentum_[i] = zeros_like_state(p.value);
+    first[i] = use_momentum && !momentum_[i].defined();
+    if (first[i]) momentum_[i] = zeros_like_state(p.value);
     Tensor* buffer = use_momentum ? &momentum_[i] : nullptr;
-    if (p.value.device().is_cuda()) {
-      optim::cuda::sgd_step(p.value, p.grad, buffer, lr, grad_scale, options_.momentum, options_.dampening,
-                            options_.weight_decay, options_.nesterov, first);
+    if (!p.value.device().is_cuda()) {
+      cpu.push_back(cpu_slot(i, parameters_[i], buffer, nullptr));
       continue;
     }
-    dispatch_floating(p.value.dtype(), "optimizer", [&]<typename T>(T) {
-      T* w = p.value.data<T>();
-      const T* g = p.grad.data<T>();
-      T* b = buffer ? buffer->data<T>() : nullptr;
-      const std::int64_t n = p.value.numel();
-      for (std::int64_t j = 0; j < n; ++j)
-        optim::sgd_update<T>(w[j], g[j] * static_cast<T>(grad_scale), b ? b + j : nullptr, static_cast<T>(lr),
-                             static_cast<T>(options_.momentum), static_cast<T>(options_.dampening),
-                             static_cast<T>(options_.weight_decay), options_.nesterov, first);
-    });
+    optim::cuda::sgd_step(p.value, p.grad, buffer, lr, grad_scale, options_.momentum, options_.dampening,
+                          options_.weight_decay, options_.nesterov, first[i]);
   }
+  step_cpu_slots(cpu, [&](const CpuSlot& slot, std::int64_t begin, std::int64_t end) {
+    dispatch_floating(slot.dtype, "optimizer", [&]<typename T>(T) {
+      const optim::cpu::SgdScalars<T> s{static_cast<T>(lr), static_cast<T>(options_.momentum),
+                                        static_cast<T>(options_.dampening), static_cast<T>(options_.weight_decay),
+                                        static_cast<T>(grad_scale), options_.nesterov};
+      optim::cpu::sgd_span<T>(at<T>(slot.value, begin), static_cast<const T*>(slot.grad) + begin,
+                              at<T>(slot.state0, begin), end - begin, s, first[slot.index]);
+    });
+  }, parameters_);
   ++steps_;
 }
 
@@ -102,28 +144,28 @@ void Adam::step(double lr, double grad_scale) {
   ++steps_;
   const double bias_correction1 = 1.0 - std::pow(options_.beta1, static_cast<double>(steps_));
   const double bias_correction2_sqrt = std::sqrt(1.0 - std::pow(options_.beta2, static_cast<double>(steps_)));
+  std::vector<CpuSlot> cpu;
   for (std::size_t i = 0; i < parameters_.size(); ++i) {
     Parameter& p = *parameters_[i].parameter;
-    if (p.value.device().is_cuda()) {
-      optim::cuda::adam_step(p.value, p.grad, exp_avg_[i], exp_avg_sq_[i], lr, grad_scale, options_.beta1,
-                             options_.beta2, options_.eps, options_.weight_decay, options_.decoupled_weight_decay,
-                             bias_correction1, bias_correction2_sqrt);
+    if (!p.value.device().is_cuda()) {
+      cpu.push_back(cpu_slot(i, parameters_[i], &exp_avg_[i], &exp_avg_sq_[i]));
       continue;
     }
-    dispatch_floating(p.value.dtype(), "optimizer", [&]<typename T>(T) {
-      T* w = p.value.data<T>();
-      const T* g = p.grad.data<T>();
-      T* m = exp_avg_[i].data<T>();
-      T* v = exp_avg_sq_[i].data<T>();
-      const std::int64_t n = p.value.numel();
-      for (std::int64_t j = 0; j < n; ++j)
-        optim::adam_update<T>(w[j], g[j] * static_cast<T>(grad_scale), m[j], v[j], static_cast<T>(lr),
-                              static_cast<T>(options_.beta1), static_cast<T>(options_.beta2),
-                              static_cast<T>(options_.eps), static_cast<T>(options_.weight_decay),
-                              options_.decoupled_weight_decay, static_cast<T>(bias_correction1),
-                              static_cast<T>(bias_correction2_sqrt));
-    });
+    optim::cuda::adam_step(p.value, p.grad, exp_avg_[i], exp_avg_sq_[i], lr, grad_scale, options_.beta1,
+                           options_.beta2, options_.eps, options_.weight_decay, options_.decoupled_weight_decay,
+                           bias_correction1, bias_correction2_sqrt);
   }
+  step_cpu_slots(cpu, [&](const CpuSlot& slot, std::int64_t begin, std::int64_t end) {
+    dispatch_floating(slot.dtype, "optimizer", [&]<typename T>(T) {
+      const optim::cpu::AdamScalars<T> s{static_cast<T>(lr), static_cast<T>(options_.beta1),
+                                         static_cast<T>(options_.beta2), static_cast<T>(options_.eps),
+                                         static_cast<T>(options_.weight_decay), static_cast<T>(grad_scale),
+                                         static_cast<T>(bias_correction1), static_cast<T>(bias_correction2_sqrt),
+                                         options_.decoupled_weight_decay};
+      optim::cpu::adam_span<T>(at<T>(slot.value, begin), static_cast<const T*>(slot.grad) + begin,
+                               at<T>(slot.state0, begin), at<T>(slot.state1, begin), end - begin, s);
+    });
+  }, parameters_);
 }
 
 std::vector<std::pair<std::string, Tensor>> Adam::state() {

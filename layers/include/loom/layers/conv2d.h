@@ -2,8 +2,10 @@
 // groups, optional bias). Weight [out, in / groups, kh, kw]; both weight and bias start from
 // PyTorch's default U(-1/sqrt(fan_in), 1/sqrt(fan_in)), fan_in = in / groups * kh * kw.
 //
-// CPU: im2col + one BLAS GEMM per group over a chunk of images whose columns sit side by side
-// (large spatial planes: one image per GEMM, written straight into the output; small planes: many
+// CPU (the rule and its measurements: layers/src/cpu/conv_path.cpp): oneDNN for f32 where loom is
+// built with it; else, and for f64, Winograd F(2x2, 3x3) for 3x3 stride-1 kernels, and otherwise
+// im2col + one BLAS GEMM per group over a chunk of images whose columns sit side by side (large
+// spatial planes: one image per GEMM, written straight into the output; small planes: many
 // images per GEMM). Forward keeps only the input; backward recomputes the columns.
 // Backward splits in two for zero-bubble schedules: backward_input (col2im of W^T dY) keeps dY in
 // the context, backward_weight (dY im2col(x)^T and the bias sum) accumulates and frees it.
@@ -43,6 +45,8 @@ class Conv2d : public UnaryLayer {
   std::size_t activation_bytes(const std::vector<Shape>& input_shapes) const override;
 
   const Conv2dOptions& options() const { return options_; }
+  // The CPU implementation this convolution runs for `dtype`: "onednn", "winograd" or "im2col".
+  std::string cpu_path(DType dtype) const;
   Parameter& weight() { return weight_; }
   Parameter& bias() { return bias_; }  // undefined value when options().bias is false
 

@@ -1,0 +1,246 @@
+// Conv2d through oneDNN (see onednn_conv.h). Each call takes its primitive from a cache keyed by
+// its shapes, moves the operands into the layouts the primitive chose, runs it, and moves the
+// result back into loom's NCHW tensor.
+#include "cpu/onednn_conv.h"
+
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include <omp.h>
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <loom/core/error.h>
+#include <loom/core/threads.h>
+
+namespace loom::detail::onednn {
+
+namespace {
+
+using dnnl::memory;
+using Tag = memory::format_tag;
+
+dnnl::engine& engine() {
+  static dnnl::engine cpu(dnnl::engine::kind::cpu, 0);
+  return cpu;
+}
+
+memory::dims dims_of(const Tensor& t) { return {t.size(0), t.size(1), t.size(2), t.size(3)}; }
+
+memory::desc any_desc(const memory::dims& dims) { return {dims, memory::data_type::f32, Tag::any}; }
+
+// Weight [O, C/G, kh, kw] as oneDNN sees it: with groups, [G, O/G, C/G, kh, kw].
+memory::dims weight_dims(const Tensor& w, const Conv2dOptions& o) {
+  if (o.groups == 1) return dims_of(w);
+  return {o.groups, w.size(0) / o.groups, w.size(1), w.size(2), w.size(3)};
+}
+
+memory user_memory(const Tensor& t, const memory::dims& dims) {
+  const Tag tag = dims.size() == 5 ? Tag::goihw : dims.size() == 4 ? Tag::nchw : Tag::x;
+  return {{dims, memory::data_type::f32, tag}, engine(), t.raw_data()};
+}
+
+// Strides, oneDNN's dilation (PyTorch's minus one) and PyTorch's symmetric padding.
+struct Window {
+  memory::dims strides, dilates, padding;
+};
+
+Window window(const Conv2dOptions& o) {
+  return {{o.stride.h, o.stride.w}, {o.dilation.h - 1, o.dilation.w - 1}, {o.padding.h, o.padding.w}};
+}
+
+// `user` itself when the primitive wants its layout, else a workspace buffer in the wanted layout
+// (filled from `user` when `fill`).
+memory in_layout(memory user, const memory::desc& wanted, Tensor& storage, dnnl::stream& stream, bool fill) {
+  if (wanted == user.get_desc()) return user;
+  storage = Tensor::empty({static_cast<std::int64_t>((wanted.get_size() + 3) / 4)}, DType::f32);
+  memory staged(wanted, engine(), storage.raw_data());
+  if (fill) dnnl::reorder(user, staged).execute(stream, user, staged);
+  return staged;
+}
+
+memory scratchpad(const memory::desc& desc, Tensor& storage) {
+  storage = Tensor::empty({static_cast<std::int64_t>(desc.get_size() / 4 + 1)}, DType::f32);
+  return {desc, engine(), storage.raw_data()};
+}
+
+dnnl::primitive_attr user_scratchpad() {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return attr;
+}
+
+dnnl::convolution_forward::primitive_desc forward_desc(const memory::dims& x, const memory::dims& w,
+                                                       const memory::dims& y, bool bias, const Conv2dOptions& o) {
+  const Window win = window(o);
+  const auto kind = dnnl::prop_kind::forward_training;
+  const auto direct = dnnl::algorithm::convolution_direct;
+  const memory::desc bias_desc({y[1]}, memory::data_type::f32, Tag::x);
+  const auto desc = bias ? dnnl::convolution_forward::desc(kind, direct, any_desc(x), any_desc(w), bias_desc, any_desc(y),
+                                                           win.strides, win.dilates, win.padding, win.padding)
+                         : dnnl::convolution_forward::desc(kind, direct, any_desc(x), any_desc(w), any_desc(y),
+                                                           win.strides, win.dilates, win.padding, win.padding);
+  return {desc, user_scratchpad(), engine()};
+}
+
+// Primitives by shape. Building a primitive descriptor and finding its kernel in oneDNN's own
+// cache costs tens of microseconds, which a small convolution would pay five times per forward +
+// backward (three primitives, two forward hints). Entries are handles (cheap copies).
+template <typename Entry>
+class PrimitiveCache {
+ public:
+  template <typename Make>
+  Entry get(const std::string& key, Make make) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = entries_.find(key);
+    if (it == entries_.end()) {
+      if (entries_.size() >= kMaxEntries) entries_.clear();
+      it = entries_.emplace(key, make()).first;
+    }
+    return it->second;
+  }
+
+ private:
+  static constexpr std::size_t kMaxEntries = 512;
+  std::mutex mutex_;
+  std::unordered_map<std::string, Entry> entries_;
+};
+
+// Every dimension and setting a primitive depends on.
+std::string cache_key(const memory::dims& x, const memory::dims& w, const memory::dims& y, bool bias,
+                      const Conv2dOptions& o) {
+  std::string key = bias ? "b" : "-";
+  for (const memory::dims* dims : {&x, &w, &y}) {
+    for (memory::dim d : *dims) key += std::to_string(d) + ",";
+    key += ";";
+  }
+  for (std::int64_t v : {o.stride.h, o.stride.w, o.padding.h, o.padding.w, o.dilation.h, o.dilation.w, o.groups})
+    key += std::to_string(v) + ",";
+  return key;
+}
+
+template <typename Pd, typename Primitive>
+struct Cached {
+  Pd pd;
+  Primitive primitive;
+};
+
+dnnl::convolution_backward_weights::primitive_desc backward_weights_desc(const memory::dims& x, const memory::dims& w,
+                                                                          const memory::dims& y, bool bias,
+                                                                          const Conv2dOptions& o) {
+  const Window win = window(o);
+  const auto direct = dnnl::algorithm::convolution_direct;
+  const memory::desc bias_desc({y[1]}, memory::data_type::f32, Tag::x);
+  const auto desc = bias ? dnnl::convolution_backward_weights::desc(direct, any_desc(x), any_desc(w), bias_desc,
+                                                                    any_desc(y), win.strides, win.dilates, win.padding,
+                                                                    win.padding)
+                         : dnnl::convolution_backward_weights::desc(direct, any_desc(x), any_desc(w), any_desc(y),
+                                                                    win.strides, win.dilates, win.padding, win.padding);
+  return {desc, user_scratchpad(), engine(), forward_desc(x, w, y, bias, o)};
+}
+
+void check_f32(const Tensor& t, const char* what) {
+  LOOM_CHECK(t.dtype() == DType::f32 && t.device().is_cpu(), "Conv2d (oneDNN): ", what, " must be a CPU f32 tensor");
+}
+
+}  // namespace
+
+bool available() { return true; }
+
+void convolve(const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& y, const Conv2dOptions& o) {
+  check_f32(x, "input");
+  omp_set_num_threads(num_threads());
+  const memory::dims wd = weight_dims(weight, o);
+  using Forward = Cached<dnnl::convolution_forward::primitive_desc, dnnl::convolution_forward>;
+  static PrimitiveCache<Forward> cache;
+  const Forward forward = cache.get(cache_key(dims_of(x), wd, dims_of(y), bias.defined(), o), [&] {
+    const auto pd = forward_desc(dims_of(x), wd, dims_of(y), bias.defined(), o);
+    return Forward{pd, dnnl::convolution_forward(pd)};
+  });
+  const auto& pd = forward.pd;
+  dnnl::stream stream(engine());
+  Tensor src_storage, weight_storage, dst_storage, pad_storage;
+  memory user_y = user_memory(y, dims_of(y));
+  memory src = in_layout(user_memory(x, dims_of(x)), pd.src_desc(), src_storage, stream, true);
+  memory weights = in_layout(user_memory(weight, wd), pd.weights_desc(), weight_storage, stream, true);
+  memory dst = in_layout(user_y, pd.dst_desc(), dst_storage, stream, false);
+  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst},
+                                       {DNNL_ARG_SCRATCHPAD, scratchpad(pd.scratchpad_desc(), pad_storage)}};
+  if (bias.defined()) args.emplace(DNNL_ARG_BIAS, user_memory(bias, {bias.numel()}));
+  forward.primitive.execute(stream, args);
+  if (dst != user_y) dnnl::reorder(dst, user_y).execute(stream, dst, user_y);
+  stream.wait();
+}
+
+void input_gradient(const Tensor& grad_y, const Tensor& weight, Tensor& grad_x, const Conv2dOptions& o) {
+  check_f32(grad_y, "output gradient");
+  omp_set_num_threads(num_threads());
+  const memory::dims wd = weight_dims(weight, o), xd = dims_of(grad_x), yd = dims_of(grad_y);
+  using BackwardData = Cached<dnnl::convolution_backward_data::primitive_desc, dnnl::convolution_backward_data>;
+  static PrimitiveCache<BackwardData> cache;
+  const BackwardData backward = cache.get(cache_key(xd, wd, yd, false, o), [&] {
+    const Window win = window(o);
+    const dnnl::convolution_backward_data::desc desc(dnnl::algorithm::convolution_direct, any_desc(xd),
+                                                     any_desc(wd), any_desc(yd), win.strides, win.dilates,
+                                                     win.padding, win.padding);
+    const dnnl::convolution_backward_data::primitive_desc pd(desc, user_scratchpad(), engine(),
+                                                             forward_desc(xd, wd, yd, false, o));
+    return BackwardData{pd, dnnl::convolution_backward_data(pd)};
+  });
+  const auto& pd = backward.pd;
+  dnnl::stream stream(engine());
+  Tensor dy_storage, weight_storage, dx_storage, pad_storage;
+  memory user_dx = user_memory(grad_x, xd);
+  memory diff_dst = in_layout(user_memory(grad_y, yd), pd.diff_dst_desc(), dy_storage, stream, true);
+  memory weights = in_layout(user_memory(weight, wd), pd.weights_desc(), weight_storage, stream, true);
+  memory diff_src = in_layout(user_dx, pd.diff_src_desc(), dx_storage, stream, false);
+  backward.primitive.execute(
+      stream, {{DNNL_ARG_DIFF_DST, diff_dst}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DIFF_SRC, diff_src},
+               {DNNL_ARG_SCRATCHPAD, scratchpad(pd.scratchpad_desc(), pad_storage)}});
+  if (diff_src != user_dx) dnnl::reorder(diff_src, user_dx).execute(stream, diff_src, user_dx);
+  stream.wait();
+}
+
+void accumulate_weight_gradient(const Tensor& x, const Tensor& grad_y, Tensor& weight_grad, Tensor& bias_grad,
+                                const Conv2dOptions& o) {
+  check_f32(x, "input");
+  omp_set_num_threads(num_threads());
+  const memory::dims wd = weight_dims(weight_grad, o), xd = dims_of(x), yd = dims_of(grad_y);
+  const bool bias = bias_grad.defined();
+  using BackwardWeights =
+      Cached<dnnl::convolution_backward_weights::primitive_desc, dnnl::convolution_backward_weights>;
+  static PrimitiveCache<BackwardWeights> cache;
+  const BackwardWeights backward = cache.get(cache_key(xd, wd, yd, bias, o), [&] {
+    const auto pd = backward_weights_desc(xd, wd, yd, bias, o);
+    return BackwardWeights{pd, dnnl::convolution_backward_weights(pd)};
+  });
+  const auto& pd = backward.pd;
+  dnnl::stream stream(engine());
+  Tensor x_storage, dy_storage, dw_storage, pad_storage;
+  memory src = in_layout(user_memory(x, xd), pd.src_desc(), x_storage, stream, true);
+  memory diff_dst = in_layout(user_memory(grad_y, yd), pd.diff_dst_desc(), dy_storage, stream, true);
+  dw_storage = Tensor::empty({static_cast<std::int64_t>((pd.diff_weights_desc().get_size() + 3) / 4)}, DType::f32);
+  memory diff_weights(pd.diff_weights_desc(), engine(), dw_storage.raw_data());
+  Tensor db = bias ? Tensor::empty({yd[1]}, DType::f32) : Tensor();
+  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_DIFF_DST, diff_dst},
+                                       {DNNL_ARG_DIFF_WEIGHTS, diff_weights},
+                                       {DNNL_ARG_SCRATCHPAD, scratchpad(pd.scratchpad_desc(), pad_storage)}};
+  if (bias) args.emplace(DNNL_ARG_DIFF_BIAS, user_memory(db, {yd[1]}));
+  backward.primitive.execute(stream, args);
+  // weight_grad += diff_weights: a reorder into loom's layout with a sum post-op.
+  dnnl::post_ops accumulate;
+  accumulate.append_sum(1.0f);
+  dnnl::primitive_attr attr;
+  attr.set_post_ops(accumulate);
+  memory user_dw = user_memory(weight_grad, wd);
+  dnnl::reorder(dnnl::reorder::primitive_desc(diff_weights, user_dw, attr)).execute(stream, diff_weights, user_dw);
+  stream.wait();
+  if (bias) {
+    float* out = bias_grad.data<float>();
+    const float* add = db.data<float>();
+    for (std::int64_t c = 0; c < yd[1]; ++c) out[c] += add[c];
+  }
+}
+
+}  // namespace loom::detail::onednn

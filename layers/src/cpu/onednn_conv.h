@@ -1,0 +1,24 @@
+// Conv2d on the CPU through oneDNN (the library PyTorch's CPU convolution calls), f32 only: the
+// forward, the input gradient and the weight gradient, each a oneDNN primitive that picks its own
+// (blocked) layouts, with reorders from and to loom's NCHW at the edges. Scratch memory comes from
+// loom's allocator (MemoryCategory::workspace), and oneDNN's OpenMP threads are set to
+// loom::num_threads() before each call. Built from onednn_conv.cpp when CMake finds oneDNN, else
+// from onednn_conv_none.cpp, where available() is false and the calls throw.
+#pragma once
+
+#include <loom/core/tensor.h>
+#include <loom/layers/conv2d.h>
+
+namespace loom::detail::onednn {
+
+bool available();
+
+// y [N, O, H', W'] = conv(x, weight) (+ bias when defined).
+void convolve(const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& y, const Conv2dOptions& o);
+// grad_x [N, C, H, W] = the input gradient for output gradient grad_y.
+void input_gradient(const Tensor& grad_y, const Tensor& weight, Tensor& grad_x, const Conv2dOptions& o);
+// weight_grad += dL/dweight, and bias_grad += dL/dbias when bias_grad is defined.
+void accumulate_weight_gradient(const Tensor& x, const Tensor& grad_y, Tensor& weight_grad, Tensor& bias_grad,
+                                const Conv2dOptions& o);
+
+}  // namespace loom::detail::onednn
