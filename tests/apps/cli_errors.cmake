@@ -41,7 +41,10 @@ expect_failure("bad_plan.json" train --plan ${WORK_DIR}/bad_plan.json --steps 1)
 expect_failure("not 'mlp'" train --model mlp --plan ${WORK_DIR}/other_plan.json --steps 1)
 expect_failure("--steps" train --stages 2 --steps 1 --epochs 1)
 expect_failure("--checkpoint-every needs --checkpoint DIR" train --stages 2 --steps 1 --checkpoint-every 5)
-expect_failure("/nonexistent/ckpt/manifest.json: cannot open" train --stages 2 --steps 1 --resume /nonexistent/ckpt)
+expect_failure("/nonexistent/ckpt: cannot open the checkpoint directory (No such file or directory)" train --stages 2
+               --steps 1 --resume /nonexistent/ckpt)
+expect_failure("--keep-checkpoints must be in [1, 1000000], got 0" train --stages 2 --steps 1 --checkpoint ${WORK_DIR}/k
+               --keep-checkpoints 0)
 file(MAKE_DIRECTORY ${WORK_DIR}/ckpt)
 file(WRITE ${WORK_DIR}/ckpt/manifest.json "{\"format\": \"loom-train-checkpoint/1\", \"step\": 1,")
 expect_failure("ckpt/manifest.json: not valid JSON" train --stages 2 --steps 1 --resume ${WORK_DIR}/ckpt)
