@@ -147,8 +147,12 @@ class Watchdog {
 
   void run() {
     std::unique_lock lock(mutex_);
+    Clock::time_point woke = Clock::now();
     for (;;) {
-      wake_.wait_for(lock, std::chrono::duration<double>(period_s(timeout_.load())));
+      const double period = period_s(timeout_.load());
+      wake_.wait_for(lock, std::chrono::duration<double>(period));
+      discount_own_stop(woke, period);
+      woke = Clock::now();
       if (entries_.empty()) continue;
       // MPI is called only while a job-reach scope is open: never before MPI_Init_thread has
       // returned or during MPI_Finalize.
@@ -161,6 +165,16 @@ class Watchdog {
           fire(entry, now);
         }
     }
+  }
+
+  // A wake-up far later than its period means this process itself was stopped (SIGSTOP, then the
+  // SIGCONT that mpirun sends before it ends a job): that time is not the peers' fault, so the
+  // deadlines move by it, and a rank that was stopped does not blame the others once continued.
+  void discount_own_stop(Clock::time_point woke, double period) {
+    const Clock::duration late =
+        Clock::now() - woke - std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(period + 2.0));
+    if (late <= Clock::duration::zero()) return;
+    for (auto& [id, entry] : entries_) entry.deadline += late;
   }
 
   bool job_scope_open() const {
