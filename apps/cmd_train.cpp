@@ -102,9 +102,14 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--metrics", o.metrics, "write JSON lines of per-step and per-epoch metrics (rank 0)");
   cmd->add_option("--trace", o.trace, "write a Chrome trace (Perfetto) of every rank's actions");
   cmd->add_option("--checkpoint", o.checkpoint,
-                  "directory to write a checkpoint to at the end (one safetensors file + JSON manifest per stage)");
-  cmd->add_option("--checkpoint-every", o.checkpoint_every, "also write the checkpoint every N steps (0: only at the end)");
-  cmd->add_option("--resume", o.resume, "continue from the checkpoint in this directory (same model and stage split)");
+                  "directory of checkpoints, written at the end (DIR/step-N/: a safetensors file + JSON manifest per "
+                  "stage; DIR/latest names the newest complete one)");
+  cmd->add_option("--checkpoint-every", o.checkpoint_every, "also write a checkpoint every N steps (0: only at the end)");
+  cmd->add_option("--keep-checkpoints", o.keep_checkpoints, "complete checkpoints to keep in --checkpoint DIR")
+      ->capture_default_str();
+  cmd->add_option("--resume", o.resume,
+                  "continue from the newest complete checkpoint in this directory, or from DIR/step-N (same model and "
+                  "stage split)");
   cmd->add_flag("--quiet", o.quiet, "no progress output");
   cmd->add_option("--shape-intra-gbps", shaping.intra_gbps,
                   "experiments: loom's transfers between ranks of one node take bytes / this many GB/s (not --allreduce mpi)")

@@ -6,6 +6,7 @@
 #include <mpi.h>
 #include <unistd.h>
 
+#include <loom/comm/runtime.h>
 #include <loom/core/error.h>
 #include <loom/core/log.h>
 
@@ -76,9 +77,6 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     return fail(e.what());
   }
-  int initialized = 0, finalized = 0;
-  MPI_Initialized(&initialized);
-  MPI_Finalized(&finalized);
-  if (initialized && !finalized) MPI_Finalize();
+  loom::comm::finalize_mpi();
   return 0;
 }

@@ -2,8 +2,10 @@
 #include "training.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <memory>
 #include <unistd.h>
@@ -42,7 +44,7 @@ class Progress {
   Progress(const TrainOptions& o, const runtime::Trainer& trainer) : o_(o), shape_(trainer.shape()) {
     if (!o.metrics.empty()) {
       metrics_ = std::make_unique<std::ofstream>(o.metrics);
-      LOOM_CHECK(metrics_->good(), o.metrics, ": cannot open the metrics file for writing");
+      LOOM_CHECK(metrics_->good(), o.metrics, ": cannot open the metrics file for writing (", std::strerror(errno), ")");
     }
     bar_ = !o.quiet && o.epochs > 0;
     first_step_ = trainer.first_step();
@@ -106,6 +108,8 @@ class Progress {
   void write(const nlohmann::json& line) {
     *metrics_ << line.dump() << "\n";
     metrics_->flush();
+    // A full disk: errno still holds the reason of the write that failed.
+    LOOM_CHECK(metrics_->good(), o_.metrics, ": cannot write the metrics file (", std::strerror(errno), ")");
   }
 
   const TrainOptions& o_;
@@ -130,7 +134,8 @@ TrainSummary train(const TrainOptions& o, const std::function<void(const Trained
       std::printf("loom train: %s\nloom train: %s\n", trainer.describe().c_str(),
                   trainer.groups().topology().describe_hosts().c_str());
     if (!o.quiet && trainer.first_step() > 0)
-      std::printf("resumed from %s after step %lld\n", o.resume.c_str(), static_cast<long long>(trainer.first_step()));
+      std::printf("resumed from %s after step %lld\n", trainer.resumed_from().c_str(),
+                  static_cast<long long>(trainer.first_step()));
     std::fflush(stdout);
     hooks.on_step = [&](const runtime::StepReport& r) { progress->step(r); };
     hooks.on_epoch = [&](const runtime::EpochReport& r) { progress->epoch(r); };

@@ -2,6 +2,7 @@
 
 #include <loom/comm/mpi_communicator.h>
 #include <loom/comm/runtime.h>
+#include <loom/comm/watchdog.h>
 #include <loom/core/error.h>
 #ifdef LOOM_WITH_CUDA
 #include <loom/comm/nccl_communicator.h>
@@ -22,6 +23,7 @@ Communicator::Communicator(MPI_Comm comm) : comm_(comm) {
   LOOM_MPI_CHECK(MPI_Comm_size(comm_, &size_));
   world_ranks_.resize(size_);
   const int mine = world_rank();
+  WatchdogScope watch("MPI_Allgather (communicator set-up)");
   LOOM_MPI_CHECK(MPI_Allgather(&mine, 1, MPI_INT, world_ranks_.data(), 1, MPI_INT, comm_));
 }
 
@@ -34,7 +36,10 @@ Communicator::~Communicator() {
 std::unique_ptr<Communicator> make_communicator(Backend backend, MPI_Comm comm, Device device) {
   ensure_mpi();
   MPI_Comm duplicate = MPI_COMM_NULL;
-  LOOM_MPI_CHECK(MPI_Comm_dup(comm, &duplicate));
+  {
+    WatchdogScope watch("MPI_Comm_dup");
+    LOOM_MPI_CHECK(MPI_Comm_dup(comm, &duplicate));
+  }
   if (backend == Backend::mpi) {
     LOOM_CHECK(device.is_cpu(), "the MPI communicator moves host memory; ", device.str(), " tensors need the nccl backend");
     return std::make_unique<MpiCommunicator>(duplicate);

@@ -55,6 +55,7 @@ void MpiCommunicator::barrier() {
 
 std::unique_ptr<Communicator> MpiCommunicator::split(int color, int key) {
   MPI_Comm part = MPI_COMM_NULL;
+  WatchdogScope watch("MPI_Comm_split");
   LOOM_MPI_CHECK(MPI_Comm_split(mpi_comm(), color >= 0 ? color : MPI_UNDEFINED, key, &part));
   if (part == MPI_COMM_NULL) return nullptr;
   return std::make_unique<MpiCommunicator>(part, ring_);

@@ -51,7 +51,10 @@ NcclCommunicator::NcclCommunicator(MPI_Comm comm, Device device) : Communicator(
   LOOM_CUDA_CHECK(cudaSetDevice(device.index));
   ncclUniqueId id;
   if (rank() == 0) LOOM_NCCL_CHECK(ncclGetUniqueId(&id));
-  LOOM_MPI_CHECK(MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, mpi_comm()));
+  {
+    WatchdogScope watch("MPI_Bcast (NCCL id)", world_rank_of(0));
+    LOOM_MPI_CHECK(MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, mpi_comm()));
+  }
   {
     WatchdogScope watch("ncclCommInitRank");
     LOOM_NCCL_CHECK(ncclCommInitRank(&nccl_, size(), id, rank()));
@@ -157,6 +160,7 @@ void NcclCommunicator::barrier() {
 
 std::unique_ptr<Communicator> NcclCommunicator::split(int color, int key) {
   MPI_Comm part = MPI_COMM_NULL;
+  WatchdogScope watch("MPI_Comm_split");
   LOOM_MPI_CHECK(MPI_Comm_split(mpi_comm(), color >= 0 ? color : MPI_UNDEFINED, key, &part));
   if (part == MPI_COMM_NULL) return nullptr;
   return std::make_unique<NcclCommunicator>(part, device_);

@@ -1,6 +1,7 @@
 #include <loom/comm/process_groups.h>
 
 #include <loom/comm/runtime.h>
+#include <loom/comm/watchdog.h>
 #include <loom/core/error.h>
 
 namespace loom::comm {
@@ -29,7 +30,10 @@ ProcessGroups::ProcessGroups(const ParallelLayout& layout, const Topology& topol
     replicas_.emplace(position.stage, std::make_unique<ReduceGroup>(std::move(members), topology_));
   }
 
-  LOOM_MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &boundary_comm_));
+  {
+    WatchdogScope watch("MPI_Comm_dup (stage links)");
+    LOOM_MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &boundary_comm_));
+  }
   for (int s = 0; s + 1 < layout_.stages(); ++s)
     if (holds(s) || holds(s + 1))
       links_.emplace(s, std::make_unique<StageLink>(boundary_comm_, s, layout_.stage_ranks(s), layout_.stage_ranks(s + 1)));

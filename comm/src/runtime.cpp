@@ -1,10 +1,17 @@
 #include <loom/comm/runtime.h>
 
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <mutex>
+#include <string>
+#include <thread>
+
+#include <unistd.h>
 
 #include <mpi.h>
 
+#include <loom/comm/watchdog.h>
 #include <loom/core/error.h>
 #include <loom/core/log.h>
 
@@ -21,11 +28,17 @@ struct Runtime {
 Runtime g_runtime;
 std::once_flag g_once;
 
-void finalize_at_exit() {
-  int initialized = 0, finalized = 0;
-  MPI_Initialized(&initialized);
-  MPI_Finalized(&finalized);
-  if (initialized && !finalized) MPI_Finalize();
+void finalize_at_exit() { finalize_mpi(); }
+
+// Test-only hook (docs/reliability.md): the rank named by LOOM_TEST_PAUSE_AFTER_MPI_INIT says so on
+// stderr and sleeps right after MPI_Init_thread, so that a fault test can stop it at start-up.
+void test_pause_after_init(int rank) {
+  const char* named = std::getenv("LOOM_TEST_PAUSE_AFTER_MPI_INIT");
+  if (!named || !*named || std::to_string(rank) != named) return;
+  std::fprintf(stderr, "loom: test hook: rank %d pid %ld paused after MPI_Init_thread (LOOM_TEST_PAUSE_AFTER_MPI_INIT)\n",
+               rank, static_cast<long>(::getpid()));
+  std::fflush(stderr);
+  for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
 }
 
 }  // namespace
@@ -36,6 +49,9 @@ void ensure_mpi() {
     MPI_Initialized(&initialized);
     int provided = MPI_THREAD_SINGLE;
     if (!initialized) {
+      // MPI_Init_thread waits for every rank of the job: one that stopped or never started would
+      // hold the others here for ever. MPI cannot be used yet, so this scope ends the process.
+      WatchdogScope watch("MPI_Init_thread", -1, WatchdogReach::process);
       LOOM_MPI_CHECK(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided));
       std::atexit(finalize_at_exit);
     } else {
@@ -48,6 +64,7 @@ void ensure_mpi() {
     MPI_Comm_size(MPI_COMM_WORLD, &g_runtime.size);
     g_runtime.thread_multiple = provided >= MPI_THREAD_MULTIPLE;
     log::init(g_runtime.rank);
+    test_pause_after_init(g_runtime.rank);
   });
 }
 
@@ -59,6 +76,17 @@ int world_rank() {
 int world_size() {
   ensure_mpi();
   return g_runtime.size;
+}
+
+void finalize_mpi() {
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (!initialized || finalized) return;
+  // MPI_Finalize waits for every rank in Open MPI: a rank stopped before its end would hold the
+  // others here for ever.
+  WatchdogScope watch("MPI_Finalize", -1, WatchdogReach::process);
+  MPI_Finalize();
 }
 
 bool mpi_thread_multiple() {

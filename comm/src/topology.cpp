@@ -33,6 +33,7 @@ std::vector<std::string> gather_host_names() {
   LOOM_MPI_CHECK(MPI_Get_processor_name(name, &length));
   const int size = comm::world_size();
   std::vector<char> all(static_cast<std::size_t>(size) * MPI_MAX_PROCESSOR_NAME);
+  WatchdogScope watch("MPI_Allgather (host names)");
   LOOM_MPI_CHECK(MPI_Allgather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all.data(), MPI_MAX_PROCESSOR_NAME, MPI_CHAR,
                                MPI_COMM_WORLD));
   std::vector<std::string> names;
@@ -102,12 +103,15 @@ Topology Topology::detect(std::string_view ranks_per_node) {
 
   // Physical nodes: each node is named by the world rank of its shared-memory leader.
   MPI_Comm shared = MPI_COMM_NULL;
-  LOOM_MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, comm::world_rank(), MPI_INFO_NULL, &shared));
   int leader = comm::world_rank();
-  LOOM_MPI_CHECK(MPI_Bcast(&leader, 1, MPI_INT, 0, shared));
-  MPI_Comm_free(&shared);
   std::vector<int> leaders(size);
-  LOOM_MPI_CHECK(MPI_Allgather(&leader, 1, MPI_INT, leaders.data(), 1, MPI_INT, MPI_COMM_WORLD));
+  {
+    WatchdogScope watch("topology detection (MPI_Comm_split_type, MPI_Bcast, MPI_Allgather)");
+    LOOM_MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, comm::world_rank(), MPI_INFO_NULL, &shared));
+    LOOM_MPI_CHECK(MPI_Bcast(&leader, 1, MPI_INT, 0, shared));
+    MPI_Comm_free(&shared);
+    LOOM_MPI_CHECK(MPI_Allgather(&leader, 1, MPI_INT, leaders.data(), 1, MPI_INT, MPI_COMM_WORLD));
+  }
   Topology topology(leaders, "physical");
   const std::vector<std::string> host_of_rank = gather_host_names();
   for (int node = 0; node < topology.nodes(); ++node) topology.host_of_node_.push_back(host_of_rank[topology.ranks_of_node(node).front()]);

@@ -48,6 +48,7 @@ struct Entry {
   Clock::time_point deadline;
   const char* what;
   int peer;
+  WatchdogReach reach;
 };
 
 // What one watchdog tells another (MPI_BYTE): a query, or the answer "I wait in `what`".
@@ -114,7 +115,7 @@ class Watchdog {
     wake_.notify_all();
   }
 
-  std::uint64_t open(const char* what, int peer) {
+  std::uint64_t open(const char* what, int peer, WatchdogReach reach) {
     const double seconds = timeout_.load();
     if (seconds <= 0) return 0;
     const Clock::time_point now = Clock::now();
@@ -124,7 +125,7 @@ class Watchdog {
       thread_started_ = true;
     }
     const std::uint64_t id = ++next_id_;
-    entries_.emplace(id, Entry{now, comm_deadline(now, seconds), what, peer});
+    entries_.emplace(id, Entry{now, comm_deadline(now, seconds), what, peer, reach});
     return id;
   }
 
@@ -146,14 +147,40 @@ class Watchdog {
 
   void run() {
     std::unique_lock lock(mutex_);
+    Clock::time_point woke = Clock::now();
     for (;;) {
-      wake_.wait_for(lock, std::chrono::duration<double>(period_s(timeout_.load())));
+      const double period = period_s(timeout_.load());
+      wake_.wait_for(lock, std::chrono::duration<double>(period));
+      discount_own_stop(woke, period);
+      woke = Clock::now();
       if (entries_.empty()) continue;
-      if (asking_allowed()) answer_queries();
+      // MPI is called only while a job-reach scope is open: never before MPI_Init_thread has
+      // returned or during MPI_Finalize.
+      const bool in_mpi = job_scope_open();
+      if (in_mpi && asking_allowed()) answer_queries();
       const Clock::time_point now = Clock::now();
       for (const auto& [id, entry] : entries_)
-        if (now > entry.deadline) fire(entry, now);
+        if (now > entry.deadline) {
+          if (entry.reach == WatchdogReach::process || !in_mpi) end_process(entry, now);
+          fire(entry, now);
+        }
     }
+  }
+
+  // A wake-up far later than its period means this process itself was stopped (SIGSTOP, then the
+  // SIGCONT that mpirun sends before it ends a job): that time is not the peers' fault, so the
+  // deadlines move by it, and a rank that was stopped does not blame the others once continued.
+  void discount_own_stop(Clock::time_point woke, double period) {
+    const Clock::duration late =
+        Clock::now() - woke - std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(period + 2.0));
+    if (late <= Clock::duration::zero()) return;
+    for (auto& [id, entry] : entries_) entry.deadline += late;
+  }
+
+  bool job_scope_open() const {
+    for (const auto& [id, entry] : entries_)
+      if (entry.reach == WatchdogReach::job) return true;
+    return false;
   }
 
   bool asking_allowed() {
@@ -215,6 +242,27 @@ class Watchdog {
            " stopped progressing (not waiting in loom's communication: no answer to the watchdog" + text;
   }
 
+  // A process-reach scope expired (MPI_Init_thread, MPI_Finalize): no MPI to ask peers or to
+  // abort the job with, so this process ends itself and the launcher ends the others. The rank
+  // comes from the launcher's environment when MPI has not said it yet.
+  [[noreturn]] void end_process(const Entry& entry, Clock::time_point now) {
+    const double waited = std::chrono::duration<double>(now - entry.opened).count();
+    std::string rank = error_rank() >= 0 ? std::to_string(error_rank()) : "?";
+    for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"})
+      if (const char* value = std::getenv(name); error_rank() < 0 && value && *value) {
+        rank = std::string(value).substr(0, 16);
+        break;
+      }
+    std::fprintf(stderr,
+                 "loom: error (rank %s): communication watchdog: %s made no progress for %.1f s "
+                 "(LOOM_COMM_TIMEOUT_S=%g); another rank did not get there (stopped, or never started), and outside "
+                 "MPI's lifetime ranks cannot ask each other which: it is the rank that prints no such line; "
+                 "ending this process\n",
+                 rank.c_str(), entry.what, waited, timeout());
+    std::fflush(stderr);
+    std::_Exit(3);
+  }
+
   [[noreturn]] void fire(const Entry& entry, Clock::time_point now) {
     const double waited = std::chrono::duration<double>(now - entry.opened).count();
     std::string peer;
@@ -274,7 +322,8 @@ void set_watchdog_peer_hosts(std::vector<std::string> host_of_rank) {
   Watchdog::instance().set_peer_hosts(std::move(host_of_rank));
 }
 
-WatchdogScope::WatchdogScope(const char* what, int peer) : id_(Watchdog::instance().open(what, peer)) {}
+WatchdogScope::WatchdogScope(const char* what, int peer, WatchdogReach reach)
+    : id_(Watchdog::instance().open(what, peer, reach)) {}
 WatchdogScope::~WatchdogScope() { Watchdog::instance().close(id_); }
 
 }  // namespace loom::comm

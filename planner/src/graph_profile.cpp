@@ -16,6 +16,7 @@
 #include <loom/schedule/text.h>
 
 #include <loom/core/error.h>
+#include <loom/core/files.h>
 
 namespace loom::planner {
 
@@ -259,6 +260,7 @@ Profile parse_graph_profile(std::istream& in, const std::string& source, double 
 }
 
 Profile read_graph_profile(const std::string& path, double microbatch) {
+  check_regular_file(path, "a profile file");  // not a FIFO or a device, which would block or never end
   std::ifstream in(path);
   if (!in) LOOM_THROW(path, ": cannot open profile file");
   return parse_graph_profile(in, path, microbatch);

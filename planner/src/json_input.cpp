@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include <loom/core/error.h>
+#include <loom/core/files.h>
 
 namespace loom::planner::detail {
 
@@ -38,6 +39,8 @@ std::string reason_of(const nlohmann::json::exception& e) {
 }  // namespace
 
 std::string read_text_file(const std::string& path, const char* what) {
+  // A FIFO would block the open for ever, /dev/zero would never end: only regular files.
+  check_regular_file(path, (std::string("a ") + what + " file").c_str());
   std::ifstream in(path, std::ios::binary);
   if (!in) LOOM_THROW(path, ": cannot open ", what, " file");
   std::ostringstream text;

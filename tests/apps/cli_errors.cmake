@@ -41,7 +41,10 @@ expect_failure("bad_plan.json" train --plan ${WORK_DIR}/bad_plan.json --steps 1)
 expect_failure("not 'mlp'" train --model mlp --plan ${WORK_DIR}/other_plan.json --steps 1)
 expect_failure("--steps" train --stages 2 --steps 1 --epochs 1)
 expect_failure("--checkpoint-every needs --checkpoint DIR" train --stages 2 --steps 1 --checkpoint-every 5)
-expect_failure("/nonexistent/ckpt/manifest.json: cannot open" train --stages 2 --steps 1 --resume /nonexistent/ckpt)
+expect_failure("/nonexistent/ckpt: cannot open the checkpoint directory (No such file or directory)" train --stages 2
+               --steps 1 --resume /nonexistent/ckpt)
+expect_failure("--keep-checkpoints must be in [1, 1000000], got 0" train --stages 2 --steps 1 --checkpoint ${WORK_DIR}/k
+               --keep-checkpoints 0)
 file(MAKE_DIRECTORY ${WORK_DIR}/ckpt)
 file(WRITE ${WORK_DIR}/ckpt/manifest.json "{\"format\": \"loom-train-checkpoint/1\", \"step\": 1,")
 expect_failure("ckpt/manifest.json: not valid JSON" train --stages 2 --steps 1 --resume ${WORK_DIR}/ckpt)
@@ -79,6 +82,13 @@ file(WRITE ${WORK_DIR}/array_layer.json "${profile_head}[[1, 2]]}")
 file(WRITE ${WORK_DIR}/overflow.json "${profile_head}[\n{\"forward_ms\": 1e400, \"backward_ms\": 2, \"activation_bytes\": 1, \"parameter_bytes\": 0}]}")
 file(WRITE ${WORK_DIR}/wide_cluster.json "{\"nodes\": 4294967297, \"devices_per_node\": 8}")
 string(REPEAT "x" 100000 long_value)
+# Only regular files are read as plans, profiles and clusters: a FIFO would block the open for ever.
+file(REMOVE ${WORK_DIR}/fifo_profile.json)
+execute_process(COMMAND mkfifo ${WORK_DIR}/fifo_profile.json)
+expect_single_failure("fifo_profile.json: a profile file must be a regular file, but this is a FIFO"
+                      plan --profile ${WORK_DIR}/fifo_profile.json --cluster 1x2 --global-batch 8)
+expect_single_failure("ckpt: a profile file must be a regular file, but this is a directory"
+                      plan --profile ${WORK_DIR}/ckpt --cluster 1x2 --global-batch 8)
 # Defect 4: the micro-batch candidate loop overflowed an int and divided by zero (SIGFPE).
 expect_single_success("dapple" plan --profile ${WORK_DIR}/two_layers.json --cluster 1x2 --global-batch 2147483647)
 # Defects 9, 17, 7 and 18 through `loom plan`.

@@ -2,7 +2,8 @@
 // the losses and weights of 6 steps in one go (parameters, momentum, step-keyed dropout and data
 // order all carried over), for 2 stages under DAPPLE and for the interleaved schedule (two chunks
 // per rank in one stage file); a checkpoint that does not fit the run is refused with a message
-// naming the file.
+// naming the file. Checkpoints are step directories committed by DIR/latest: the last K are kept,
+// a half-written one is never resumed, and the single-directory layout of older loom still loads.
 #include <catch2/catch.hpp>
 
 #include <filesystem>
@@ -76,7 +77,7 @@ TEST_CASE("stop after 3 steps, resume to 6: the same as 6 steps in one go", "[tr
     first.checkpoint = dir;
     Weights ignored;
     run(first, ignored);
-    REQUIRE(std::filesystem::exists(dir + "/manifest.json"));
+    REQUIRE(std::filesystem::exists(dir + "/step-000003/manifest.json"));
 
     apps::TrainOptions second = small_gpt(schedule);
     second.steps = 6;
@@ -98,7 +99,7 @@ TEST_CASE("stop after 3 steps, resume to 6: the same as 6 steps in one go", "[tr
     other.steps = 6;
     other.resume = dir;
     other.overrides = "seq=8,dim=16,heads=2,layers=8,dropout=10";
-    CHECK_THROWS_WITH(apps::train(other), Catch::Contains(dir + "/manifest.json") && Catch::Contains("settings"));
+    CHECK_THROWS_WITH(apps::train(other), Catch::Contains(dir + "/step-000003/manifest.json") && Catch::Contains("settings"));
     other = small_gpt(schedule);
     other.steps = 3;
     other.resume = dir;
@@ -110,27 +111,91 @@ TEST_CASE("stop after 3 steps, resume to 6: the same as 6 steps in one go", "[tr
     // A stage file from another save than the manifest: stage 0 names it, the others stop too.
     MPI_Barrier(MPI_COMM_WORLD);
     if (comm::world_rank() == 0) {
-      std::ifstream in(dir + "/stage0.json");
+      std::ifstream in(dir + "/step-000003/stage0.json");
       std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
       text.replace(text.find("\"step\": 3"), 9, "\"step\": 2");
-      std::ofstream(dir + "/stage0.json") << text;
+      std::ofstream(dir + "/step-000003/stage0.json") << text;
     }
     MPI_Barrier(MPI_COMM_WORLD);
     other = small_gpt(schedule);
     other.steps = 6;
     other.resume = dir;
-    CHECK_THROWS_WITH(apps::train(other), Catch::Contains(comm::world_rank() == 0 ? dir + "/stage0.json" : "another rank"));
+    CHECK_THROWS_WITH(apps::train(other),
+                      Catch::Contains(comm::world_rank() == 0 ? dir + "/step-000003/stage0.json" : "another rank"));
     MPI_Barrier(MPI_COMM_WORLD);
     if (comm::world_rank() == 0) std::filesystem::remove_all(dir);
     MPI_Barrier(MPI_COMM_WORLD);
   }
 }
 
+TEST_CASE("step directories: the last K kept, a half-written one ignored, the old layout read", "[train][mpi][checkpoint]") {
+  namespace fs = std::filesystem;
+  comm::ensure_mpi();
+  const std::string dir = scratch_dir("steps");
+  apps::TrainOptions o = small_gpt("dapple");
+  o.steps = 3;
+  o.checkpoint = dir;
+  o.checkpoint_every = 1;
+  o.keep_checkpoints = 2;
+  Weights after_three;
+  run(o, after_three);
+  MPI_Barrier(MPI_COMM_WORLD);
+  CHECK_FALSE(fs::exists(dir + "/step-000001"));
+  CHECK(fs::exists(dir + "/step-000002/manifest.json"));
+  CHECK(fs::exists(dir + "/step-000003/manifest.json"));
+  std::string latest;
+  std::ifstream(dir + "/latest") >> latest;
+  CHECK(latest == "step-000003");
+
+  // What a save that died leaves: a step directory without its manifest, a .tmp file. Resuming
+  // takes step 3 and gives the weights of an uninterrupted run; the next save cleans up.
+  if (comm::world_rank() == 0) {
+    fs::create_directories(dir + "/step-000004");
+    std::ofstream(dir + "/step-000004/stage0.safetensors.tmp") << "half";
+    std::ofstream(dir + "/latest.tmp") << "step-000004";
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  apps::TrainOptions straight = small_gpt("dapple");
+  straight.steps = 5;
+  Weights expected;
+  run(straight, expected);
+  apps::TrainOptions more = small_gpt("dapple");
+  more.steps = 5;
+  more.resume = dir;
+  more.checkpoint = dir;
+  more.checkpoint_every = 1;
+  Weights resumed;
+  const apps::TrainSummary rest = run(more, resumed);
+  CHECK(rest.losses.size() == 2);
+  CHECK(resumed == expected);
+  MPI_Barrier(MPI_COMM_WORLD);
+  CHECK_FALSE(fs::exists(dir + "/latest.tmp"));
+  CHECK_FALSE(fs::exists(dir + "/step-000004/stage0.safetensors.tmp"));
+  CHECK_FALSE(fs::exists(dir + "/step-000003"));  // kept: 4 and 5
+
+  // The single-directory layout (loom before step directories): DIR holds manifest.json itself.
+  const std::string flat = dir + "/flat";
+  if (comm::world_rank() == 0) {
+    fs::create_directories(flat);
+    for (const auto& entry : fs::directory_iterator(dir + "/step-000004")) fs::copy(entry.path(), flat);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  more.resume = flat;
+  more.checkpoint.clear();
+  more.checkpoint_every = 0;
+  Weights from_flat;
+  CHECK(run(more, from_flat).losses.size() == 1);
+  CHECK(from_flat == expected);
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (comm::world_rank() == 0) fs::remove_all(dir);
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
 TEST_CASE("a missing checkpoint directory is a clear error", "[train][checkpoint]") {
   apps::TrainOptions o = small_gpt("dapple");
   o.steps = 2;
   o.resume = "/nonexistent/loom-checkpoint";
-  CHECK_THROWS_WITH(apps::train(o), Catch::Contains("/nonexistent/loom-checkpoint/manifest.json"));
+  CHECK_THROWS_WITH(apps::train(o), Catch::Contains("/nonexistent/loom-checkpoint: cannot open the checkpoint directory"));
   o.resume.clear();
   o.checkpoint_every = 2;
   CHECK_THROWS_WITH(apps::train(o), Catch::Contains("--checkpoint-every needs --checkpoint DIR"));

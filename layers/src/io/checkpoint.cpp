@@ -69,11 +69,7 @@ void save_checkpoint(const std::string& path, const std::vector<NamedParameter>&
     metadata["loom.optimizer.steps"] = std::to_string(optimizer->steps());
   }
   metadata["loom.checksum"] = checkpoint_checksum(tensors);
-  const std::string temporary = path + ".tmp";
-  safetensors::save(temporary, tensors, metadata);
-  std::error_code error;
-  std::filesystem::rename(temporary, path, error);
-  LOOM_CHECK(!error, path, ": cannot move the written checkpoint into place (", error.message(), ")");
+  safetensors::save(path, tensors, metadata);  // under PATH.tmp, then renamed
 }
 
 safetensors::Metadata load_checkpoint(const std::string& path, const std::vector<NamedParameter>& parameters,

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include <loom/core/error.h>
+#include <loom/core/files.h>
 
 namespace loom::safetensors {
 
@@ -78,22 +79,23 @@ void save(const std::string& path, const NamedTensors& tensors, const Metadata& 
   }
   std::string text = header.dump();
   text.append((8 - text.size() % 8) % 8, ' ');  // align the data section to 8 bytes
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  LOOM_CHECK(out.good(), path, ": cannot open for writing");
+  // Written under PATH.tmp and renamed, so a crash or a full disk never leaves half a file at PATH;
+  // errors name the file and the OS reason ("No space left on device").
+  AtomicFile out(path);
   const std::uint64_t length = text.size();
   unsigned char length_bytes[8];
   for (int i = 0; i < 8; ++i) length_bytes[i] = static_cast<unsigned char>(length >> (8 * i));
-  out.write(reinterpret_cast<const char*>(length_bytes), 8);
-  out.write(text.data(), static_cast<std::streamsize>(text.size()));
+  out.write(length_bytes, 8);
+  out.write(text);
   for (const Tensor& h : host)
-    if (h.nbytes() > 0) out.write(static_cast<const char*>(h.raw_data()), static_cast<std::streamsize>(h.nbytes()));
-  out.flush();
-  LOOM_CHECK(out.good(), path, ": write failed");
+    if (h.nbytes() > 0) out.write(h.raw_data(), static_cast<std::size_t>(h.nbytes()));
+  out.commit();
 }
 
 File load(const std::string& path) {
+  check_regular_file(path, "a safetensors file");  // a FIFO or a device would block or never end
   std::ifstream in(path, std::ios::binary | std::ios::ate);
-  LOOM_CHECK(in.good(), path, ": cannot open for reading");
+  LOOM_CHECK(in.good(), path, ": cannot open for reading (", std::strerror(errno), ")");
   const std::uint64_t file_size = static_cast<std::uint64_t>(in.tellg());
   in.seekg(0);
   LOOM_CHECK(file_size >= 8, path, ": truncated safetensors file (", file_size, " bytes, no header length)");

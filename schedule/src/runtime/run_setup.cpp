@@ -26,6 +26,8 @@ void validate_config(const TrainerConfig& o) {
   LOOM_CHECK(o.global_batch >= 1, "--global-batch must be at least 1, got ", o.global_batch);
   LOOM_CHECK(o.checkpoint_every >= 0, "--checkpoint-every must be at least 0, got ", o.checkpoint_every);
   LOOM_CHECK(o.checkpoint_every == 0 || !o.checkpoint.empty(), "--checkpoint-every needs --checkpoint DIR");
+  LOOM_CHECK(o.keep_checkpoints >= 1 && o.keep_checkpoints <= 1000000, "--keep-checkpoints must be in [1, 1000000], got ",
+             o.keep_checkpoints);
   LOOM_CHECK(o.plan.empty() || o.schedule.empty(), "--schedule ", o.schedule, " and --plan ", o.plan,
              " do not go together: the plan names its schedule (edit the plan, or drop --plan)");
   if (!o.schedule.empty()) schedule::parse_schedule_kind(o.schedule);

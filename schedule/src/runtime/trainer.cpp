@@ -51,6 +51,7 @@ struct TrainerState {
   std::unique_ptr<TraceRecorder> trace;
   std::int64_t step = 0;        // optimizer steps done: the one step counter
   std::int64_t first_step = 0;  // where this Trainer started
+  std::string resumed_from;     // the checkpoint directory it resumed from
 };
 }  // namespace detail
 
@@ -162,12 +163,14 @@ void build(detail::TrainerState& s, int rank) {
 
 void resume(detail::TrainerState& s) {
   const TrainerConfig& o = s.config;
-  s.first_step = load_training_checkpoint(s.groups->world(), o.resume, s.checkpoint_layout, s.checkpoint_parameters,
-                                          s.optimizer->optimizer());
-  LOOM_CHECK(s.first_step < s.shape.steps, o.resume, ": the checkpoint is after step ", s.first_step,
+  const ResumePoint point = load_training_checkpoint(s.groups->world(), o.resume, s.checkpoint_layout,
+                                                     s.checkpoint_parameters, s.optimizer->optimizer());
+  s.first_step = point.step;
+  s.resumed_from = point.directory;
+  LOOM_CHECK(s.first_step < s.shape.steps, point.directory, ": the checkpoint is after step ", s.first_step,
              ", but this run has ", s.shape.steps, " steps in all (give more --steps or --epochs)");
   const int window = s.schedule.batches();
-  LOOM_CHECK(s.first_step % window == 0, o.resume, ": the checkpoint is after step ", s.first_step, ", inside a ",
+  LOOM_CHECK(s.first_step % window == 0, point.directory, ": the checkpoint is after step ", s.first_step, ", inside a ",
              window, "-step window of the asynchronous schedule");
   s.step = s.first_step;
 }
@@ -230,9 +233,10 @@ TrainSummary Trainer::run(const TrainerHooks& hooks) {
     const std::int64_t every = s.config.checkpoint_every;
     const bool crossed = every > 0 && s.step / every > run_first / every;
     if (!s.config.checkpoint.empty() && (crossed || s.step == s.shape.steps)) {
-      save_training_checkpoint(world, s.config.checkpoint, s.checkpoint_layout, s.step, s.checkpoint_parameters,
-                               s.optimizer->optimizer(), s.first_replica);
-      if (hooks.on_checkpoint) hooks.on_checkpoint({s.config.checkpoint, s.step});
+      const std::string saved =
+          save_training_checkpoint(world, s.config.checkpoint, s.checkpoint_layout, s.step, s.checkpoint_parameters,
+                                   s.optimizer->optimizer(), s.first_replica, s.config.keep_checkpoints);
+      if (hooks.on_checkpoint) hooks.on_checkpoint({saved, s.step});
     }
   }
   summary.seconds = total.elapsed_ms() / 1000.0;
@@ -269,6 +273,7 @@ const RunShape& Trainer::shape() const { return state_->shape; }
 const ModelSpec& Trainer::model() const { return state_->spec; }
 std::int64_t Trainer::step() const { return state_->step; }
 std::int64_t Trainer::first_step() const { return state_->first_step; }
+const std::string& Trainer::resumed_from() const { return state_->resumed_from; }
 int Trainer::stage() const { return state_->stage; }
 const std::vector<Chain*>& Trainer::chunks() const { return state_->chunks; }
 comm::ProcessGroups& Trainer::groups() { return *state_->groups; }

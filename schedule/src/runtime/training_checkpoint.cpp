@@ -1,15 +1,24 @@
-// Training checkpoints (see train_checkpoint.h).
+// Training checkpoints (see training_checkpoint.h): step directories committed by DIR/latest.
 #include <loom/runtime/training_checkpoint.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <exception>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+
+#include <sys/stat.h>
 
 #include <nlohmann/json.hpp>
 
 #include <loom/comm/control.h>
 #include <loom/core/error.h>
+#include <loom/core/files.h>
 #include <loom/layers/checkpoint.h>
+#include <spdlog/spdlog.h>
 
 namespace loom::runtime {
 
@@ -26,28 +35,74 @@ nlohmann::json blocks_json(const CheckpointLayout& layout) {
   return blocks;
 }
 
-// Writes JSON to a temporary name and renames it, so a reader never sees half a file.
-void write_json(const fs::path& path, const nlohmann::json& value) {
-  const fs::path temporary = path.string() + ".tmp";
-  {
-    std::ofstream out(temporary);
-    LOOM_CHECK(out.good(), temporary.string(), ": cannot open for writing");
-    out << value.dump(2) << "\n";
-    LOOM_CHECK(out.good(), temporary.string(), ": write failed");
-  }
-  std::error_code error;
-  fs::rename(temporary, path, error);
-  LOOM_CHECK(!error, path.string(), ": cannot move the written file into place (", error.message(), ")");
+constexpr const char* kLatest = "latest";
+constexpr const char* kManifest = "manifest.json";
+
+std::string step_directory_name(std::int64_t step) {
+  char name[40];
+  std::snprintf(name, sizeof name, "step-%06lld", static_cast<long long>(step));
+  return name;
 }
 
+// The step of a directory named step-<digits>, or -1 for any other name.
+std::int64_t step_of_directory(const std::string& name) {
+  if (name.rfind("step-", 0) != 0 || name.size() <= 5 || name.size() > 5 + 18) return -1;
+  std::int64_t step = 0;
+  for (const char c : name.substr(5)) {
+    if (c < '0' || c > '9') return -1;
+    step = step * 10 + (c - '0');
+  }
+  return step;
+}
+
+// A step directory is complete once rank 0 has written its manifest, which it does only after
+// every stage's files are in place.
+bool is_complete(const fs::path& directory) {
+  std::error_code error;
+  return fs::is_regular_file(directory / kManifest, error);
+}
+
+struct StepDirectory {
+  std::int64_t step;
+  fs::path path;
+  bool complete;
+};
+
+// DIR's step directories, newest first.
+std::vector<StepDirectory> step_directories(const fs::path& root) {
+  std::vector<StepDirectory> found;
+  std::error_code error;
+  for (fs::directory_iterator it(root, error), end; !error && it != end; it.increment(error)) {
+    const std::int64_t step = step_of_directory(it->path().filename().string());
+    if (step >= 0 && it->is_directory(error)) found.push_back({step, it->path(), is_complete(it->path())});
+  }
+  std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.step > b.step; });
+  return found;
+}
+
+// Written under a temporary name, flushed and renamed, so a reader never sees half a file.
+void write_json(const fs::path& path, const nlohmann::json& value) { write_file_atomically(path.string(), value.dump(2) + "\n"); }
+
 nlohmann::json read_json(const fs::path& path) {
+  check_regular_file(path.string(), "a checkpoint manifest");
   std::ifstream in(path);
-  LOOM_CHECK(in.good(), path.string(), ": cannot open (is this a checkpoint directory written by loom train --checkpoint?)");
+  LOOM_CHECK(in.good(), path.string(), ": cannot open (", std::strerror(errno), ")");
   try {
     return nlohmann::json::parse(in);
   } catch (const nlohmann::json::exception& e) {
     LOOM_THROW(path.string(), ": not valid JSON (", e.what(), ")");
   }
+}
+
+// DIR/latest's step directory name ("step-000120"), checked.
+std::string read_latest(const fs::path& path) {
+  check_regular_file(path.string(), "the checkpoint pointer");
+  std::ifstream in(path);
+  std::string name, rest;
+  in >> name >> rest;
+  LOOM_CHECK(step_of_directory(name) >= 0 && rest.empty(), path.string(),
+             ": expected the name of a step directory (step-N), got '", excerpt(name), "'");
+  return name;
 }
 
 // A field of a manifest that must equal what this run has.
@@ -64,11 +119,21 @@ void expect(const nlohmann::json& manifest, const fs::path& path, const char* fi
              " but this run has ", nlohmann::json(wanted).dump());
 }
 
-// Collective: rethrows this rank's error, else says whether another rank had one.
-bool any_rank_failed(comm::Communicator& world, const std::exception_ptr& error_here) {
-  const bool any = comm::any_member(world, error_here != nullptr);
+// Collective: runs `work` here, then every rank learns whether any failed. This rank's error is
+// rethrown; another rank's becomes `elsewhere`. When any failed, `cleanup` runs first (on every
+// rank, after every rank's work has ended).
+void run_phase(comm::Communicator& world, const std::function<void()>& work, const std::string& elsewhere,
+               const std::function<void()>& cleanup = {}) {
+  std::exception_ptr error_here;
+  try {
+    work();
+  } catch (...) {
+    error_here = std::current_exception();
+  }
+  if (!comm::any_member(world, error_here != nullptr)) return;
+  if (cleanup) cleanup();
   if (error_here) std::rethrow_exception(error_here);
-  return any;
+  LOOM_THROW(elsewhere);
 }
 
 // A decaying learning rate depends on the run's length: resuming with another length (or schedule)
@@ -86,51 +151,101 @@ void check_learning_rate_path(const nlohmann::json& manifest, const fs::path& pa
              "or --lr-schedule constant)");
 }
 
+nlohmann::json manifest_json(const CheckpointLayout& layout, std::int64_t step) {
+  return {{"format", kFormat},           {"step", step},
+          {"model", layout.model},       {"settings", layout.settings},
+          {"stages", layout.stages},     {"chunks", layout.chunks},
+          {"global_batch", layout.global_batch}, {"seed", layout.seed},
+          {"lr_schedule", layout.lr_schedule},   {"total_steps", layout.total_steps}};
+}
+
+// Rank 0, before any stage writes: DIR exists and DIR/step-N does not (a leftover of a save at
+// this step that died, or of another run). DIR/latest must not name a directory being rewritten.
+void prepare_directory(const fs::path& root, const fs::path& step_directory) {
+  std::error_code error;
+  fs::create_directories(root, error);
+  LOOM_CHECK(fs::is_directory(root), root.string(), ": cannot create the checkpoint directory (", error.message(), ")");
+  fs::remove(root / (std::string(kLatest) + ".tmp"), error);
+  if (!fs::exists(step_directory, error)) return;
+  try {
+    if (read_latest(root / kLatest) == step_directory.filename().string()) fs::remove(root / kLatest, error);
+  } catch (const Error&) {  // no pointer, or a bad one: the commit replaces it
+  }
+  fs::remove_all(step_directory, error);
+  LOOM_CHECK(!error, step_directory.string(), ": cannot remove the earlier checkpoint of this step (", error.message(), ")");
+}
+
+// Replica 0 of a stage: the stage's tensors and its small manifest.
+void write_stage(const fs::path& step_directory, const CheckpointLayout& layout, std::int64_t step,
+                 const std::vector<NamedParameter>& parameters, Optimizer& optimizer) {
+  std::error_code error;
+  fs::create_directories(step_directory, error);
+  LOOM_CHECK(fs::is_directory(step_directory), step_directory.string(), ": cannot create (", error.message(), ")");
+  const std::string file = stage_name(layout.stage) + ".safetensors";
+  save_checkpoint((step_directory / file).string(), parameters, &optimizer, {{"loom.train.step", std::to_string(step)}});
+  write_json(step_directory / (stage_name(layout.stage) + ".json"),
+             {{"format", kFormat}, {"stage", layout.stage}, {"step", step}, {"file", file},
+              {"blocks", blocks_json(layout)}, {"optimizer", optimizer.type()}});
+  sync_directory(step_directory.string());
+}
+
+// Rank 0, once every stage's files are in place: the manifest, then DIR/latest (the commit).
+void commit(const fs::path& root, const fs::path& step_directory, const CheckpointLayout& layout, std::int64_t step) {
+  write_json(step_directory / kManifest, manifest_json(layout, step));
+  sync_directory(step_directory.string());
+  write_file_atomically((root / kLatest).string(), step_directory.filename().string() + "\n");
+  sync_directory(root.string());
+}
+
+// Rank 0, after the commit of `step`: keeps it and the keep - 1 newest complete checkpoints before
+// it; deletes older ones and unfinished ones before it. Later step directories (of another run
+// in the same DIR) are left alone. A failure here only warns: the new checkpoint is committed.
+void prune(const fs::path& root, std::int64_t step, int keep) {
+  int kept = 1;
+  for (const StepDirectory& directory : step_directories(root)) {
+    if (directory.step >= step) continue;
+    if (directory.complete && kept < keep) {
+      ++kept;
+      continue;
+    }
+    std::error_code error;
+    fs::remove_all(directory.path, error);
+    if (error) spdlog::warn("{}: cannot delete this old checkpoint ({})", directory.path.string(), error.message());
+  }
+}
+
 }  // namespace
 
-void save_training_checkpoint(comm::Communicator& world, const std::string& dir, const CheckpointLayout& layout,
-                              std::int64_t step, const std::vector<NamedParameter>& parameters, Optimizer& optimizer,
-                              bool writer) {
-  const fs::path root(dir);
-  const int rank = world.rank();
-  // Any rank's failure must stop every rank, not leave the others in the barrier.
-  std::exception_ptr error_here;
-  try {
-    if (writer || rank == 0) {
-      std::error_code error;
-      fs::create_directories(root, error);
-      LOOM_CHECK(fs::is_directory(root), dir, ": cannot create the checkpoint directory (", error.message(), ")");
-    }
-    if (writer) {
-      const std::string file = stage_name(layout.stage) + ".safetensors";
-      save_checkpoint((root / file).string(), parameters, &optimizer, {{"loom.train.step", std::to_string(step)}});
-      write_json(root / (stage_name(layout.stage) + ".json"),
-                 {{"format", kFormat}, {"stage", layout.stage}, {"step", step}, {"file", file},
-                  {"blocks", blocks_json(layout)}, {"optimizer", optimizer.type()}});
-    }
-  } catch (...) {
-    error_here = std::current_exception();
-  }
-  if (any_rank_failed(world, error_here)) LOOM_THROW(dir, ": another rank failed to write its stage's checkpoint");
-  if (rank == 0)
-    write_json(root / "manifest.json", {{"format", kFormat},
-                                        {"step", step},
-                                        {"model", layout.model},
-                                        {"settings", layout.settings},
-                                        {"stages", layout.stages},
-                                        {"chunks", layout.chunks},
-                                        {"global_batch", layout.global_batch},
-                                        {"seed", layout.seed},
-                                        {"lr_schedule", layout.lr_schedule},
-                                        {"total_steps", layout.total_steps}});
-  world.barrier();
+std::string save_training_checkpoint(comm::Communicator& world, const std::string& dir, const CheckpointLayout& layout,
+                                     std::int64_t step, const std::vector<NamedParameter>& parameters,
+                                     Optimizer& optimizer, bool writer, int keep) {
+  LOOM_CHECK(keep >= 1, "keep_checkpoints must be at least 1, got ", keep);
+  const fs::path root(dir), step_directory = root / step_directory_name(step);
+  const bool coordinator = world.rank() == 0;
+  std::error_code error;
+  const std::string unchanged = fs::exists(root / kLatest, error)
+                                    ? "; " + (root / kLatest).string() + " still names the previous checkpoint"
+                                    : "; no checkpoint was committed";
+  const auto discard = [&] {
+    std::error_code error;
+    if (coordinator) fs::remove_all(step_directory, error);
+  };
+  run_phase(world, [&] { if (coordinator) prepare_directory(root, step_directory); },
+            dir + ": rank 0 could not prepare the checkpoint directory (its message says why)");
+  run_phase(world, [&] { if (writer) write_stage(step_directory, layout, step, parameters, optimizer); },
+            step_directory.string() + ": another rank could not write its stage's checkpoint (its message says why)" + unchanged,
+            discard);
+  run_phase(world, [&] { if (coordinator) commit(root, step_directory, layout, step); },
+            step_directory.string() + ": rank 0 could not commit the checkpoint (its message says why)" + unchanged, discard);
+  if (coordinator) prune(root, step, keep);
+  return step_directory.string();
 }
 
 namespace {
 std::int64_t load_stage(const std::string& dir, const CheckpointLayout& layout,
                         const std::vector<NamedParameter>& parameters, Optimizer& optimizer) {
   const fs::path root(dir);
-  const fs::path manifest_path = root / "manifest.json";
+  const fs::path manifest_path = root / kManifest;
   const nlohmann::json manifest = read_json(manifest_path);
   expect(manifest, manifest_path, "format", std::string(kFormat));
   expect(manifest, manifest_path, "model", layout.model);
@@ -142,6 +257,8 @@ std::int64_t load_stage(const std::string& dir, const CheckpointLayout& layout,
   LOOM_CHECK(manifest.contains("step") && manifest["step"].is_number_integer() && manifest["step"].get<std::int64_t>() >= 0,
              manifest_path.string(), ": missing or bad field 'step'");
   const auto step = manifest["step"].get<std::int64_t>();
+  const std::int64_t named = step_of_directory(root.filename().string());
+  LOOM_CHECK(named < 0 || named == step, manifest_path.string(), ": says step ", step, " in the directory of step ", named);
   check_learning_rate_path(manifest, manifest_path, layout);
 
   const fs::path stage_path = root / (stage_name(layout.stage) + ".json");
@@ -151,6 +268,8 @@ std::int64_t load_stage(const std::string& dir, const CheckpointLayout& layout,
   expect(stage, stage_path, "step", step);  // a stage file from another save than the manifest
   expect(stage, stage_path, "blocks", blocks_json(layout));
   LOOM_CHECK(stage.contains("file") && stage["file"].is_string(), stage_path.string(), ": missing field 'file'");
+  LOOM_CHECK(stage["file"] == stage_name(layout.stage) + ".safetensors", stage_path.string(), ": field 'file' must be ",
+             stage_name(layout.stage), ".safetensors, got ", excerpt(stage["file"].dump()));
   const std::string file = (root / stage["file"].get<std::string>()).string();
   const safetensors::Metadata metadata = load_checkpoint(file, parameters, &optimizer);
   const auto saved = metadata.find("loom.train.step");
@@ -158,22 +277,48 @@ std::int64_t load_stage(const std::string& dir, const CheckpointLayout& layout,
              saved == metadata.end() ? std::string("?") : saved->second, " but ", manifest_path.string(), " says ", step);
   return step;
 }
+
+// The checkpoint --resume DIR means (see ResumePoint).
+fs::path resume_directory(const fs::path& root) {
+  struct stat info {};
+  if (::stat(root.c_str(), &info) != 0) {
+    const int error = errno;
+    LOOM_THROW(root.string(), ": cannot open the checkpoint directory (", std::strerror(error), ")");
+  }
+  LOOM_CHECK(S_ISDIR(info.st_mode), root.string(), ": a checkpoint is a directory, but this is ", file_kind(info.st_mode));
+  std::error_code error;
+  const fs::path latest = root / kLatest;
+  if (fs::exists(fs::symlink_status(latest, error))) {
+    const fs::path directory = root / read_latest(latest);
+    LOOM_CHECK(is_complete(directory), latest.string(), ": names ", directory.filename().string(),
+               ", which is not a complete checkpoint (it has no ", kManifest, ")");
+    return directory;
+  }
+  if (fs::exists(fs::symlink_status(root / kManifest, error))) return root;
+  for (const StepDirectory& directory : step_directories(root))
+    if (directory.complete) return directory.path;
+  LOOM_THROW(root.string(), ": no checkpoint here (no ", kLatest, ", no ", kManifest,
+             ", no complete step-N directory; is this a directory written by loom train --checkpoint?)");
+}
+
 }  // namespace
 
-std::int64_t load_training_checkpoint(comm::Communicator& world, const std::string& dir, const CheckpointLayout& layout,
-                                      const std::vector<NamedParameter>& parameters, Optimizer& optimizer) {
+ResumePoint load_training_checkpoint(comm::Communicator& world, const std::string& dir, const CheckpointLayout& layout,
+                                     const std::vector<NamedParameter>& parameters, Optimizer& optimizer) {
   // Every rank learns whether any failed, so that all stop together instead of some waiting in the
   // first pipeline transfer for a stage that gave up.
-  std::int64_t step = -1;
-  std::exception_ptr error_here;
-  try {
-    step = load_stage(dir, layout, parameters, optimizer);
-  } catch (...) {
-    error_here = std::current_exception();
-  }
-  if (any_rank_failed(world, error_here))
-    LOOM_THROW(dir, ": another rank could not load its stage's checkpoint (its message says why)");
-  return step;
+  ResumePoint point;
+  run_phase(world,
+            [&] {
+              point.directory = resume_directory(dir).string();
+              point.step = load_stage(point.directory, layout, parameters, optimizer);
+            },
+            dir + ": another rank could not load its stage's checkpoint (its message says why)");
+  // Every rank must have loaded the same checkpoint (DIR must be on a file system they all see).
+  const std::vector<std::int64_t> extremes = comm::max_over(world, {point.step, -point.step});
+  LOOM_CHECK(extremes[0] == -extremes[1], dir, ": the ranks found checkpoints of different steps (", -extremes[1], " to ",
+             extremes[0], "); is the directory on a file system that every rank sees?");
+  return point;
 }
 
 }  // namespace loom::runtime

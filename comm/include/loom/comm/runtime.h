@@ -3,7 +3,8 @@
 // Initialisation is lazy and idempotent: the first comm object (or an explicit ensure_mpi()) starts
 // MPI with MPI_THREAD_MULTIPLE, so a program started without mpirun is simply a world of one. Once
 // the rank is known it is stamped on loom errors and log lines. If loom started MPI, it also
-// finalises it at exit unless the app already did.
+// finalises it at exit unless the app already did. MPI_Init_thread and MPI_Finalize wait for
+// every rank: both run under the watchdog (watchdog.h, WatchdogReach::process).
 #pragma once
 
 namespace loom::comm {
@@ -13,5 +14,8 @@ int world_rank();
 int world_size();
 // True when several threads may call MPI at once (the gradient bucketer's progress thread needs it).
 bool mpi_thread_multiple();
+// MPI_Finalize if MPI runs, under the watchdog (a rank that stopped before its end would hold the
+// others in it for ever); apps call it before they return from main.
+void finalize_mpi();
 
 }  // namespace loom::comm

@@ -1,7 +1,8 @@
 // The communication watchdog: a dead or stuck peer must end the job, not hang it.
 //
-// Every blocking wait in loom::comm (collectives, ring steps, stage-boundary receives, bucket
-// waits) runs inside a WatchdogScope. A background thread checks the open scopes; when one has
+// Every blocking wait in loom::comm (MPI start-up and shutdown, communicator creation, topology
+// detection, collectives, ring steps, stage-boundary receives, bucket waits, the control
+// collectives of checkpoints) runs inside a WatchdogScope. A background thread checks the open scopes; when one has
 // been open longer than the timeout it prints
 //   loom: error (rank R): communication watchdog: <what> (peer rank P on HOST) made no progress for T s; aborting
 //   ...; rank S stopped progressing (not waiting in loom's communication: no answer to the watchdog within G s)
@@ -41,10 +42,17 @@ void set_comm_timeout_seconds(double seconds);
 // as its ranks going silent). Topology::detect() sets it when it finds the physical hosts.
 void set_watchdog_peer_hosts(std::vector<std::string> host_of_rank);
 
+// Where a wait is. `job`: inside MPI's lifetime; a firing asks the other ranks' watchdogs which
+// rank stopped and ends the job with MPI_Abort. `process`: while MPI cannot be used (inside
+// MPI_Init_thread, MPI_Finalize): a firing prints the message and ends this process (exit 3), and
+// the launcher (mpirun) then ends the others; the stopped rank cannot be named, because ranks can
+// talk to each other only once MPI_Init_thread has returned everywhere.
+enum class WatchdogReach { job, process };
+
 class WatchdogScope {
  public:
   // `what` must outlive the scope (a string literal); `peer` is a world rank or -1.
-  explicit WatchdogScope(const char* what, int peer = -1);
+  explicit WatchdogScope(const char* what, int peer = -1, WatchdogReach reach = WatchdogReach::job);
   ~WatchdogScope();
   WatchdogScope(const WatchdogScope&) = delete;
   WatchdogScope& operator=(const WatchdogScope&) = delete;

@@ -27,8 +27,10 @@ struct File {
   const Tensor& get(const std::string& name) const;  // throws naming the file and the tensor
 };
 
-// Writes tensors (from any device) and string metadata. Names must be unique.
+// Writes tensors (from any device) and string metadata. Names must be unique. The file is written
+// as PATH.tmp, flushed to the disk and renamed (loom/core/files.h): PATH is never half-written.
 void save(const std::string& path, const NamedTensors& tensors, const Metadata& metadata = {});
+// Only a regular file is read (a FIFO, a device or a directory is an error naming it).
 File load(const std::string& path);
 
 // 64-bit FNV-1a over bytes; checkpoints keep it in their metadata to detect corruption.

@@ -61,7 +61,8 @@ struct TrainerConfig {
   std::string trace;              // Chrome trace JSON of the executed actions (gathered to rank 0)
   std::string checkpoint;         // directory: write a checkpoint at the end (and every checkpoint_every steps)
   std::int64_t checkpoint_every = 0;
-  std::string resume;             // directory of a checkpoint to continue from
+  int keep_checkpoints = 2;       // complete checkpoints kept in `checkpoint` (older ones deleted after each commit)
+  std::string resume;             // checkpoint directory to continue from: its newest complete checkpoint
 };
 
 // Peak bytes per MemoryCategory, then the total: the maximum over all ranks (what one device holds).
@@ -78,7 +79,7 @@ struct EpochReport {
   double test_accuracy = 0;
 };
 struct CheckpointReport {
-  std::string dir;
+  std::string dir;  // the step directory written (DIR/step-N)
   std::int64_t step = 0;
 };
 struct TrainerHooks {
@@ -131,6 +132,7 @@ class Trainer {
   std::string describe() const;
   std::int64_t step() const;        // optimizer steps done (the one step counter)
   std::int64_t first_step() const;  // where this Trainer started (> 0 after a resume)
+  const std::string& resumed_from() const;  // the checkpoint directory of a resume (DIR/step-N), else empty
   int stage() const;                // this rank's pipeline stage
   const std::vector<Chain*>& chunks() const;  // this rank's model chunks (global block indices)
   comm::ProcessGroups& groups();

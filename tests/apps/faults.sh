@@ -1,0 +1,244 @@
+#!/usr/bin/env bash
+# Fault tests of `loom train` under mpiexec (issue 15, docs/reliability.md): a rank killed or
+# stopped during a checkpoint write or at start-up, damaged checkpoints, a full disk. Each case
+# checks that every rank and mpiexec end, non-zero, within a bound, with a message that names the
+# rank or the file, and that the previous checkpoint still resumes.
+#
+#   faults.sh LOOM MPIEXEC WORK_DIR CASE
+#   CASE: kill-in-checkpoint | stop-in-checkpoint | stop-in-mpi-init | stop-after-mpi-init |
+#         damaged-checkpoint | disk-full
+# Exit 0: passed, 77: skipped (disk-full without permission to mount a tmpfs), else failed.
+set -u
+LOOM=$1
+MPIEXEC=$2
+WORK=$3
+CASE=$4
+TIMEOUT_S=5  # LOOM_COMM_TIMEOUT_S of the runs that must be ended by the watchdog
+rm -rf "$WORK" && mkdir -p "$WORK"
+MPI_FLAGS=(--oversubscribe -x LOOM_NUM_THREADS=1 -x LOOM_COMM_TIMEOUT_S)
+[ "$(id -u)" = 0 ] && MPI_FLAGS+=(--allow-run-as-root)
+export LOOM_COMM_TIMEOUT_S=60  # runs that should finish; the cases that stop a rank set less
+# A small mlp: 2 stages x 2 replicas, checkpoints after steps 2 and 4.
+TRAIN=(train --model mlp --data synthetic --global-batch 16 --microbatches 2 --lr-schedule constant --quiet)
+SMALL=(--set hidden=64,layers=4)
+
+fail() { echo "FAIL ($CASE): $*"; for f in "$WORK"/*.err; do [ -f "$f" ] && { echo "--- $f"; tail -20 "$f"; }; done; exit 1; }
+now() { date +%s.%N; }
+elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
+
+# start NAME NP ARGS...: mpiexec in the background; $PID is mpiexec's, output in WORK/NAME.{out,err}.
+start() {
+  local name=$1 np=$2
+  shift 2
+  "$MPIEXEC" "${MPI_FLAGS[@]}" -n "$np" "$LOOM" "$@" >"$WORK/$name.out" 2>"$WORK/$name.err" &
+  PID=$!
+}
+
+# wait_line FILE PATTERN SECONDS: until FILE has a line matching PATTERN.
+wait_line() {
+  local deadline=$(( $(date +%s) + $3 ))
+  until grep -q -- "$2" "$1" 2>/dev/null; do
+    [ "$(date +%s)" -ge "$deadline" ] && fail "no line '$2' in $1 after $3 s"
+    sleep 0.05
+  done
+}
+
+# finish PID SECONDS: waits for mpiexec; a hang is a failure (the job is killed). Sets $RC.
+finish() {
+  local deadline=$(( $(date +%s) + $2 ))
+  while kill -0 "$1" 2>/dev/null; do
+    if [ "$(date +%s)" -ge "$deadline" ]; then
+      pkill -9 -P "$1"; kill -9 "$1"
+      fail "mpiexec still running after $2 s (hang)"
+    fi
+    sleep 0.1
+  done
+  wait "$1"
+  RC=$?
+}
+
+# The loom processes of mpiexec $1 (its children).
+ranks_of() { pgrep -P "$1" -f "$(basename "$LOOM")" || true; }
+
+# Fails if any of the given processes is alive 5 s after mpiexec ended (a zombie, killed and not
+# yet reaped, counts as gone).
+alive() { [ -e "/proc/$1" ] && ! grep -q '^[0-9]* ([^)]*) Z' "/proc/$1/stat" 2>/dev/null; }
+all_gone() {
+  local deadline=$(( $(date +%s) + 5 )) pid
+  for pid in "$@"; do
+    while alive "$pid"; do
+      if [ "$(date +%s)" -ge "$deadline" ]; then kill -9 "$pid"; fail "rank process $pid outlived mpiexec"; fi
+      sleep 0.1
+    done
+  done
+}
+
+latest_of() { cat "$1/latest" 2>/dev/null; }
+
+# A rank paused by LOOM_TEST_PAUSE_BEFORE_RENAME in the checkpoint of step 4, then SIGNAL.
+fault_in_checkpoint() {
+  local signal=$1 bound=$2
+  LOOM_TEST_PAUSE_BEFORE_RENAME=step-000004/stage1.safetensors LOOM_COMM_TIMEOUT_S=$TIMEOUT_S \
+    start run 4 "${TRAIN[@]}" "${SMALL[@]}" --steps 4 --stages 2 --replicas 2 --checkpoint "$WORK/ckpt" --checkpoint-every 2
+  local mpiexec=$PID
+  wait_line "$WORK/run.err" "paused before renaming" 120
+  local ranks; ranks=$(ranks_of "$mpiexec")
+  local line; line=$(grep "paused before renaming" "$WORK/run.err")
+  local pid; pid=$(sed -n 's/.* pid \([0-9]*\) paused.*/\1/p' <<<"$line")
+  STOPPED_RANK=$(sed -n 's/.*test hook: rank \([0-9]*\) .*/\1/p' <<<"$line")
+  [ -f "$WORK/ckpt/step-000004/stage1.safetensors.tmp" ] || fail "no stage1.safetensors.tmp while paused"
+  local t0; t0=$(now)
+  kill "-$signal" "$pid"
+  finish "$mpiexec" "$bound"
+  TIME_TO_EXIT=$(elapsed "$t0")
+  FAULT_RC=$RC
+  [ "$RC" -ne 0 ] || fail "mpiexec exited 0 after SIG$signal of rank $STOPPED_RANK"
+  # shellcheck disable=SC2086
+  all_gone $ranks
+  [ "$(latest_of "$WORK/ckpt")" = step-000004 ] && fail "latest names the checkpoint that was being written"
+  [ "$(latest_of "$WORK/ckpt")" = step-000002 ] || fail "latest is '$(latest_of "$WORK/ckpt")', not step-000002"
+}
+
+# The previous checkpoint resumes, and the next save cleans the half-written one.
+resume_previous() {
+  start resume 4 "${TRAIN[@]}" "${SMALL[@]}" --steps 4 --stages 2 --replicas 2 --resume "$WORK/ckpt" --checkpoint "$WORK/ckpt" --checkpoint-every 2
+  finish "$PID" 120
+  [ "$RC" -eq 0 ] || fail "resume from the previous checkpoint failed ($RC)"
+  [ "$(latest_of "$WORK/ckpt")" = step-000004 ] || fail "the resumed run did not commit step 4"
+  [ -z "$(find "$WORK/ckpt" -name '*.tmp')" ] || fail ".tmp files left: $(find "$WORK/ckpt" -name '*.tmp')"
+  [ -f "$WORK/ckpt/step-000002/manifest.json" ] || fail "step-000002 (kept: --keep-checkpoints 2) is gone"
+}
+
+case_kill_in_checkpoint() {
+  fault_in_checkpoint KILL 30
+  resume_previous
+  echo "ok: kill -9 of rank $STOPPED_RANK in its stage-file write: every rank and mpiexec ended (exit $FAULT_RC) in $TIME_TO_EXIT s; step-000002 resumed"
+}
+
+case_stop_in_checkpoint() {
+  fault_in_checkpoint STOP $((TIMEOUT_S + 25))
+  grep -q "rank $STOPPED_RANK stopped progressing" "$WORK/run.err" || fail "no message naming rank $STOPPED_RANK"
+  resume_previous
+  echo "ok: SIGSTOP of rank $STOPPED_RANK in its stage-file write: ended (exit $FAULT_RC) in $TIME_TO_EXIT s (LOOM_COMM_TIMEOUT_S=$TIMEOUT_S), rank named; step-000002 resumed"
+}
+
+# SIGSTOP rank 2 as soon as its process exists: it stops before or inside MPI_Init_thread, where
+# the others wait for it.
+case_stop_in_mpi_init() {
+  LOOM_COMM_TIMEOUT_S=$TIMEOUT_S start run 4 "${TRAIN[@]}" "${SMALL[@]}" --steps 4 --stages 2 --replicas 2
+  local mpiexec=$PID t0 pid="" deadline=$(( $(date +%s) + 30 ))
+  t0=$(now)
+  while [ -z "$pid" ]; do
+    [ "$(date +%s)" -ge "$deadline" ] && fail "rank 2 never appeared"
+    for candidate in $(ranks_of "$mpiexec"); do
+      if tr '\0' '\n' <"/proc/$candidate/environ" 2>/dev/null | grep -qx OMPI_COMM_WORLD_RANK=2; then
+        kill -STOP "$candidate" && pid=$candidate
+      fi
+    done
+    sleep 0.01
+  done
+  local ranks; ranks=$(ranks_of "$mpiexec")
+  finish "$mpiexec" $((TIMEOUT_S + 25))
+  TIME_TO_EXIT=$(elapsed "$t0")
+  [ "$RC" -ne 0 ] || fail "mpiexec exited 0"
+  # shellcheck disable=SC2086
+  all_gone $ranks
+  grep -q "MPI_Init_thread made no progress" "$WORK/run.err" || fail "no watchdog message from MPI_Init_thread"
+  grep -q "(rank 2): communication watchdog" "$WORK/run.err" && fail "the stopped rank 2 printed a message"
+  echo "ok: SIGSTOP of rank 2 at launch: ended ($RC) in $TIME_TO_EXIT s after launch (LOOM_COMM_TIMEOUT_S=$TIMEOUT_S)"
+}
+
+case_stop_after_mpi_init() {
+  LOOM_TEST_PAUSE_AFTER_MPI_INIT=2 LOOM_COMM_TIMEOUT_S=$TIMEOUT_S start run 4 "${TRAIN[@]}" "${SMALL[@]}" --steps 4 --stages 2 --replicas 2
+  local mpiexec=$PID
+  wait_line "$WORK/run.err" "paused after MPI_Init_thread" 60
+  local ranks; ranks=$(ranks_of "$mpiexec")
+  local pid; pid=$(sed -n 's/.* pid \([0-9]*\) paused.*/\1/p' "$WORK/run.err")
+  local t0; t0=$(now)
+  kill -STOP "$pid"
+  finish "$mpiexec" $((TIMEOUT_S + 25))
+  TIME_TO_EXIT=$(elapsed "$t0")
+  [ "$RC" -ne 0 ] || fail "mpiexec exited 0"
+  # shellcheck disable=SC2086
+  all_gone $ranks
+  grep -q "rank 2 stopped progressing" "$WORK/run.err" || fail "no message naming rank 2"
+  echo "ok: SIGSTOP of rank 2 right after MPI_Init_thread: ended ($RC) in $TIME_TO_EXIT s, rank 2 named: $(grep -o 'watchdog: [^(]*' "$WORK/run.err" | head -1)"
+}
+
+# resume_fails NAME EXPECTED: resuming WORK/NAME fails on every rank with one line naming EXPECTED.
+resume_fails() {
+  start "$1" 2 "${TRAIN[@]}" "${SMALL[@]}" --steps 4 --stages 2 --resume "$WORK/$1"
+  local t0; t0=$(now)
+  finish "$PID" 60
+  [ "$RC" -ne 0 ] || fail "$1: resume succeeded"
+  grep -q "loom: error" "$WORK/$1.err" && grep -qF -- "$2" "$WORK/$1.err" \
+    || fail "$1: expected a 'loom: error' line with '$2'"
+  echo "ok ($RC, $(elapsed "$t0") s): $1: $(grep -m1 'loom: error' "$WORK/$1.err" | cut -c1-200)"
+}
+
+# damaged COPY: a copy of the good checkpoint to damage.
+damaged() { cp -r "$WORK/good" "$WORK/$1"; }
+
+case_damaged_checkpoint() {
+  start good 2 "${TRAIN[@]}" "${SMALL[@]}" --stages 2 --steps 2 --checkpoint "$WORK/good"
+  finish "$PID" 120
+  [ "$RC" -eq 0 ] || fail "the good run failed"
+  start other 2 "${TRAIN[@]}" --set hidden=32,layers=4 --stages 2 --steps 2 --checkpoint "$WORK/other"
+  finish "$PID" 120
+  [ "$RC" -eq 0 ] || fail "the other model's run failed"
+  local file=step-000002/stage1.safetensors size
+  size=$(stat -c %s "$WORK/good/$file")
+  damaged truncated && truncate -s $((size / 2)) "$WORK/truncated/$file"
+  resume_fails truncated "truncated/$file: truncated"
+  damaged header && printf '\x7f' | dd of="$WORK/header/$file" bs=1 seek=12 conv=notrunc status=none
+  resume_fails header "header/$file"
+  damaged data && printf '\x7f' | dd of="$WORK/data/$file" bs=1 seek=$((size - 3)) conv=notrunc status=none
+  resume_fails data "data/$file: checkpoint is corrupted"
+  damaged no_manifest && rm "$WORK/no_manifest/step-000002/manifest.json"
+  resume_fails no_manifest "no_manifest/latest: names step-000002, which is not a complete checkpoint"
+  damaged edited && sed -i 's/"seed": 1/"seed": 5/' "$WORK/edited/step-000002/manifest.json"
+  resume_fails edited "edited/step-000002/manifest.json: the checkpoint has seed 5"
+  damaged other_shapes && cp "$WORK/other/$file" "$WORK/other_shapes/$file"
+  resume_fails other_shapes "other_shapes/$file: parameter"
+  damaged fifo && rm "$WORK/fifo/$file" && mkfifo "$WORK/fifo/$file"
+  resume_fails fifo "fifo/$file: a safetensors file must be a regular file, but this is a FIFO"
+  damaged fifo_latest && rm "$WORK/fifo_latest/latest" && mkfifo "$WORK/fifo_latest/latest"
+  resume_fails fifo_latest "fifo_latest/latest: the checkpoint pointer must be a regular file, but this is a FIFO"
+  damaged dir_manifest && rm "$WORK/dir_manifest/step-000002/stage0.json" && mkdir "$WORK/dir_manifest/step-000002/stage0.json"
+  resume_fails dir_manifest "stage0.json: a checkpoint manifest must be a regular file, but this is a directory"
+  damaged bad_latest && echo "../../etc" >"$WORK/bad_latest/latest"
+  resume_fails bad_latest "bad_latest/latest: expected the name of a step directory"
+}
+
+case_disk_full() {
+  DISK="$WORK/disk"
+  local disk=$DISK
+  mkdir -p "$disk"
+  if ! mount -t tmpfs -o size=1m loom-faults "$disk" 2>"$WORK/mount.err"; then
+    echo "SKIPPED: cannot mount a tmpfs ($(cat "$WORK/mount.err")); run as root to test a full disk"
+    exit 77
+  fi
+  trap 'umount "$DISK"' EXIT
+  # hidden=80: about 0.6 MB per checkpoint; the second does not fit beside the first in 1 MiB.
+  start run 2 "${TRAIN[@]}" --steps 4 --set hidden=80,layers=4 --stages 2 --checkpoint "$disk/ckpt" --checkpoint-every 2
+  finish "$PID" 120
+  [ "$RC" -ne 0 ] || fail "the run filled the disk without an error (checkpoints: $(du -sh "$disk"))"
+  grep -q "loom: error.*step-000004/stage[01].*No space left on device" "$WORK/run.err" \
+    || fail "no error naming the stage file and 'No space left on device'"
+  [ "$(latest_of "$disk/ckpt")" = step-000002 ] || fail "latest is '$(latest_of "$disk/ckpt")', not step-000002"
+  [ -z "$(find "$disk" -name '*.tmp')" ] || fail ".tmp files left: $(find "$disk" -name '*.tmp')"
+  [ -e "$disk/ckpt/step-000004" ] && fail "the failed step-000004 was not removed"
+  start resume 2 "${TRAIN[@]}" --steps 4 --set hidden=80,layers=4 --stages 2 --resume "$disk/ckpt"
+  finish "$PID" 120
+  [ "$RC" -eq 0 ] || fail "resume from step-000002 on the full disk failed"
+  echo "ok: $(grep -m1 'loom: error' "$WORK/run.err" | cut -c1-220)"
+  # The metrics file on a full disk.
+  dd if=/dev/zero of="$disk/filler" bs=64k status=none 2>/dev/null
+  start metrics 2 "${TRAIN[@]}" "${SMALL[@]}" --steps 4 --stages 2 --metrics "$disk/metrics.jsonl"
+  finish "$PID" 120
+  [ "$RC" -ne 0 ] || fail "writing metrics to a full disk succeeded"
+  grep -q "loom: error.*metrics.jsonl.*No space left on device" "$WORK/metrics.err" || fail "no error for the metrics file"
+  echo "ok: $(grep -m1 'loom: error' "$WORK/metrics.err" | cut -c1-200)"
+}
+
+"case_${CASE//-/_}"
