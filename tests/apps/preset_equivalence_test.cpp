@@ -20,9 +20,6 @@ apps::TrainOptions tiny(const std::string& model) {
   apps::TrainOptions o;
   o.model = model;
   o.size = "tiny";
-  // BatchNorm over the few rows of a 1x1 map is ill-conditioned enough that summation order alone
-  // moves the weights apart within three steps; at 32x32 AmoebaNet's last maps are 4x4.
-  if (model == "amoebanet36") o.overrides = "image=32";
   o.data = "synthetic";
   o.global_batch = 32;
   o.microbatches = 4;
@@ -35,6 +32,13 @@ apps::TrainOptions tiny(const std::string& model) {
   o.momentum = 0.9;
   o.lr_schedule = "constant";
   o.bucket_mb = 0.001;
+  // Tiny AmoebaNet (a BatchNorm after every operation of 4-8 channels, over micro-batches of 4 rows)
+  // is chaotic at lr 0.05 with momentum: rounding differences of 1e-7 (summation order, oneDNN vs
+  // im2col) grow to 1e-3 in three steps. At 32x32 and lr 0.005 it is not.
+  if (model == "amoebanet36") {
+    o.overrides = "image=32";
+    o.lr = 0.005;
+  }
   return o;
 }
 
