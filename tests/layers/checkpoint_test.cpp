@@ -103,6 +103,22 @@ TEST_CASE("damaged and mismatched checkpoints give clear errors") {
   std::ifstream in(path, std::ios::binary);
   const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 
+  SECTION("an optimizer step count out of range (issue 15: -1 resumed Adam into NaN)") {
+    for (int i = 0; i < 10; ++i) adam.step(1e-3);
+    const std::string counted = temp_path("counted.safetensors");
+    save_checkpoint(counted, a, &adam);
+    std::ifstream file(counted, std::ios::binary);
+    std::string damaged((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+    const std::string key = "\"loom.optimizer.steps\":\"10\"";
+    const auto at = damaged.find(key);
+    REQUIRE(at != std::string::npos);
+    damaged.replace(at, key.size(), "\"loom.optimizer.steps\":\"-1\"");  // same length: the header stays valid
+    const std::string p = temp_path("negative_steps.safetensors");
+    std::ofstream(p, std::ios::binary).write(damaged.data(), static_cast<std::streamsize>(damaged.size()));
+    const std::string m = error_of([&] { load_checkpoint(p, a, &adam); });
+    CHECK(m.find(p) != std::string::npos);
+    CHECK(m.find("loom.optimizer.steps must be an integer in [0, 2^40], not '-1'") != std::string::npos);
+  }
   SECTION("corrupted data") {
     std::string damaged = bytes;
     damaged[damaged.size() - 7] ^= 0x10;

@@ -108,11 +108,18 @@ safetensors::Metadata load_checkpoint(const std::string& path, const std::vector
     }
     const auto steps = file.metadata.find("loom.optimizer.steps");
     LOOM_CHECK(steps != file.metadata.end(), path, ": checkpoint lacks loom.optimizer.steps");
+    std::int64_t count = -1;
+    std::size_t used = 0;
     try {
-      optimizer->set_steps(std::stoll(steps->second));
+      count = std::stoll(steps->second, &used);
     } catch (const std::exception&) {
-      LOOM_THROW(path, ": loom.optimizer.steps is not an integer: '", steps->second, "'");
+      used = 0;
     }
+    // Adam's bias correction divides by 1 - beta^steps: a negative or absurd count would make NaN
+    // of a resumed run (the metadata is outside the tensors' checksums), so it is range-checked.
+    LOOM_CHECK(used == steps->second.size() && count >= 0 && count <= (std::int64_t{1} << 40), path,
+               ": loom.optimizer.steps must be an integer in [0, 2^40], not '", excerpt(steps->second), "'");
+    optimizer->set_steps(count);
   } else {
     for (auto it = by_name.begin(); it != by_name.end();)
       it = it->first.rfind(kOptimizerPrefix, 0) == 0 ? by_name.erase(it) : std::next(it);
