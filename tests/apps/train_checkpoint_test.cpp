@@ -108,6 +108,31 @@ TEST_CASE("stop after 3 steps, resume to 6: the same as 6 steps in one go", "[tr
     other.seed = 8;
     CHECK_THROWS_WITH(apps::train(other), Catch::Contains("seed"));
 
+    // A stage file of another run (seed 9) at the same step, copied in: refused, naming it.
+    apps::TrainOptions stranger = small_gpt(schedule);
+    stranger.steps = 3;
+    stranger.seed = 9;
+    stranger.checkpoint = dir + "-stranger";
+    Weights unused;
+    run(stranger, unused);
+    const std::string stage0 = dir + "/step-000003/stage0.safetensors";
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (comm::world_rank() == 0) {
+      std::filesystem::rename(stage0, stage0 + ".mine");
+      std::filesystem::copy_file(stranger.checkpoint + "/step-000003/stage0.safetensors", stage0);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    other = small_gpt(schedule);
+    other.steps = 6;
+    other.resume = dir;
+    CHECK_THROWS_WITH(apps::train(other), Catch::Contains(comm::world_rank() == 0 ? stage0 : "another rank") &&
+                                              Catch::Contains(comm::world_rank() == 0 ? "seed 9" : ""));
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (comm::world_rank() == 0) {
+      std::filesystem::rename(stage0 + ".mine", stage0);
+      std::filesystem::remove_all(stranger.checkpoint);
+    }
+
     // A stage file from another save than the manifest: stage 0 names it, the others stop too.
     MPI_Barrier(MPI_COMM_WORLD);
     if (comm::world_rank() == 0) {

@@ -182,7 +182,8 @@ void write_stage(const fs::path& step_directory, const CheckpointLayout& layout,
   fs::create_directories(step_directory, error);
   LOOM_CHECK(fs::is_directory(step_directory), step_directory.string(), ": cannot create (", error.message(), ")");
   const std::string file = stage_name(layout.stage) + ".safetensors";
-  save_checkpoint((step_directory / file).string(), parameters, &optimizer, {{"loom.train.step", std::to_string(step)}});
+  save_checkpoint((step_directory / file).string(), parameters, &optimizer,
+                  {{"loom.train.step", std::to_string(step)}, {"loom.train.seed", std::to_string(layout.seed)}});
   write_json(step_directory / (stage_name(layout.stage) + ".json"),
              {{"format", kFormat}, {"stage", layout.stage}, {"step", step}, {"file", file},
               {"blocks", blocks_json(layout)}, {"optimizer", optimizer.type()}});
@@ -275,6 +276,11 @@ std::int64_t load_stage(const std::string& dir, const CheckpointLayout& layout,
   const auto saved = metadata.find("loom.train.step");
   LOOM_CHECK(saved != metadata.end() && saved->second == std::to_string(step), file, ": taken after step ",
              saved == metadata.end() ? std::string("?") : saved->second, " but ", manifest_path.string(), " says ", step);
+  // A stage file of another run at the same step (files written before the seed was recorded pass).
+  const auto seed = metadata.find("loom.train.seed");
+  LOOM_CHECK(seed == metadata.end() || seed->second == std::to_string(layout.seed), file,
+             ": written by a run with seed ", excerpt(seed == metadata.end() ? "" : seed->second), ", but ",
+             manifest_path.string(), " and this run have seed ", layout.seed, " (a stage file from another run?)");
   return step;
 }
 
