@@ -17,7 +17,7 @@ if ((${#targets[@]} == 0)); then
   for corpus in "$root"/tests/fuzz/corpus/*/; do targets+=("$(basename "$corpus")"); done
 fi
 cmake --build "$dir" -j"$(nproc)" $(printf -- '--target fuzz_%s ' "${targets[@]}")
-export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1
+export ASAN_OPTIONS=abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 LOOM_NUM_THREADS=1
 pin=(); [ -n "${LOOM_FUZZ_CPU:-}" ] && pin=(taskset -c "$LOOM_FUZZ_CPU")
 failed=()
