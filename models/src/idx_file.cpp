@@ -30,6 +30,9 @@ IdxFile read_idx_file(const std::string& path) {
   for (int d = 0; d < rank; ++d) {
     const std::uint8_t* p = bytes.data() + 4 + 4 * d;
     const std::int64_t dim = (std::int64_t{p[0]} << 24) | (p[1] << 16) | (p[2] << 8) | p[3];
+    // Checked before multiplying: four dimensions of 65536 would wrap the count to 0.
+    LOOM_CHECK(dim == 0 || count <= kMaxDataFileBytes / static_cast<std::size_t>(dim), path, ": IDX dimension ", d,
+               " of ", dim, " makes more than ", kMaxDataFileBytes, " elements");
     idx.dims.push_back(dim);
     count *= static_cast<std::size_t>(dim);
   }

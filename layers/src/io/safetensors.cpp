@@ -92,6 +92,26 @@ void save(const std::string& path, const NamedTensors& tensors, const Metadata& 
   out.commit();
 }
 
+namespace {
+// A tensor's shape from the header. The element count is checked against what the data section
+// can hold (`max_elements`) before each multiplication: [2^32, 2^32] would overflow 64 bits.
+Shape read_shape(const nlohmann::json& shape, const std::string& path, const std::string& name,
+                 std::uint64_t max_elements) {
+  std::vector<std::int64_t> dims;
+  std::uint64_t elements = 1;
+  for (const auto& d : shape) {
+    LOOM_CHECK(d.is_number_integer() && d.get<std::int64_t>() >= 0, path, ": tensor '", name, "' has a bad shape ",
+               shape.dump());
+    const auto dim = static_cast<std::uint64_t>(d.get<std::int64_t>());
+    LOOM_CHECK(dim == 0 || elements <= max_elements / dim, path, ": tensor '", name, "' shape ", shape.dump(),
+               " has more elements than the file's data section holds (", max_elements, ")");
+    elements *= dim;
+    dims.push_back(static_cast<std::int64_t>(dim));
+  }
+  return Shape(dims);
+}
+}  // namespace
+
 File load(const std::string& path) {
   check_regular_file(path, "a safetensors file");  // a FIFO or a device would block or never end
   std::ifstream in(path, std::ios::binary | std::ios::ate);
@@ -146,13 +166,7 @@ File load(const std::string& path) {
     const auto& shape = value["shape"];
     LOOM_CHECK(shape.is_array() && shape.size() <= static_cast<std::size_t>(Shape::kMaxRank), path, ": tensor '", name,
                "' has a bad shape ", shape.dump());
-    std::vector<std::int64_t> dims;
-    for (const auto& d : shape) {
-      LOOM_CHECK(d.is_number_integer() && d.get<std::int64_t>() >= 0, path, ": tensor '", name, "' has a bad shape ",
-                 shape.dump());
-      dims.push_back(d.get<std::int64_t>());
-    }
-    entry.shape = Shape(dims);
+    entry.shape = read_shape(shape, path, name, data_size / dtype_size(entry.dtype));
     const auto& offsets = value["data_offsets"];
     LOOM_CHECK(offsets.is_array() && offsets.size() == 2 && offsets[0].is_number_unsigned() &&
                    offsets[1].is_number_unsigned(),
