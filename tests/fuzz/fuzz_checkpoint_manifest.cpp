@@ -1,6 +1,6 @@
 // `loom train --resume DIR`: load_training_checkpoint on a checkpoint that loom wrote (one 4-element
-// parameter, SGD), with DIR/manifest.json (even first byte) or DIR/stage0.json (odd) replaced by
-// the rest of the input. MPI runs as a singleton (no mpiexec); the load is collective over it.
+// parameter, SGD), with its step directory's manifest.json (even first byte) or stage0.json (odd)
+// replaced by the rest of the input. MPI runs as a singleton (no mpiexec); the load is collective over it.
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -22,6 +22,7 @@ struct Checkpoint {
   std::unique_ptr<loom::Sgd> optimizer;
   loom::runtime::CheckpointLayout layout;
   std::string dir, manifest, stage;  // the files as loom wrote them
+  std::string step;                  // the step directory, relative to the scratch directory
 };
 
 std::string read_all(const std::string& path) {
@@ -46,9 +47,11 @@ Checkpoint& checkpoint() {
     k.layout.global_batch = 8;
     k.layout.seed = 1;
     k.dir = loom::fuzz::scratch_dir() + "/checkpoint";
-    loom::runtime::save_training_checkpoint(*k.world, k.dir, k.layout, 3, k.parameters, *k.optimizer, true);
-    k.manifest = read_all(k.dir + "/manifest.json");
-    k.stage = read_all(k.dir + "/stage0.json");
+    const std::string step_dir =
+        loom::runtime::save_training_checkpoint(*k.world, k.dir, k.layout, 3, k.parameters, *k.optimizer, true, 1);
+    k.step = "checkpoint/" + step_dir.substr(step_dir.rfind('/') + 1);
+    k.manifest = read_all(step_dir + "/manifest.json");
+    k.stage = read_all(step_dir + "/stage0.json");
     return k;
   }();
   return c;
@@ -72,8 +75,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   Checkpoint& c = checkpoint();
   const bool manifest = data[0] % 2 == 0;
   const std::string text = loom::fuzz::as_string(data + 1, size - 1);
-  loom::fuzz::write_scratch_file("checkpoint/manifest.json", manifest ? text : c.manifest);
-  loom::fuzz::write_scratch_file("checkpoint/stage0.json", manifest ? c.stage : text);
+  loom::fuzz::write_scratch_file(c.step + "/manifest.json", manifest ? text : c.manifest);
+  loom::fuzz::write_scratch_file(c.step + "/stage0.json", manifest ? c.stage : text);
   loom::fuzz::rejecting_loom_errors(
       [&] { (void)loom::runtime::load_training_checkpoint(*c.world, c.dir, c.layout, c.parameters, *c.optimizer); });
   return 0;
