@@ -3,6 +3,7 @@
 #include <cstdlib>
 
 #include <loom/comm/watchdog.h>
+#include <loom/core/env.h>
 #include <loom/core/memory.h>
 
 #include "host_reduce.h"
@@ -12,13 +13,8 @@ namespace loom::comm {
 
 RingOptions default_ring_options() {
   RingOptions ring;
-  if (const char* text = std::getenv("LOOM_RING_SEGMENT_KB"); text && *text) {
-    char* end = nullptr;
-    const long kb = std::strtol(text, &end, 10);
-    LOOM_CHECK(end != text && *end == '\0' && kb > 0, "LOOM_RING_SEGMENT_KB: expected a positive number of KiB, got '",
-               text, "'");
-    ring.segment_bytes = static_cast<std::int64_t>(kb) * 1024;
-  }
+  const long long kb = env_count("LOOM_RING_SEGMENT_KB", 0, 1 << 22);  // at most 4 GiB segments
+  if (kb > 0) ring.segment_bytes = kb * 1024;
   return ring;
 }
 

@@ -4,17 +4,16 @@
 
 #include <algorithm>
 #include <atomic>
-#include <charconv>
 #include <cstdlib>
 #include <mutex>
 #include <string>
-#include <string_view>
 #include <thread>
 
 #include <sched.h>
 
 #include <spdlog/spdlog.h>
 
+#include <loom/core/env.h>
 #include <loom/core/error.h>
 
 namespace loom {
@@ -24,17 +23,8 @@ std::atomic<int> g_threads{0};
 
 constexpr int kMaxThreads = 1024;
 
-// The whole value must be an integer in [0, 1 << 20] ("4abc" is not 4).
-int env_int(const char* name) {
-  const char* value = std::getenv(name);
-  if (!value || !*value) return 0;
-  const std::string_view text(value);
-  int parsed = 0;
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), parsed);
-  LOOM_CHECK(error == std::errc() && end == text.data() + text.size() && parsed >= 0 && parsed <= 1 << 20,
-             "environment variable ", name, "='", excerpt(text), "' is not a count (an integer in [0, 1048576])");
-  return parsed;
-}
+// A count from the environment (0 when unset): the whole value must be an integer in [0, 2^20].
+int env_int(const char* name) { return static_cast<int>(env_count(name, 0, 1 << 20)); }
 
 // One line per process the first time more threads are asked for than this process has cores.
 void warn_if_oversubscribed(int threads, const char* source) {

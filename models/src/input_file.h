@@ -1,5 +1,7 @@
 // Data files are opened only when they are regular files of a sane size: a FIFO or a device
-// (/dev/zero) would block or never end, a directory cannot be read.
+// (/dev/zero) would block or never end, a directory cannot be read. The regular-file check is
+// the one every input of loom uses (loom/core/files.h); data files add a size limit and a hint
+// on where the file should come from.
 #pragma once
 
 #include <cstdint>
@@ -8,17 +10,18 @@
 #include <system_error>
 
 #include <loom/core/error.h>
+#include <loom/core/files.h>
 
 namespace loom {
 
 inline constexpr std::uintmax_t kMaxDataFileBytes = std::uintmax_t{1} << 32;  // 4 GiB
 
-// Throws loom::Error naming the file unless it is a regular file of at most kMaxDataFileBytes.
+// Throws loom::Error naming the file unless it is a regular file of at most kMaxDataFileBytes;
+// `hint` is appended when the file does not exist.
 inline void require_data_file(const std::string& path, const std::string& hint = "") {
   std::error_code ec;
-  const auto status = std::filesystem::status(path, ec);
-  LOOM_CHECK(!ec && std::filesystem::exists(status), path, ": cannot open (no such file)", hint);
-  LOOM_CHECK(std::filesystem::is_regular_file(status), path, ": not a regular file (a directory, FIFO or device)");
+  LOOM_CHECK(std::filesystem::exists(path, ec), path, ": cannot open (no such file)", hint);
+  check_regular_file(path, "a data file");
   const auto size = std::filesystem::file_size(path, ec);
   LOOM_CHECK(!ec && size <= kMaxDataFileBytes, path, ": ", size, " bytes is more than the ", kMaxDataFileBytes,
              " a data file may have");

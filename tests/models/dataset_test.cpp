@@ -119,6 +119,6 @@ TEST_CASE("epoch order is a seeded permutation", "[data]") {
 TEST_CASE("only regular data files are read; labels outside the classes are refused naming the file", "[data]") {
   const DataShape tokens{Shape{8}, DType::i64, Shape{8}, 256};
   CHECK_THROWS_WITH(open_dataset("text:/dev/zero", DatasetSplit::train, tokens, 1),
-                    Catch::Contains("/dev/zero: not a regular file"));
-  CHECK_THROWS_WITH(open_dataset("text:/tmp", DatasetSplit::train, tokens, 1), Catch::Contains("/tmp: not a regular file"));
+                    Catch::Contains("/dev/zero: a data file must be a regular file, but this is a device"));
+  CHECK_THROWS_WITH(open_dataset("text:/tmp", DatasetSplit::train, tokens, 1), Catch::Contains("/tmp: a data file must be a regular file, but this is a directory"));
 }

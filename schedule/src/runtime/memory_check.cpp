@@ -1,26 +1,19 @@
 // The up-front memory check (see memory_check.h).
 #include "memory_check.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <string>
 
+#include <loom/core/env.h>
 #include <loom/core/error.h>
 #include <loom/layers/optimizer_kind.h>
 
 namespace loom::runtime::detail {
 
 namespace {
-
-double env_number(const char* name, double fallback) {
-  const char* text = std::getenv(name);
-  if (text == nullptr || *text == '\0') return fallback;
-  char* end = nullptr;
-  const double value = std::strtod(text, &end);
-  LOOM_CHECK(end != text && *end == '\0' && value > 0, name, "=", excerpt(text), " is not a positive number");
-  return value;
-}
 
 std::string gigabytes(double bytes) {
   char text[32];
@@ -31,7 +24,7 @@ std::string gigabytes(double bytes) {
 }  // namespace
 
 double available_bytes_per_rank() {
-  const double limit_mb = env_number("LOOM_MEMORY_LIMIT_MB", 0);
+  const double limit_mb = env_positive("LOOM_MEMORY_LIMIT_MB", 0);
   if (limit_mb > 0) return limit_mb * 1024 * 1024;
   double available = 0;
   std::ifstream meminfo("/proc/meminfo");
@@ -42,7 +35,7 @@ double available_bytes_per_rank() {
     meminfo.ignore(64, '\n');
   }
   if (available <= 0) return 1e300;  // unknown: do not refuse
-  return available / env_number("OMPI_COMM_WORLD_LOCAL_SIZE", 1);
+  return available / static_cast<double>(std::max<long long>(1, env_count("OMPI_COMM_WORLD_LOCAL_SIZE", 1, 1 << 20)));
 }
 
 void check_memory_fits(const TrainerConfig& config, const ModelSpec& spec, const StagePartition& partition,
