@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every paper claim scripts/reproduce/ covers, one after another (never two benchmarks at once),
 # each writing DIR/NAME.csv and DIR/NAME.png; the output of each goes to DIR/NAME.log as well.
-# docs/reproduce.md puts the figures next to the papers'.
+# docs/REPRODUCING.md puts the figures next to the papers'.
 #
 # Usage: scripts/reproduce/all.sh [LOOM_BINARY] [--quick] [--out DIR]
 #   (about 30 minutes on a loaded 2-core machine; under 15 with --quick)
