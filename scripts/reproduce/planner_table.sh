@@ -17,7 +17,11 @@
 #
 # Usage: scripts/reproduce/planner_table.sh [LOOM_BINARY] [--quick] [--out DIR]
 #   --quick: BERT-48, AmoebaNet-36 and VGG-19 only (XLNet-36 and GNMT-16 take the longest to plan)
+# The DAPPLE search runs to the end (`loom plan --time-limit 0`; loom plan's default stops it after
+# 60 s and returns the best plan so far, which on a loaded machine loses cases); `dapple_search`
+# says whether it did (exact) or was stopped.
 # Environment: PROFILES (default ../shared/profiles next to the repository), CLUSTERS ("A B C"),
+#   TIME_LIMIT (seconds for each DAPPLE search, 0: none; default 0),
 #   KEEP (a directory that keeps every `loom plan --json` output)
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
@@ -41,7 +45,8 @@ plan_all() {  # plan_all PROFILE OUT_PREFIX GLOBAL_BATCH: every planner, both al
     for overlap in 0 1; do
       flags=()
       [ "$overlap" = 1 ] && flags+=(--overlap)
-      "$loom" plan --profile "$1" --cluster "$cluster" --global-batch "$3" --planner all --json "${flags[@]}" \
+      "$loom" plan --profile "$1" --cluster "$cluster" --global-batch "$3" --planner all --json \
+        --time-limit "${TIME_LIMIT:-0}" "${flags[@]}" \
         >"$2-$cluster-$overlap.json"
     done
   done
@@ -67,7 +72,7 @@ columns = ["source", "model", "cluster", "global_batch", "overlap", "dp_speedup"
            "pipedream_speedup", "pipedream_microbatches", "pipedream_strategy",
            "dapple_speedup", "dapple_microbatches", "dapple_placement", "dapple_strategy",
            "dapple_over_pipedream", "dapple_over_dp", "dapple_over_pipedream_simulated",
-           "dapple_over_dp_simulated", "dapple_planning_ms"]
+           "dapple_over_dp_simulated", "dapple_planning_ms", "dapple_search"]
 
 def row(path):
     result = json.load(open(path))
@@ -89,7 +94,7 @@ def row(path):
             "dapple_over_dp": ratio(dapple, dp, "predicted_step_ms"),
             "dapple_over_pipedream_simulated": ratio(dapple, pipedream, "simulated_step_ms"),
             "dapple_over_dp_simulated": ratio(dapple, dp, "simulated_step_ms"),
-            "dapple_planning_ms": round(dapple["planning_ms"], 1)}
+            "dapple_planning_ms": round(dapple["planning_ms"], 1), "dapple_search": dapple.get("search", "")}
 
 paths = glob.glob(os.path.join(work, "*.json")) + glob.glob(os.path.join(work, "presets", "*.json"))
 rows = sorted((row(p) for p in paths), key=lambda r: (r["source"] != "published", r["overlap"], r["model"], r["cluster"]))
