@@ -37,6 +37,15 @@ std::string format_duration(double seconds) {
   return text;
 }
 
+// {"parameters": ..., ..., "total": ...}: peak bytes by memory category, then all of them.
+nlohmann::json peaks_json(const runtime::MemoryPeaks& peaks) {
+  nlohmann::json json = nlohmann::json::object();
+  for (std::size_t c = 0; c < kMemoryCategoryCount; ++c)
+    json[std::string(memory_category_name(static_cast<MemoryCategory>(c)))] = peaks[c];
+  json["total"] = peaks[kMemoryCategoryCount];
+  return json;
+}
+
 // What rank 0 shows and writes: a progress bar per epoch (with --epochs) or a line per logged
 // step, the metrics file's JSON lines, and the epoch and checkpoint lines.
 class Progress {
@@ -57,11 +66,10 @@ class Progress {
     samples_since_log_ = 0;
     since_log_.reset();
     if (metrics_) {
-      nlohmann::json peak = nlohmann::json::object();
-      for (std::size_t c = 0; c < kMemoryCategoryCount; ++c)
-        peak[std::string(memory_category_name(static_cast<MemoryCategory>(c)))] = r.peaks[c];
-      peak["total"] = r.peaks[kMemoryCategoryCount];
-      write({{"step", r.step}, {"loss", r.loss}, {"lr", r.lr}, {"samples_per_s", rate}, {"peak_bytes", peak}});
+      nlohmann::json by_stage = nlohmann::json::array();
+      for (const runtime::MemoryPeaks& stage : r.stage_peaks) by_stage.push_back(peaks_json(stage));
+      write({{"step", r.step}, {"loss", r.loss}, {"lr", r.lr}, {"samples_per_s", rate},
+             {"peak_bytes", peaks_json(r.peaks)}, {"peak_bytes_by_stage", by_stage}});
     }
     if (bar_) {
       draw_bar(r, rate);

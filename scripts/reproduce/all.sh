@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every paper claim scripts/reproduce/ covers, one after another (never two benchmarks at once),
 # each writing DIR/NAME.csv and DIR/NAME.png; the output of each goes to DIR/NAME.log as well.
-# docs/reproduce.md puts the figures next to the papers'.
+# docs/REPRODUCING.md puts the figures next to the papers'.
 #
 # Usage: scripts/reproduce/all.sh [LOOM_BINARY] [--quick] [--out DIR]
 #   (about 30 minutes on a loaded 2-core machine; under 15 with --quick)
@@ -20,6 +20,7 @@ mkdir -p "$out"
 scripts=(planner_table comm_bytes boundary_bytes allreduce_hierarchy bubble_vs_microbatches gpipe_vs_dapple
          time_to_accuracy weight_stashing)
 started=$(date +%s)
+echo "== all.sh: $(date -u '+%Y-%m-%d %H:%M UTC') on $(uname -n), $(nproc) cores; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 failed=()
 for script in "${scripts[@]}"; do
   echo "== $script"
@@ -27,7 +28,8 @@ for script in "${scripts[@]}"; do
     failed+=("$script")
   fi
 done
-echo "== all.sh: ${#scripts[@]} scripts in $(( $(date +%s) - started )) s; results in $out"
+echo "== all.sh: ${#scripts[@]} scripts in $(( $(date +%s) - started )) s (load average now" \
+  "$(cut -d' ' -f1-3 /proc/loadavg)); results in $out"
 if [ ${#failed[@]} -gt 0 ]; then
   echo "all.sh: failed: ${failed[*]} (see $out/NAME.log)" >&2
   exit 1

@@ -31,36 +31,49 @@ def save(fig, path):
 
 
 def planner_table(rows, png):
-    """Grouped bars: speedup over one V100 of best DP, PipeDream's and DAPPLE's plans, per case."""
-    fig, axes = plt.subplots(2, 1, figsize=(13, 8), sharey=True)
+    """Grouped bars: speedup over one V100 of best DP, PipeDream's and DAPPLE's plans, per case; one
+    column of panels per profile source (published V100 profiles, loom's presets), one row per
+    allreduce assumption."""
+    sources = [s for s in ("published", "preset") if any(r.get("source", "published") == s for r in rows)]
+    fig, axes = plt.subplots(2, len(sources), figsize=(13 * len(sources), 8), sharey=True, squeeze=False)
     bars = [("dp_speedup", "best data parallelism", "#999999"),
             ("pipedream_speedup", "PipeDream planner (run synchronously)", "#e6883c"),
             ("dapple_speedup", "DAPPLE planner", "#3c78d8")]
-    for ax, overlap in zip(axes, ("0", "1")):
-        part = [r for r in rows if r["overlap"] == overlap]
-        labels = [f"{r['model']}\n{r['cluster']}" for r in part]
-        width = 0.27
-        for k, (key, label, color) in enumerate(bars):
-            xs = [i + (k - 1) * width for i in range(len(part))]
-            ax.bar(xs, [number(r[key]) for r in part], width, label=label, color=color)
-        for i, r in enumerate(part):
-            ratio = number(r["dapple_over_pipedream"])
-            ax.annotate(f"{ratio:.2f}x", (i + width, number(r["dapple_speedup"])), ha="center",
-                        va="bottom", fontsize=7)
-        ax.set_xticks(range(len(part)))
-        ax.set_xticklabels(labels, fontsize=8)
-        ax.set_ylabel("speedup over 1 device (x)")
-        ax.set_title("allreduce " + ("overlapped with the last backward (--overlap), every planner"
-                                     if overlap == "1" else "after the last backward (DAPPLE's model), every planner"),
-                     fontsize=10)
-        ax.grid(axis="y", alpha=0.3)
-        top = max(number(r[key]) for r in rows for key, _, _ in bars if r[key] != "")
-        ax.set_ylim(0, top * 1.3)
-    axes[0].legend(fontsize=8, loc="upper left", ncol=3)
-    fig.suptitle("DAPPLE vs PipeDream planner vs DP on the published V100 profiles, clusters A/B/C (cost model)\n"
+    top = max(number(r[key]) for r in rows for key, _, _ in bars if r[key] != "")
+    for column, source in enumerate(sources):
+        for ax, overlap in zip(axes[:, column], ("0", "1")):
+            part = [r for r in rows if r["overlap"] == overlap and r.get("source", "published") == source]
+            planner_bars(ax, part, bars)
+            ax.set_ylim(0, top * 1.3)
+            where = ("published V100 profiles (DAPPLE repository)" if source == "published"
+                     else "loom's paper-size presets, analytic V100 profiles")
+            ax.set_title(f"{where}; allreduce " + ("overlapped with the last backward (--overlap), every planner"
+                                                   if overlap == "1" else "after the last backward (DAPPLE's model), every planner"),
+                         fontsize=10)
+    axes[0, 0].legend(fontsize=8, loc="upper left", ncol=3)
+    fig.suptitle("DAPPLE vs PipeDream planner vs DP, clusters A/B/C (cost model)\n"
                  "number over the DAPPLE bar: DAPPLE / PipeDream step-time ratio (paper: up to 3.23x; up to 2.32x over DP)",
                  fontsize=11)
     save(fig, png)
+
+
+def planner_bars(ax, part, bars):
+    labels = [f"{r['model']}\n{r['cluster']}" for r in part]
+    width = 0.27
+    for k, (key, label, color) in enumerate(bars):
+        xs = [i + (k - 1) * width for i in range(len(part))]
+        ax.bar(xs, [number(r[key]) for r in part], width, label=label, color=color)
+        for x, r in zip(xs, part):  # an infeasible plan (over device memory) has no speedup
+            if r[key] == "":
+                ax.annotate("does not fit", (x, 0.2), ha="center", va="bottom", rotation=90, fontsize=6, color=color)
+    for i, r in enumerate(part):
+        if r["dapple_over_pipedream"] != "":
+            ax.annotate(f"{number(r['dapple_over_pipedream']):.2f}x", (i + width, number(r["dapple_speedup"])),
+                        ha="center", va="bottom", fontsize=7)
+    ax.set_xticks(range(len(part)))
+    ax.set_xticklabels(labels, fontsize=8)
+    ax.set_ylabel("speedup over 1 device (x)")
+    ax.grid(axis="y", alpha=0.3)
 
 
 def allreduce_hierarchy(rows, png):
@@ -187,30 +200,53 @@ def bubble_vs_microbatches(rows, png):
     save(fig, png)
 
 
+GPIPE_DAPPLE_STYLES = {("gpipe", "0"): ("GPipe", "#e6883c", None, "-", "o"),
+                       ("gpipe", "1"): ("GPipe + recomputation", "#e6883c", "///", "--", "s"),
+                       ("dapple", "0"): ("DAPPLE (1F1B)", "#3c78d8", None, "-", "o"),
+                       ("dapple", "1"): ("DAPPLE + recomputation", "#3c78d8", "///", "--", "s")}
+
+
 def gpipe_vs_dapple(rows, png):
-    """Two bar groups: throughput and peak memory per (schedule, recomputation)."""
-    labels = [f"{r['schedule']}\n{'recompute' if r['recompute'] == '1' else 'no recompute'}" for r in rows]
-    colors = ["#e6883c" if r["schedule"] == "gpipe" else "#3c78d8" for r in rows]
-    hatches = ["//" if r["recompute"] == "1" else None for r in rows]
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.8))
-    panels = [(axes[0], [number(r["samples_per_s"]) for r in rows], "throughput (samples/s)", "{:.1f}"),
-              (axes[1], [number(r["peak_total_bytes"]) / 1e6 for r in rows], "peak memory of the fullest rank (MB)", "{:.0f}")]
-    for ax, values, ylabel, form in panels:
-        bars = ax.bar(range(len(rows)), values, color=colors, hatch=None, edgecolor="black", linewidth=0.4)
-        for bar, hatch in zip(bars, hatches):
-            bar.set_hatch(hatch)
-        for i, v in enumerate(values):
-            ax.annotate(form.format(v), (i, v), ha="center", va="bottom", fontsize=8)
-        ax.set_xticks(range(len(rows)))
-        ax.set_xticklabels(labels, fontsize=8)
-        ax.set_ylabel(ylabel)
-        ax.set_ylim(0, max(values) * 1.15)
+    """(a) peak memory per stage at the largest M, (b) the fullest stage's peak against M and
+    (c) throughput against M, for GPipe and DAPPLE with and without recomputation."""
+    ms = sorted({int(r["microbatches"]) for r in rows})
+    stages = sorted({int(r["stage"]) for r in rows})
+    fig, axes = plt.subplots(1, 3, figsize=(17, 5))
+    width = 0.8 / len(GPIPE_DAPPLE_STYLES)
+    largest = [r for r in rows if int(r["microbatches"]) == ms[-1]]
+    for k, ((schedule, recompute), (label, color, hatch, style, marker)) in enumerate(GPIPE_DAPPLE_STYLES.items()):
+        part = sorted((r for r in largest if (r["schedule"], r["recompute"]) == (schedule, recompute)),
+                      key=lambda r: int(r["stage"]))
+        xs = [int(r["stage"]) + (k - 1.5) * width for r in part]
+        axes[0].bar(xs, [number(r["peak_total_bytes"]) / 1e6 for r in part], width, color=color, alpha=0.3,
+                    hatch=hatch, edgecolor="black", linewidth=0.4)
+        axes[0].bar(xs, [number(r["peak_activation_bytes"]) / 1e6 for r in part], width, color=color, label=label,
+                    hatch=hatch, edgecolor="black", linewidth=0.4)
+        runs = {m: [r for r in rows if (r["schedule"], r["recompute"], int(r["microbatches"])) == (schedule, recompute, m)]
+                for m in ms}
+        fullest = [max(number(r["peak_total_bytes"]) for r in runs[m]) / 1e6 for m in ms]
+        rate = [number(runs[m][0]["samples_per_s"]) for m in ms]
+        axes[1].plot(ms, fullest, color=color, linestyle=style, marker=marker, label=label)
+        axes[2].plot(ms, rate, color=color, linestyle=style, marker=marker, label=label)
+    axes[0].set_xticks(stages)
+    axes[0].set_xticklabels([f"stage {s}" for s in stages])
+    axes[0].set_ylabel("peak memory of the stage's rank (MB)")
+    axes[0].set_title(f"(a) peak memory per stage at M = {ms[-1]}\n(pale: total; solid: of which activations)", fontsize=9)
+    axes[1].set_ylabel("peak memory of the fullest stage (MB, total)")
+    axes[1].set_title("(b) peak memory of the fullest stage vs M", fontsize=9)
+    axes[2].set_ylabel("throughput (samples/s)")
+    axes[2].set_title("(c) throughput vs M (median of the timed steps)", fontsize=9)
+    for ax in axes[1:]:
+        ax.set_xscale("log", base=2)
+        ax.xaxis.set_major_formatter(ticker.ScalarFormatter())
+        ax.set_xticks(ms)
+        ax.set_xlabel("micro-batches M per step (fixed micro-batch size, log scale)")
+        ax.set_ylim(bottom=0)
+    for ax in axes:
         ax.grid(axis="y", alpha=0.3)
-    activations = [number(r["peak_activation_bytes"]) / 1e6 for r in rows]
-    axes[1].plot(range(len(rows)), activations, "k_", markersize=30, markeredgewidth=2, label="of which activations")
-    axes[1].legend(fontsize=8, loc="upper right")
-    fig.suptitle(f"GPipe vs DAPPLE (1F1B), with and without recomputation: {rows[0]['model']}, "
-                 "4 stages, 8 micro-batches, 1 CPU thread per stage", fontsize=10)
+        ax.legend(fontsize=8)
+    fig.suptitle(f"GPipe vs DAPPLE, with and without recomputation: {rows[0]['model']}, {len(stages)} stages x 1 rank, "
+                 f"{rows[0]['microbatch_rows']} samples per micro-batch, 1 CPU thread per stage", fontsize=10)
     save(fig, png)
 
 

@@ -175,14 +175,28 @@ void resume(detail::TrainerState& s) {
   s.step = s.first_step;
 }
 
-MemoryPeaks world_peaks(comm::Communicator& world) {
+// Every stage's peaks, each the maximum over the stage's replicas (collective over the world): each
+// rank fills its own stage's row of a stages x categories table, the rest zero, and the element-wise
+// maximum over all ranks is the table of every stage.
+std::vector<MemoryPeaks> stage_peaks(comm::Communicator& world, int stage, int stages) {
   const MemoryStats stats = memory_stats();
-  std::vector<std::int64_t> local(kMemoryCategoryCount + 1);
-  for (std::size_t c = 0; c < kMemoryCategoryCount; ++c) local[c] = stats.peak_by_category[c];
-  local[kMemoryCategoryCount] = stats.peak_bytes;
-  const std::vector<std::int64_t> global = comm::max_over(world, local);
+  const std::size_t width = kMemoryCategoryCount + 1;
+  std::vector<std::int64_t> table(width * static_cast<std::size_t>(stages), 0);
+  std::int64_t* row = table.data() + width * static_cast<std::size_t>(stage);
+  for (std::size_t c = 0; c < kMemoryCategoryCount; ++c) row[c] = stats.peak_by_category[c];
+  row[kMemoryCategoryCount] = stats.peak_bytes;
+  table = comm::max_over(world, std::move(table));
+  std::vector<MemoryPeaks> peaks(static_cast<std::size_t>(stages));
+  for (std::size_t s = 0; s < peaks.size(); ++s)
+    std::copy_n(table.begin() + static_cast<std::ptrdiff_t>(s * width), width, peaks[s].begin());
+  return peaks;
+}
+
+// The maximum over stages of each entry: the peak of the fullest rank.
+MemoryPeaks max_over_stages(const std::vector<MemoryPeaks>& stages) {
   MemoryPeaks peaks{};
-  std::copy(global.begin(), global.end(), peaks.begin());
+  for (const MemoryPeaks& stage : stages)
+    for (std::size_t c = 0; c < peaks.size(); ++c) peaks[c] = std::max(peaks[c], stage[c]);
   return peaks;
 }
 
@@ -215,14 +229,15 @@ TrainSummary Trainer::run(const TrainerHooks& hooks) {
     LOOM_CHECK(s.shape.steps - s.step >= s.schedule.batches(), "internal: partial window");
     StepResult result = s.executor->run(s.step, s.data->train_reader());
     world.allreduce(result.loss_sums.data(), static_cast<std::int64_t>(result.loss_sums.size()), DType::f64);
-    const MemoryPeaks peaks = world_peaks(world);
+    const std::vector<MemoryPeaks> by_stage = stage_peaks(world, s.stage, s.shape.stages);
+    const MemoryPeaks peaks = max_over_stages(by_stage);
     for (double loss : result.loss_sums) {
       LOOM_CHECK(std::isfinite(loss), "step ", s.step + 1, ": the global-batch loss is ", loss,
                  "; training diverged (lower --lr, warm up with --warmup-steps, or clip with --clip-norm)");
       summary.losses.push_back(loss);
       summary.samples += s.shape.global_batch;
       ++s.step;
-      if (hooks.on_step) hooks.on_step({s.step, loss, s.optimizer->learning_rate(s.step - 1), peaks});
+      if (hooks.on_step) hooks.on_step({s.step, loss, s.optimizer->learning_rate(s.step - 1), peaks, by_stage});
     }
     if (s.data->has_test() && s.step % s.shape.steps_per_epoch == 0) {
       const std::int64_t epoch = s.step / s.shape.steps_per_epoch;

@@ -65,14 +65,15 @@ struct TrainerConfig {
   std::string resume;             // checkpoint directory to continue from: its newest complete checkpoint
 };
 
-// Peak bytes per MemoryCategory, then the total: the maximum over all ranks (what one device holds).
+// Peak bytes per MemoryCategory, then the total, since the run started.
 using MemoryPeaks = std::array<std::int64_t, kMemoryCategoryCount + 1>;
 
 struct StepReport {
   std::int64_t step = 0;  // optimizer steps done, counting this one (1-based)
   double loss = 0;        // the global-batch mean loss
   double lr = 0;          // the learning rate the step used
-  MemoryPeaks peaks{};
+  MemoryPeaks peaks{};    // the maximum over all ranks (what one device must hold)
+  std::vector<MemoryPeaks> stage_peaks;  // per pipeline stage: the maximum over its replicas
 };
 struct EpochReport {
   std::int64_t epoch = 0;  // 1-based

@@ -1,0 +1,135 @@
+// `loom train --metrics`: every step's record carries the peak memory of each pipeline stage
+// (`peak_bytes_by_stage`, the maximum over the stage's replicas) next to the peak of the fullest
+// rank (`peak_bytes`). Under mpiexec -n 4, 2 stages x 2 replicas of an mlp, M = 4:
+// - each stage's entry equals the maximum of its two ranks' own peaks (gathered here with plain
+//   MPI, apart from loom's control collectives), category by category;
+// - the maximum over the stages equals `peak_bytes`;
+// - a hand-checkable property of the schedules: DAPPLE keeps K_0 = min(S, M) = 2 micro-batches
+//   alive on stage 0 and K_1 = 1 on stage 1, so stage 0 holds more than 1.5x the activations of
+//   stage 1 (2 kept + one transient against 1 kept); GPipe keeps all M = 4 on stage 1, more than
+//   3x what DAPPLE keeps there.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include <mpi.h>
+#include <nlohmann/json.hpp>
+
+#include <loom/comm/runtime.h>
+#include <loom/core/memory.h>
+
+#include "training.h"
+
+using namespace loom;
+
+namespace {
+
+constexpr int kStages = 2;
+constexpr int kSteps = 3;
+
+std::vector<std::string> entry_names() {
+  std::vector<std::string> names;
+  for (std::size_t c = 0; c < kMemoryCategoryCount; ++c)
+    names.emplace_back(memory_category_name(static_cast<MemoryCategory>(c)));
+  names.emplace_back("total");
+  return names;
+}
+
+// This rank's stage and peaks after the run, on rank 0 for every rank (world order).
+struct RankPeaks {
+  int stage = 0;
+  std::vector<std::int64_t> peaks;  // entry_names() order
+};
+
+std::vector<RankPeaks> gather_rank_peaks(int stage) {
+  const MemoryStats stats = memory_stats();
+  std::vector<std::int64_t> mine(stats.peak_by_category.begin(), stats.peak_by_category.end());
+  mine.push_back(stats.peak_bytes);
+  mine.push_back(stage);
+  const int width = static_cast<int>(mine.size());
+  std::vector<std::int64_t> all(static_cast<std::size_t>(width * comm::world_size()));
+  MPI_Gather(mine.data(), width, MPI_INT64_T, all.data(), width, MPI_INT64_T, 0, MPI_COMM_WORLD);
+  std::vector<RankPeaks> ranks;
+  for (int r = 0; r < comm::world_size(); ++r) {
+    const auto first = all.begin() + static_cast<std::ptrdiff_t>(r * width);
+    ranks.push_back({static_cast<int>(first[width - 1]), std::vector<std::int64_t>(first, first + width - 1)});
+  }
+  return ranks;
+}
+
+// Trains and returns, on rank 0, the metrics file's step records and every rank's own peaks.
+std::pair<std::vector<nlohmann::json>, std::vector<RankPeaks>> run(const std::string& schedule) {
+  apps::TrainOptions o;
+  o.model = "mlp";
+  o.overrides = "input=48,hidden=64,layers=16,classes=10";  // 8 blocks per stage: one output is small
+  o.data = "synthetic";
+  o.stages = kStages;
+  o.replicas = 2;
+  o.schedule = schedule;
+  o.microbatches = 4;
+  o.global_batch = 64;
+  o.steps = kSteps;
+  o.threads = 1;
+  o.quiet = true;
+  o.optimizer = "sgd";
+  o.metrics = (std::filesystem::path(LOOM_BINARY_DIR) / "tests" / "apps" / ("train_metrics_" + schedule + ".jsonl")).string();
+  int stage = -1;
+  apps::train(o, [&](const apps::TrainedStage& s) { stage = s.stage; });
+  const std::vector<RankPeaks> ranks = gather_rank_peaks(stage);
+  std::vector<nlohmann::json> steps;
+  if (comm::world_rank() != 0) return {steps, ranks};
+  std::ifstream in(o.metrics);
+  for (std::string line; std::getline(in, line);) {
+    nlohmann::json record = nlohmann::json::parse(line);
+    if (record.contains("step")) steps.push_back(std::move(record));
+  }
+  return {steps, ranks};
+}
+
+std::int64_t activations(const nlohmann::json& record, int stage) {
+  return record.at("peak_bytes_by_stage").at(stage).at("activations").get<std::int64_t>();
+}
+
+}  // namespace
+
+TEST_CASE("loom train's metrics: peak memory per stage", "[train][memory][mpi]") {
+  comm::ensure_mpi();
+  REQUIRE(comm::world_size() == kStages * 2);
+  std::map<std::string, nlohmann::json> last;
+  for (const std::string schedule : {"dapple", "gpipe"}) {
+    INFO("schedule " << schedule);
+    const auto [steps, ranks] = run(schedule);
+    if (comm::world_rank() != 0) continue;
+    REQUIRE(steps.size() == kSteps);
+    const std::vector<std::string> names = entry_names();
+    for (const nlohmann::json& record : steps) {
+      INFO("step " << record.at("step"));
+      const nlohmann::json& by_stage = record.at("peak_bytes_by_stage");
+      REQUIRE(by_stage.size() == kStages);
+      for (const std::string& name : names) {
+        INFO(name);
+        std::int64_t most = 0;
+        for (const nlohmann::json& stage : by_stage) most = std::max(most, stage.at(name).get<std::int64_t>());
+        CHECK(most == record.at("peak_bytes").at(name).get<std::int64_t>());
+      }
+    }
+    // The last record: each stage's entry is the larger of its two ranks' own peaks at the end.
+    for (int s = 0; s < kStages; ++s)
+      for (std::size_t e = 0; e < names.size(); ++e) {
+        INFO("stage " << s << " " << names[e]);
+        std::int64_t expected = -1;
+        for (const RankPeaks& r : ranks)
+          if (r.stage == s) expected = std::max(expected, r.peaks[e]);
+        CHECK(steps.back().at("peak_bytes_by_stage").at(s).at(names[e]).get<std::int64_t>() == expected);
+      }
+    last[schedule] = steps.back();
+  }
+  if (comm::world_rank() != 0) return;
+  const nlohmann::json& dapple = last.at("dapple");
+  const nlohmann::json& gpipe = last.at("gpipe");
+  CHECK(activations(dapple, 1) > 0);
+  CHECK(static_cast<double>(activations(dapple, 0)) > 1.5 * static_cast<double>(activations(dapple, 1)));
+  CHECK(static_cast<double>(activations(gpipe, 1)) > 3.0 * static_cast<double>(activations(dapple, 1)));
+}
