@@ -80,14 +80,16 @@ finish() {
 # The loom processes of mpiexec $1 (its children).
 ranks_of() { pgrep -P "$1" -f "$(basename "$LOOM")" || true; }
 
-# Fails if any of the given processes is alive 5 s after mpiexec ended (a zombie, killed and not
-# yet reaped, counts as gone).
+# Fails if any of the given processes is alive BOUND_S after the fault, at $1 (a zombie, killed
+# and not yet reaped, counts as gone).
 alive() { [ -e "/proc/$1" ] && ! grep -q '^[0-9]* ([^)]*) Z' "/proc/$1/stat" 2>/dev/null; }
 all_gone() {
-  local deadline=$(( $(date +%s) + 5 )) pid
+  local deadline pid
+  deadline=$(awk -v t="$1" -v b="$BOUND_S" 'BEGIN { printf "%d", t + b + 1 }')
+  shift
   for pid in "$@"; do
     while alive "$pid"; do
-      if [ "$(date +%s)" -ge "$deadline" ]; then kill -9 "$pid"; fail "rank process $pid outlived mpiexec"; fi
+      if [ "$(date +%s)" -ge "$deadline" ]; then kill -9 "$pid"; fail "rank process $pid alive $BOUND_S s after the fault"; fi
       sleep 0.1
     done
   done
@@ -118,7 +120,7 @@ signal_paused() {
   FAULT_RC=$RC
   [ "$RC" -ne 0 ] || fail "mpiexec exited 0 after SIG$signal of rank $STOPPED_RANK"
   # shellcheck disable=SC2086
-  all_gone $ranks
+  all_gone "$t0" $ranks
   export LOOM_COMM_TIMEOUT_S=60
 }
 CHECK_WHILE_PAUSED() { :; }
@@ -232,7 +234,7 @@ at_launch() {
   FAULT_RC=$RC
   [ "$RC" -ne 0 ] || fail "mpiexec exited 0"
   # shellcheck disable=SC2086
-  all_gone $ranks
+  all_gone "$t0" $ranks
 }
 
 case_kill_in_mpi_init() {
