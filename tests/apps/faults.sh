@@ -11,7 +11,8 @@
 #         kill-in-checkpoint | stop-in-mpi-init | stop-after-mpi-init | stop-in-warmup | stop-in-steady |
 #         stop-in-allreduce | stop-in-checkpoint
 #   CASE (2 ranks): damaged-checkpoint | disk-full
-# Exit 0: passed, 77: skipped (disk-full without permission to mount a tmpfs), else failed.
+# Exit 0: passed, 77: skipped (disk-full without permission to mount a tmpfs; mpiexec's own
+# teardown hang, see launcher_hang), else failed.
 set -u
 LOOM=$1
 MPIEXEC=$2
@@ -68,6 +69,7 @@ finish() {
   local deadline=$(( $(date +%s) + $2 ))
   while kill -0 "$1" 2>/dev/null; do
     if [ "$(date +%s)" -ge "$deadline" ]; then
+      launcher_hang "$1"
       pkill -9 -P "$1"; kill -9 "$1"
       fail "mpiexec still running after $2 s (hang)"
     fi
@@ -75,6 +77,19 @@ finish() {
   done
   wait "$1"
   RC=$?
+}
+
+# A rank killed while it connects to mpiexec's PMIx server (at launch) can leave Open MPI 4.1's
+# mpiexec hung in its own teardown after every rank has ended (all its children zombies, "PMIX
+# ERROR: UNREACHABLE" on stderr; seen in 2 of about 20 8-rank runs, docs/reliability.md). That is
+# the launcher's bug, not loom's: the case is reported as skipped, not passed.
+launcher_hang() {
+  grep -q "PMIX ERROR: UNREACHABLE" "$WORK/run.err" 2>/dev/null || return 0
+  local child
+  for child in $(pgrep -P "$1"); do alive "$child" && return 0; done
+  pkill -9 -P "$1"; kill -9 "$1"
+  echo "SKIPPED ($CASE, $NP ranks): every rank ended, but mpiexec hung in its PMIx teardown (PMIX ERROR: UNREACHABLE), an Open MPI bug"
+  exit 77
 }
 
 # The loom processes of mpiexec $1 (its children).
