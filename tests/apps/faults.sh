@@ -81,7 +81,7 @@ finish() {
 
 # A rank killed while it connects to mpiexec's PMIx server (at launch) can leave Open MPI 4.1's
 # mpiexec hung in its own teardown after every rank has ended (all its children zombies, "PMIX
-# ERROR: UNREACHABLE" on stderr; seen in 2 of about 20 8-rank runs, docs/reliability.md). That is
+# ERROR: UNREACHABLE" on stderr; seen in 3 of about 45 8-rank runs, docs/reliability.md). That is
 # the launcher's bug, not loom's: the case is reported as skipped, not passed.
 launcher_hang() {
   grep -q "PMIX ERROR: UNREACHABLE" "$WORK/run.err" 2>/dev/null || return 0
