@@ -6,6 +6,7 @@
 #include <mpi.h>
 
 #include <loom/comm/runtime.h>
+#include <loom/comm/test_pause.h>
 #include <loom/comm/watchdog.h>
 #include <loom/core/log.h>
 #include <loom/core/memory.h>
@@ -136,6 +137,7 @@ void GradientBucketer::run_bucket(int index) {
     if (gradient.numel() == 0) continue;
     bucket.flat.slice(bucket.offsets[m], bucket.offsets[m] + gradient.numel()).reshape(gradient.shape()).copy_from(gradient);
   }
+  test_pause_at(PausePhase::allreduce);
   allreduce(group_, bucket.flat, options_.op, options_.algorithm);
   for (std::size_t m = 0; m < bucket.members.size(); ++m) {
     Tensor gradient = gradients_[bucket.members[m]];

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include <loom/comm/partition.h>
+#include <loom/comm/test_pause.h>
 #include <loom/core/ops.h>
 #include <loom/core/timer.h>
 #include <loom/layers/loss.h>
@@ -66,6 +67,22 @@ std::vector<char> final_backwards(const std::vector<Action>& program, int chunks
   }
   return final_backward;
 }
+
+// Per action: 1 + the LOOM_TEST_PAUSE_AT point it is (comm/test_pause.h), 0 for none: the first
+// forward of each batch (warmup) and its first forward after a backward (steady).
+std::vector<char> pause_points(const std::vector<Action>& program, int per_batch) {
+  std::vector<char> points(program.size(), 0);
+  std::map<int, int> seen;  // per batch: 1 after its first forward, 2 after a backward, 3 after steady
+  for (std::size_t i = 0; i < program.size(); ++i) {
+    int& state = seen[program[i].microbatch / per_batch];
+    if (program[i].op == Op::Forward && (state == 0 || state == 2)) {
+      points[i] = static_cast<char>(1 + static_cast<int>(state == 0 ? comm::PausePhase::warmup : comm::PausePhase::steady));
+      state = state == 0 ? 1 : 3;
+    }
+    if (schedule::starts_backward(program[i].op) && state == 1) state = 2;
+  }
+  return points;
+}
 }  // namespace
 
 Executor::Executor(const schedule::Schedule& schedule, int stage, comm::ProcessGroups& groups,
@@ -109,6 +126,7 @@ Executor::Executor(const schedule::Schedule& schedule, int stage, comm::ProcessG
   const auto& program = schedule.programs.at(stage);
   stash_ = std::make_unique<WeightStash>(parameters_, program);
   final_backward_ = final_backwards(program, schedule.chunks);
+  pause_points_ = pause_points(program, schedule.microbatches_per_batch());
 }
 
 Executor::~Executor() = default;
@@ -215,6 +233,7 @@ void Executor::send(ChunkState& chunk, const Action& action) {
 
 void Executor::run_action(std::size_t index, std::int64_t first_batch, const BatchReader& reader, StepResult& result) {
   const Action& a = schedule_.programs.at(stage_)[index];
+  if (pause_points_[index]) comm::test_pause_at(static_cast<comm::PausePhase>(pause_points_[index] - 1));
   switch (a.op) {
     case Op::RecvActivation: {
       MicrobatchState& state = chunks_[a.chunk]->microbatches.at(a.microbatch);

@@ -118,6 +118,7 @@ class Executor {
   std::vector<Parameter*> parameters_;  // every trainable parameter of this rank's chunks
   std::unique_ptr<WeightStash> stash_;
   std::vector<char> final_backward_;    // per action: the backward that completes a chunk for an AR
+  std::vector<char> pause_points_;      // per action: 1 + its LOOM_TEST_PAUSE_AT point, or 0
   std::function<void(const ActionEvent&)> observer_;
   std::map<std::int64_t, double> target_counts_;  // count_targets: per batch in flight
   std::int64_t batch_rows_ = 0;         // rows of the batch being run
