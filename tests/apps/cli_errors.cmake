@@ -124,3 +124,19 @@ expect_single_failure("--shape-intra-gbps" bench allreduce --shape-intra-gbps 0 
 # Bounded planning: a time limit that expires returns the best plan so far and says so.
 expect_single_success("dapple: time-limited" plan --profile ${WORK_DIR}/two_layers.json --cluster 2x8 --global-batch 64
                       --planner dapple --time-limit 0.000001)
+# Bad values of the environment variables loom reads: one line naming the variable, every rank non-zero.
+foreach(case "LOOM_TEST_PAUSE_AT=bogus:1|LOOM_TEST_PAUSE_AT: expected PHASE:RANK[:N]"
+             "LOOM_TEST_PAUSE_AT=steady:-1|LOOM_TEST_PAUSE_AT: expected PHASE:RANK[:N]"
+             "LOOM_TEST_PAUSE_AT=warmup:1:0|LOOM_TEST_PAUSE_AT: expected PHASE:RANK[:N]"
+             "LOOM_RING_SEGMENT_KB=4abc|LOOM_RING_SEGMENT_KB='4abc' is not a count"
+             "LOOM_MEMORY_LIMIT_MB=-3|LOOM_MEMORY_LIMIT_MB='-3' is not a positive number")
+  string(REPLACE "|" ";" parts "${case}")
+  list(GET parts 0 assignment)
+  list(GET parts 1 expected)
+  string(REPLACE "=" ";" kv "${assignment}")
+  list(GET kv 0 name)
+  list(GET kv 1 value)
+  set(ENV{${name}} "${value}")
+  expect_failure("${expected}" train --stages 2 --steps 1)
+  unset(ENV{${name}})
+endforeach()
