@@ -84,6 +84,10 @@ void add_train_command(CLI::App& app) {
   auto* epochs = cmd->add_option("--epochs", o.epochs, "epochs to run (test accuracy after each, progress bar)");
   steps->excludes(epochs);
   cmd->add_option("--seed", o.seed, "seed of parameters, data order and dropout")->capture_default_str();
+  cmd->add_option("--device", o.device,
+                  "cpu, cuda (GPU local rank % GPUs of the node), cuda:N, sim or sim:N (a simulated device: CPU "
+                  "kernels, device memory rules; for tests)")
+      ->capture_default_str();
   cmd->add_option("--threads", o.threads, "CPU math threads per rank (default: LOOM_NUM_THREADS or cores / local ranks)");
   cmd->add_option("--optimizer", o.optimizer, optimizer_kind_list() + " (sgd uses --momentum; 0 for plain SGD)")
       ->capture_default_str();

@@ -17,15 +17,19 @@ namespace loom::comm {
 GradientBucketer::GradientBucketer(ReduceGroup& group, std::vector<Tensor> gradients, BucketOptions options)
     : group_(group), gradients_(std::move(gradients)), options_(options) {
   LOOM_CHECK(options_.bucket_bytes > 0, "gradient buckets need a positive size, got ", options_.bucket_bytes, " bytes");
-  const Device device = group_.members().device();
+  const Device device = group_.members().device();  // where the buckets live
+  const Device gradient_device = gradients_.empty() || !gradients_[0].defined() ? device : gradients_[0].device();
+  staged_ = gradient_device != device;
+  LOOM_CHECK(!staged_ || device.is_cpu(), "gradients on ", gradient_device.str(), " cannot be reduced by a ",
+             backend_name(group_.members().backend()), " group on ", device.str(), " (host staging needs a host group)");
   const int count = static_cast<int>(gradients_.size());
   bucket_of_.assign(count, -1);
   marked_.assign(count, 0);
   for (int i = count - 1; i >= 0; --i) {
     const Tensor& gradient = gradients_[i];
     LOOM_CHECK(gradient.defined(), "gradient ", i, " given to the bucketer is undefined");
-    LOOM_CHECK(gradient.device() == device, "gradient ", i, " is on ", gradient.device().str(), " but the reduce group moves ",
-               device.str(), " memory");
+    LOOM_CHECK(gradient.device() == gradient_device, "gradient ", i, " is on ", gradient.device().str(),
+               " but the others are on ", gradient_device.str());
     LOOM_CHECK(gradient.dtype() == DType::f32 || gradient.dtype() == DType::f64, "gradient ", i, " has dtype ",
                dtype_name(gradient.dtype()), "; buckets reduce f32 or f64");
     const std::int64_t bytes = static_cast<std::int64_t>(gradient.nbytes());

@@ -100,7 +100,11 @@ Topology Topology::detect(std::string_view ranks_per_node) {
   if (!ranks_per_node.empty()) return from_node_sizes(parse_node_sizes(ranks_per_node, size, "--ranks-per-node"), "--ranks-per-node");
   if (const char* env = std::getenv("LOOM_RANKS_PER_NODE"); env && *env)
     return from_node_sizes(parse_node_sizes(env, size, "LOOM_RANKS_PER_NODE"), "LOOM_RANKS_PER_NODE");
+  return physical();
+}
 
+Topology Topology::physical() {
+  const int size = comm::world_size();
   // Physical nodes: each node is named by the world rank of its shared-memory leader.
   MPI_Comm shared = MPI_COMM_NULL;
   int leader = comm::world_rank();

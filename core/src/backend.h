@@ -48,6 +48,13 @@ std::int64_t deallocate(void* data, std::size_t bytes);
 std::int64_t release_cache();
 }  // namespace cpu
 
+// The sim device's allocator (sim/sim_memory.cpp): aligned host memory of its own, filled with
+// 0xff bytes (NaN in every float dtype) so that a read of memory nobody wrote shows.
+namespace sim {
+void* allocate(std::size_t bytes, std::size_t& block_bytes);
+void deallocate(void* data);
+}  // namespace sim
+
 #ifdef LOOM_WITH_CUDA
 namespace cuda {
 LOOM_BACKEND_FUNCTIONS

@@ -10,18 +10,32 @@
 
 namespace loom {
 
-std::string Device::str() const { return is_cpu() ? "cpu" : "cuda:" + std::to_string(index); }
+std::string Device::str() const {
+  switch (kind) {
+    case DeviceKind::cpu: return "cpu";
+    case DeviceKind::cuda: return "cuda:" + std::to_string(index);
+    case DeviceKind::sim: return "sim:" + std::to_string(index);
+  }
+  return "?";
+}
+
+namespace {
+// "cuda" / "cuda:N" (and "sim" / "sim:N"): the index, 0 when absent, -1 when malformed or another kind.
+int parse_index(std::string_view text, std::string_view kind) {
+  if (text == kind) return 0;
+  if (!text.starts_with(kind) || text.size() <= kind.size() + 1 || text[kind.size()] != ':') return -1;
+  int index = -1;
+  const auto digits = text.substr(kind.size() + 1);
+  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), index);
+  return ec == std::errc() && end == digits.data() + digits.size() && index >= 0 ? index : -1;
+}
+}  // namespace
 
 Device Device::parse(std::string_view text) {
   if (text == "cpu") return cpu();
-  if (text == "cuda") return cuda(0);
-  if (text.starts_with("cuda:")) {
-    int index = -1;
-    const auto digits = text.substr(5);
-    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), index);
-    if (ec == std::errc() && end == digits.data() + digits.size() && index >= 0) return cuda(index);
-  }
-  LOOM_THROW("bad device '", text, "' (expected cpu, cuda or cuda:N)");
+  if (const int index = parse_index(text, "cuda"); index >= 0) return cuda(index);
+  if (const int index = parse_index(text, "sim"); index >= 0) return sim(index);
+  LOOM_THROW("bad device '", text, "' (expected cpu, cuda, cuda:N, sim or sim:N)");
 }
 
 std::ostream& operator<<(std::ostream& out, const Device& device) { return out << device.str(); }

@@ -74,6 +74,8 @@ void empty_cache(Device device) {
   std::int64_t released = 0;
   if (device.is_cpu()) {
     released = cpu::release_cache();
+  } else if (device.is_sim()) {
+    return;  // the sim allocator caches nothing
   } else {
 #ifdef LOOM_WITH_CUDA
     released = cuda::release_cache(device.index);
@@ -95,6 +97,9 @@ Allocation allocate(Device device, std::size_t bytes) {
   bool system_allocation = true;
   if (device.is_cpu()) {
     allocation.data = cpu::allocate(bytes, reserved, system_allocation);
+  } else if (device.is_sim()) {
+    allocation.data = sim::allocate(bytes, reserved);
+    system_allocation = bytes > 0;
   } else {
 #ifdef LOOM_WITH_CUDA
     allocation.data = cuda::allocate(device.index, bytes, reserved, system_allocation);
@@ -122,6 +127,11 @@ void deallocate(const Allocation& allocation) {
   std::int64_t released = 0;
   if (allocation.device.is_cpu()) {
     released = cpu::deallocate(allocation.data, allocation.bytes);
+  } else if (allocation.device.is_sim()) {
+    if (allocation.data != nullptr) {
+      sim::deallocate(allocation.data);
+      released = static_cast<std::int64_t>((allocation.bytes + 63) / 64 * 64);
+    }
   } else {
 #ifdef LOOM_WITH_CUDA
     cuda::deallocate(allocation.device.index, allocation.data, allocation.bytes);

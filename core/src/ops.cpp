@@ -2,7 +2,8 @@
 // the backend of the tensors' device. Code built on loom::ops needs no device branch; the layers
 // that have their own CPU loops and CUDA kernels (activations, LayerNorm, attention, convolution,
 // pooling, BatchNorm, LSTM, embedding, losses, dropout, optimizers, strided copies) branch on
-// is_cuda() once per op in their own sources, as rng.cpp does for random fills.
+// is_cuda() once per op in their own sources, as rng.cpp does for random fills. Tensors on the sim
+// device (device.h) run the CPU backend: it is host memory with device rules.
 #include <loom/core/ops.h>
 
 #include <cmath>
@@ -146,7 +147,9 @@ void copy(const Tensor& source, Tensor& out) {
              dtype_name(source.dtype()), " ", source.shape().str(), " into ", dtype_name(out.dtype()), " ",
              out.shape().str(), " (use cast to change dtype)");
   if (source.nbytes() == 0 || (source.same_storage(out) && source.offset() == out.offset())) return;
-  if (source.device().is_cpu() && out.device().is_cpu()) {
+  // Host memory and the sim device (host memory behind its own allocator) copy with memmove:
+  // this is the one place where a tensor may cross between them.
+  if (!source.device().is_cuda() && !out.device().is_cuda()) {
     std::memmove(out.raw_data(), source.raw_data(), source.nbytes());
     return;
   }

@@ -122,4 +122,10 @@ Tensor Tensor::slice_for_print(int max_elements) const {
 
 std::ostream& operator<<(std::ostream& out, const Tensor& tensor) { return out << tensor.str(); }
 
+void require_host(const Tensor& tensor, std::string_view operation) {
+  if (!tensor.defined() || tensor.device().is_cpu()) return;
+  LOOM_THROW(operation, ": the tensor ", dtype_name(tensor.dtype()), " ", tensor.shape().str(), " is on ",
+             tensor.device().str(), ", not in host memory; copy it with .to(Device::cpu()) first");
+}
+
 }  // namespace loom

@@ -31,7 +31,7 @@ WindowGeometry DepthwiseConv2d::geometry(const Shape& input) const {
 
 void DepthwiseConv2d::check_input(const Tensor& x, const char* what) const {
   detail::check_like(*this, what, x, weight_.value, "weight");
-  LOOM_CHECK(x.device().is_cpu(), describe(), ": has no CUDA path (CPU tensors only)");
+  LOOM_CHECK(!x.device().is_cuda(), describe(), ": has no CUDA path (CPU and sim tensors only)");
 }
 
 Tensor DepthwiseConv2d::forward_tensor(const Tensor& x, Context& ctx) {

@@ -12,7 +12,8 @@ namespace {
 
 template <typename Index>
 std::vector<std::int64_t> host_ids(const Tensor& ids) {
-  const Tensor h = ids.device().is_cpu() ? ids : ids.to(Device::cpu());
+  MemoryCategoryScope scratch(MemoryCategory::workspace);  // a host copy for the index checks
+  const Tensor h = ids.to(Device::cpu());
   const Index* p = h.data<Index>();
   return std::vector<std::int64_t>(p, p + h.numel());
 }

@@ -15,7 +15,8 @@ namespace loom {
 namespace {
 
 std::vector<std::int64_t> targets_on_host(const Tensor& targets) {
-  const Tensor h = targets.device().is_cpu() ? targets : targets.to(Device::cpu());
+  MemoryCategoryScope scratch(MemoryCategory::workspace);  // a host copy for the index checks
+  const Tensor h = targets.to(Device::cpu());
   if (h.dtype() == DType::i64) return {h.data<std::int64_t>(), h.data<std::int64_t>() + h.numel()};
   LOOM_CHECK(h.dtype() == DType::i32, "targets must be i64 or i32, got ", dtype_name(h.dtype()));
   return {h.data<std::int32_t>(), h.data<std::int32_t>() + h.numel()};

@@ -27,7 +27,7 @@ void copy_shifted(const Tensor& from, Tensor& to, std::int64_t top, std::int64_t
 }
 
 void check_cpu(const Layer& layer, const Tensor& x) {
-  LOOM_CHECK(x.device().is_cpu(), layer.describe(), ": has no CUDA path (CPU tensors only), got a tensor on ",
+  LOOM_CHECK(!x.device().is_cuda(), layer.describe(), ": has no CUDA path (CPU and sim tensors only), got a tensor on ",
              x.device().str());
 }
 

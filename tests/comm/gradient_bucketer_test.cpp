@@ -161,3 +161,46 @@ TEST_CASE("wait() treats unmarked gradients as final, and double marks are error
   for (std::size_t g = 0; g < gradients.size(); ++g)
     CHECK(same_bytes(gradients[g], expected[g]));
 }
+
+// Gradients on a device (the sim device here, a GPU shared by several ranks in production) over an
+// MPI group: the buckets are host memory, packing and unpacking stage device -> host -> device, and
+// the sums equal the host run's bit for bit. The host path itself refuses a device tensor.
+TEST_CASE("host-staged buckets: device gradients over an MPI group", "[device][sim]") {
+  const Device sim = Device::sim();
+  const Topology topology = Topology::from_node_sizes(parse_node_sizes("2", world_size(), "test"));
+  // One group per bucketer: a group belongs to its bucketer's progress thread during a step.
+  ReduceGroup group(make_communicator(Backend::mpi, MPI_COMM_WORLD), topology);
+  ReduceGroup host_group(make_communicator(Backend::mpi, MPI_COMM_WORLD), topology);
+  std::vector<Tensor> host = make_gradients(4), device;
+  {
+    MemoryCategoryScope category(MemoryCategory::gradients);
+    for (const Tensor& g : host) device.push_back(g.to(sim));
+  }
+  const auto host_communication = memory_stats().live(MemoryCategory::communication);
+  const auto device_communication = memory_stats(sim).live(MemoryCategory::communication);
+  GradientBucketer host_bucketer(host_group, host, BucketOptions{.bucket_bytes = 20 * 1024});
+  const auto host_buckets = memory_stats().live(MemoryCategory::communication) - host_communication;
+  GradientBucketer staged(group, device, BucketOptions{.bucket_bytes = 20 * 1024});
+  CHECK(!host_bucketer.staged());
+  CHECK(staged.staged());
+  CHECK(memory_stats().live(MemoryCategory::communication) - host_communication == 2 * host_buckets);
+  CHECK(memory_stats(sim).live(MemoryCategory::communication) == device_communication);
+  for (std::uint64_t step = 0; step < 2; ++step) {
+    refill(host, step + 20);
+    for (std::size_t g = 0; g < device.size(); ++g) device[g].copy_from(host[g]);
+    for (int g = staged.gradients() - 1; g >= 0; --g) {
+      host_bucketer.mark_ready(g);
+      staged.mark_ready(g);
+    }
+    host_bucketer.wait();
+    staged.wait();
+    for (std::size_t g = 0; g < device.size(); ++g) {
+      CHECK(device[g].device() == sim);
+      CHECK(same_bytes(device[g].to(Device::cpu()), host[g]));
+    }
+  }
+  CHECK_THROWS_WITH(allreduce(group, device[0], ReduceOp::sum, AllreduceAlgorithm::ring),
+                    Catch::Contains("allreduce of a tensor on sim:0 over a mpi group on cpu"));
+  std::vector<Tensor> mixed = {host[0], device[1]};
+  CHECK_THROWS_WITH(GradientBucketer(group, mixed), Catch::Contains("gradient 1 is on sim:0 but the others are on cpu"));
+}

@@ -6,6 +6,7 @@
 
 #include <loom/comm/runtime.h>
 #include <loom/comm/stage_link.h>
+#include <loom/core/memory.h>
 
 using namespace loom;
 using namespace loom::comm;
@@ -113,6 +114,40 @@ TEST_CASE("every row crosses a stage boundary exactly once, in order") {
     CHECK(total == expected);
     MPI_Barrier(comm);
   }
+  MPI_Comm_free(&comm);
+}
+
+// Host-staged transfers of device tensors (the sim device standing in for a GPU that ranks share):
+// the sender copies its rows device -> host, the receiver gets them back on its device, with the
+// received rows charged to the device's communication memory and no host memory kept afterwards.
+TEST_CASE("device tensors cross a boundary host-staged", "[device][sim]") {
+  const int rank = world_rank();
+  const Device sim = Device::sim();
+  MPI_Comm comm;
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  {
+    StageLink link(comm, 7, {0}, {1});
+    const std::int64_t host_before = memory_stats().live(MemoryCategory::communication);
+    for (int mb = 0; mb < 3; ++mb) {
+      const Range all{0, kRows[mb]};
+      if (rank == 0) {
+        TensorList rows = make_rows(mb, all, 1.0);
+        for (Tensor& t : rows) t = t.to(sim);
+        link.send(Direction::forward, mb, rows, kRows[mb]);
+      } else if (rank == 1) {
+        const std::int64_t device_before = memory_stats(sim).live(MemoryCategory::communication);
+        const TensorList received = link.post_receive(Direction::forward, mb, kRows[mb], sim).wait();
+        for (const Tensor& t : received) CHECK(t.device() == sim);
+        check_rows(received, mb, all, 1.0);
+        std::int64_t bytes = 0;
+        for (const Tensor& t : received) bytes += static_cast<std::int64_t>(t.nbytes());
+        CHECK(memory_stats(sim).live(MemoryCategory::communication) - device_before == bytes);
+      }
+    }
+    link.flush();
+    CHECK(memory_stats().live(MemoryCategory::communication) == host_before);
+  }
+  MPI_Barrier(comm);
   MPI_Comm_free(&comm);
 }
 

@@ -18,11 +18,7 @@ using namespace loom;
 
 namespace {
 
-std::string temp_path(const std::string& name) {
-  const auto dir = std::filesystem::path(LOOM_BINARY_DIR) / "tests" / "layers" / "tmp";
-  std::filesystem::create_directories(dir);
-  return (dir / name).string();
-}
+using test::temp_path;
 
 Chain make_model(std::int64_t d_ff) {
   TransformerOptions o;

@@ -14,11 +14,7 @@ using namespace loom;
 
 namespace {
 
-std::string temp_path(const std::string& name) {
-  const auto dir = std::filesystem::path(LOOM_BINARY_DIR) / "tests" / "layers" / "tmp";
-  std::filesystem::create_directories(dir);
-  return (dir / name).string();
-}
+using test::temp_path;
 
 std::string error_of(const std::function<void()>& f) {
   try {

@@ -63,6 +63,12 @@ safetensors::File run_torch(const std::string& script, const safetensors::NamedT
   return result;
 }
 
+std::string temp_path(const std::string& name) {
+  const auto dir = std::filesystem::path(LOOM_BINARY_DIR) / "tests" / "layers" / "tmp";
+  std::filesystem::create_directories(dir);
+  return (dir / name).string();
+}
+
 double relative_error(const Tensor& a, const Tensor& b) {
   LOOM_CHECK(a.shape() == b.shape(), "relative_error: shapes ", a.shape().str(), " and ", b.shape().str(), " differ");
   const std::vector<double> x = a.to_double_vector(), y = b.to_double_vector();

@@ -17,6 +17,9 @@ safetensors::File run_torch(const std::string& script, const safetensors::NamedT
                             const nlohmann::json& config = nlohmann::json::object());
 
 // Norm-wise relative error max|a - b| / max|b| (b the reference), computed in double on the host.
+// A path for a test's file: build/tests/layers/tmp/NAME (the directory is created).
+std::string temp_path(const std::string& name);
+
 double relative_error(const Tensor& a, const Tensor& b);
 
 // max |t|, computed in double on the host.

@@ -141,7 +141,7 @@ dnnl::convolution_backward_weights::primitive_desc backward_weights_desc(const m
 }
 
 void check_f32(const Tensor& t, const char* what) {
-  LOOM_CHECK(t.dtype() == DType::f32 && t.device().is_cpu(), "Conv2d (oneDNN): ", what, " must be a CPU f32 tensor");
+  LOOM_CHECK(t.dtype() == DType::f32 && !t.device().is_cuda(), "Conv2d (oneDNN): ", what, " must be an f32 tensor in host memory (cpu or sim)");
 }
 
 }  // namespace

@@ -39,7 +39,8 @@ std::string checkpoint_checksum(const safetensors::NamedTensors& tensors) {
   std::sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) { return a->first < b->first; });
   std::uint64_t hash = 0xcbf29ce484222325ull;
   for (const auto* entry : sorted) {
-    const Tensor host = entry->second.device().is_cpu() ? entry->second : entry->second.to(Device::cpu());
+    const Tensor& host = entry->second;
+    require_host(host, "checkpoint_checksum of '" + entry->first + "'");
     const std::string header = entry->first + "|" + std::string(dtype_name(host.dtype())) + "|" + host.shape().str();
     hash = safetensors::fnv1a64(header.data(), header.size(), hash);
     if (host.nbytes() > 0) hash = safetensors::fnv1a64(host.raw_data(), host.nbytes(), hash);
@@ -59,12 +60,15 @@ safetensors::Metadata load_checkpoint(const std::string& path, Layer& model, Opt
 
 void save_checkpoint(const std::string& path, const std::vector<NamedParameter>& parameters, Optimizer* optimizer,
                      const safetensors::Metadata& extra) {
+  // Device tensors (cuda, sim) are staged to host memory here, explicitly: the file code takes host tensors only.
   safetensors::NamedTensors tensors;
-  for (const NamedParameter& p : parameters) tensors.emplace_back(p.name, p.parameter->value);
+  MemoryCategoryScope staging(MemoryCategory::communication);
+  for (const NamedParameter& p : parameters) tensors.emplace_back(p.name, p.parameter->value.to(Device::cpu()));
   safetensors::Metadata metadata = extra;
   metadata["loom.format"] = kFormat;
   if (optimizer) {
-    for (auto& [name, tensor] : optimizer->state()) tensors.emplace_back(kOptimizerPrefix + name, tensor);
+    for (auto& [name, tensor] : optimizer->state())
+      tensors.emplace_back(kOptimizerPrefix + name, tensor.to(Device::cpu()));
     metadata["loom.optimizer"] = optimizer->type();
     metadata["loom.optimizer.steps"] = std::to_string(optimizer->steps());
   }

@@ -71,7 +71,8 @@ void save(const std::string& path, const NamedTensors& tensors, const Metadata& 
     LOOM_CHECK(!name.empty() && name != "__metadata__", path, ": invalid tensor name '", name, "'");
     LOOM_CHECK(names.insert(name).second, path, ": tensor name '", name, "' appears twice");
     LOOM_CHECK(tensor.defined(), path, ": tensor '", name, "' is undefined");
-    const Tensor h = tensor.device().is_cpu() ? tensor : tensor.to(Device::cpu());
+    require_host(tensor, "safetensors::save of '" + name + "' to " + path);
+    const Tensor& h = tensor;
     const std::uint64_t bytes = h.nbytes();
     header[name] = {{"dtype", file_dtype(h.dtype())}, {"shape", h.shape().vec()}, {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;

@@ -27,10 +27,15 @@ TensorList TokenPositionEmbedding::forward(const TensorList& inputs, Context& ct
   const std::int64_t n = tokens.size(0), length = tokens.size(1);
   LOOM_CHECK(length <= max_positions_, "TokenPositionEmbedding: sequence of ", length, " tokens exceeds the ",
              max_positions_, " positions of the model");
-  Tensor positions = Tensor::empty({1, length}, DType::i64);
-  for (std::int64_t t = 0; t < length; ++t) positions.data<std::int64_t>()[t] = t;
+  Tensor positions;
+  {
+    MemoryCategoryScope scratch(MemoryCategory::workspace);  // written on the host, then copied to the device
+    Tensor host = Tensor::empty({1, length}, DType::i64);
+    for (std::int64_t t = 0; t < length; ++t) host.data<std::int64_t>()[t] = t;
+    positions = host.to(tokens.device());
+  }
   Tensor x = token_.forward({tokens}, ctx.child(0)).at(0);  // [n, T, dim]
-  const Tensor pos = position_.forward({positions.to(tokens.device())}, ctx.child(1)).at(0).reshape({length, -1});
+  const Tensor pos = position_.forward({positions}, ctx.child(1)).at(0).reshape({length, -1});
   for (std::int64_t i = 0; i < n; ++i) {
     Tensor row = x.slice(i, i + 1).reshape({length, -1});
     ops::add(row, pos, row);

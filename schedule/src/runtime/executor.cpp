@@ -148,10 +148,12 @@ void Executor::prepare_microbatches(const std::vector<Action>& program, std::int
     rows.count = mine.size();
     if (a.op == Op::RecvActivation)
       state.activation_receive = groups_.link(chunk.virtual_stage - 1)
-                                     .post_receive(comm::Direction::forward, a.microbatch, rows.microbatch_rows);
+                                     .post_receive(comm::Direction::forward, a.microbatch, rows.microbatch_rows,
+                                                   options_.device);
     if (a.op == Op::RecvGradient)
       state.gradient_receive = groups_.link(chunk.virtual_stage)
-                                   .post_receive(comm::Direction::backward, a.microbatch, rows.microbatch_rows);
+                                   .post_receive(comm::Direction::backward, a.microbatch, rows.microbatch_rows,
+                                                 options_.device);
   }
 }
 
@@ -160,8 +162,13 @@ void Executor::read_rows(const ChunkState& chunk, MicrobatchState& state, const 
   TensorList inputs;
   Tensor targets;
   reader({state.rows.batch, state.rows.first, state.rows.count, chunk.first, chunk.last}, inputs, targets);
-  if (chunk.first) state.inputs = std::move(inputs);
-  if (chunk.last) state.targets = std::move(targets);
+  // The data is read into host memory; a rank computing on a device copies its rows there.
+  if (chunk.first) {
+    for (Tensor& input : inputs)
+      if (input.defined()) input = input.to(options_.device);
+    state.inputs = std::move(inputs);
+  }
+  if (chunk.last) state.targets = targets.defined() ? targets.to(options_.device) : targets;
 }
 
 void Executor::flush_links() {

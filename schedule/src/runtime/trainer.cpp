@@ -13,6 +13,7 @@
 #include <loom/comm/process_groups.h>
 #include <loom/comm/runtime.h>
 #include <loom/comm/topology.h>
+#include <loom/core/log.h>
 #include <loom/core/ops.h>
 #include <loom/core/threads.h>
 #include <loom/core/timer.h>
@@ -23,6 +24,7 @@
 #include <loom/runtime/training_checkpoint.h>
 #include <loom/schedule/generators.h>
 
+#include "device_setup.h"
 #include "memory_check.h"
 #include "run_setup.h"
 #include "training_data.h"
@@ -40,6 +42,7 @@ struct TrainerState {
   std::unique_ptr<comm::ParallelLayout> layout;
   std::unique_ptr<comm::ProcessGroups> groups;
   int stage = 0;
+  Device device;               // where this rank computes
   std::vector<std::unique_ptr<Chain>> owned;
   std::vector<Chain*> chunks;
   LayerPtr loss;
@@ -111,9 +114,20 @@ void resolve(detail::TrainerState& s, int world) {
   detail::check_memory_fits(o, s.spec, s.partition, s.shape.global_batch / per_batch);
 }
 
+// This rank's device (the physical node's local rank picks the GPU: collective for --device cuda),
+// and on rank 0 the one line that says how tensors move between ranks.
+void choose_device(detail::TrainerState& s, int rank) {
+  const bool pick_gpu = s.config.device == "cuda";
+  const comm::Topology machine = pick_gpu ? comm::Topology::physical() : comm::Topology(comm::world_size());
+  s.device = detail::resolve_device(s.config.device, pick_gpu ? machine.local_rank(rank) : 0);
+  if (rank == 0 && !s.device.is_cpu())
+    spdlog::info("{}", detail::transfer_path(s.device, static_cast<int>(machine.ranks_of_node(machine.node_of(rank)).size())));
+}
+
 // This rank's groups, model chunks, optimizer, checkpoint and executor (collective).
 void build(detail::TrainerState& s, int rank) {
   const TrainerConfig& o = s.config;
+  choose_device(s, rank);
   std::vector<std::vector<int>> virtual_ranks;
   for (int v = 0; v < s.schedule.virtual_stages(); ++v) virtual_ranks.push_back(s.partition.ranks[v % s.shape.stages]);
   s.layout = std::make_unique<comm::ParallelLayout>(comm::ParallelLayout::from_table(virtual_ranks));
@@ -129,13 +143,15 @@ void build(detail::TrainerState& s, int rank) {
   for (int c = 0; c < s.shape.chunks; ++c) {
     const auto blocks = s.partition.blocks.at(static_cast<std::size_t>(s.schedule.virtual_stage(s.stage, c)));
     s.owned.push_back(s.spec.build(blocks.first, blocks.second));
-    s.owned.back()->initialize(o.seed);
+    s.owned.back()->initialize(o.seed);  // on the host (the same bits on every device), then moved
+    s.owned.back()->to(s.device);
     s.chunks.push_back(s.owned.back().get());
     s.checkpoint_layout.blocks.push_back(blocks);
     for (const NamedParameter& p : trainable_parameters(*s.chunks.back())) trainable.push_back(p);
     for (const NamedParameter& p : s.chunks.back()->parameters()) s.checkpoint_parameters.push_back(p);
   }
   s.loss = s.spec.make_loss();
+  s.loss->to(s.device);
   s.optimizer = std::make_unique<OptimizerStep>(detail::optimizer_config(o), trainable, s.shape.steps,
                                                 &s.groups->world(), s.first_replica);
 
@@ -145,6 +161,7 @@ void build(detail::TrainerState& s, int rank) {
   eo.targets_per_sample = s.spec.targets_per_sample;
   eo.count_targets = s.spec.data.task == TokenTask::masked && s.spec.data.input_dtype == DType::i64;
   eo.recompute = o.recompute;
+  eo.device = s.device;
   eo.buckets.bucket_bytes = static_cast<std::int64_t>(o.bucket_mb * 1024 * 1024);
   eo.buckets.algorithm = comm::parse_algorithm(o.allreduce);
   eo.buckets.op = comm::ReduceOp::sum;  // losses are already divided by the global batch
@@ -177,9 +194,9 @@ void resume(detail::TrainerState& s) {
 
 // Every stage's peaks, each the maximum over the stage's replicas (collective over the world): each
 // rank fills its own stage's row of a stages x categories table, the rest zero, and the element-wise
-// maximum over all ranks is the table of every stage.
-std::vector<MemoryPeaks> stage_peaks(comm::Communicator& world, int stage, int stages) {
-  const MemoryStats stats = memory_stats();
+// maximum over all ranks is the table of every stage. The peaks are those of the stage's device.
+std::vector<MemoryPeaks> stage_peaks(comm::Communicator& world, Device device, int stage, int stages) {
+  const MemoryStats stats = memory_stats(device);
   const std::size_t width = kMemoryCategoryCount + 1;
   std::vector<std::int64_t> table(width * static_cast<std::size_t>(stages), 0);
   std::int64_t* row = table.data() + width * static_cast<std::size_t>(stage);
@@ -208,6 +225,7 @@ Trainer::Trainer(TrainerConfig config)
 Trainer::Trainer(TrainerConfig config, ModelSpec model) : state_(std::make_unique<detail::TrainerState>()) {
   comm::ensure_mpi();
   detail::validate_config(config);
+  detail::validate_device(config.device);
   set_num_threads(config.threads > 0 ? config.threads : default_num_threads());
   state_->config = std::move(config);
   state_->spec = std::move(model);
@@ -223,13 +241,14 @@ TrainSummary Trainer::run(const TrainerHooks& hooks) {
   comm::Communicator& world = s.groups->world();
   TrainSummary summary;
   reset_peak_memory();
+  if (!s.device.is_cpu()) reset_peak_memory(s.device);
   Stopwatch total;
   while (s.step < s.shape.steps) {
     const std::int64_t run_first = s.step;
     LOOM_CHECK(s.shape.steps - s.step >= s.schedule.batches(), "internal: partial window");
     StepResult result = s.executor->run(s.step, s.data->train_reader());
     world.allreduce(result.loss_sums.data(), static_cast<std::int64_t>(result.loss_sums.size()), DType::f64);
-    const std::vector<MemoryPeaks> by_stage = stage_peaks(world, s.stage, s.shape.stages);
+    const std::vector<MemoryPeaks> by_stage = stage_peaks(world, s.device, s.stage, s.shape.stages);
     const MemoryPeaks peaks = max_over_stages(by_stage);
     for (double loss : result.loss_sums) {
       LOOM_CHECK(std::isfinite(loss), "step ", s.step + 1, ": the global-batch loss is ", loss,
@@ -255,7 +274,7 @@ TrainSummary Trainer::run(const TrainerHooks& hooks) {
     }
   }
   summary.seconds = total.elapsed_ms() / 1000.0;
-  summary.peak_activation_bytes = memory_stats().peak(MemoryCategory::activations);
+  summary.peak_activation_bytes = memory_stats(s.device).peak(MemoryCategory::activations);
   if (s.trace) s.trace->write(world, *s.layout, s.shape.stages, s.config.trace);
   return summary;
 }
@@ -290,6 +309,7 @@ std::int64_t Trainer::step() const { return state_->step; }
 std::int64_t Trainer::first_step() const { return state_->first_step; }
 const std::string& Trainer::resumed_from() const { return state_->resumed_from; }
 int Trainer::stage() const { return state_->stage; }
+Device Trainer::device() const { return state_->device; }
 const std::vector<Chain*>& Trainer::chunks() const { return state_->chunks; }
 comm::ProcessGroups& Trainer::groups() { return *state_->groups; }
 

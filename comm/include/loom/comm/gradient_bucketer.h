@@ -14,6 +14,11 @@
 // bucket runs inside the mark_ready call that completes it (still before backward ends, but
 // blocking it). The reduce group belongs to the bucketer while a step is in flight.
 //
+// Host-staged buckets: when the gradients live on a device (cuda, or the sim device) and the reduce
+// group moves host memory (MPI), each bucket's flat buffer is host memory, so packing copies the
+// gradients device -> host and unpacking copies the sum host -> device (staged() is true). All
+// gradients must be on one device.
+//
 // Gradient tensors must stay the same storage across steps (zero them in place). A gradient not
 // marked by wait() is treated as final then. Events (launched / started / finished, with how many
 // gradients were marked at that moment) go to an optional observer, called from the thread where
@@ -69,6 +74,8 @@ class GradientBucketer {
   std::int64_t bucket_bytes(int bucket) const;
   const BucketOptions& options() const { return options_; }
   bool background() const { return worker_.joinable(); }
+  // True when the gradients are on another device than the reduce group's memory (host-staged).
+  bool staged() const { return staged_; }
 
   void set_observer(std::function<void(const BucketEvent&)> observer);
   void mark_ready(int gradient);
@@ -101,6 +108,7 @@ class GradientBucketer {
   std::vector<Bucket> buckets_;
   std::vector<int> bucket_of_;
   std::vector<char> marked_;
+  bool staged_ = false;
 
   std::mutex mutex_;
   std::condition_variable changed_;

@@ -13,8 +13,9 @@
 // sends are non-blocking and completed by later calls, flush() or the destructor (which does
 // not wait while an exception unwinds: peers may never receive). A receiver that owns no rows
 // still gets a header (from sender 0) so it learns the shapes. Received tensors are charged to
-// MemoryCategory::communication. Transfers go through MPI; CUDA tensors are staged through host
-// memory (no CUDA-aware MPI assumed).
+// MemoryCategory::communication. Transfers go through MPI on host memory (no CUDA-aware MPI
+// assumed): tensors on a device (cuda, sim) are copied to host memory by send, and post_receive's
+// `device` is where wait() copies the received rows (host-staged device -> host -> device).
 #pragma once
 
 #include <cstdint>

@@ -26,6 +26,9 @@ class Topology {
   // Collective over MPI_COMM_WORLD: the override if non-empty, else LOOM_RANKS_PER_NODE if set,
   // else the physical nodes.
   static Topology detect(std::string_view ranks_per_node = "");
+  // Collective over MPI_COMM_WORLD: the physical nodes, whatever the override (GPUs are picked by
+  // the local rank on the real machine).
+  static Topology physical();
 
   int world_size() const { return static_cast<int>(node_of_rank_.size()); }
   int nodes() const { return static_cast<int>(ranks_of_node_.size()); }

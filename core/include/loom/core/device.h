@@ -1,4 +1,13 @@
-// Where a tensor lives: the host, or CUDA device N. Text form "cpu" / "cuda:N".
+// Where a tensor lives: the host ("cpu"), CUDA device N ("cuda:N"), or simulated device N ("sim:N").
+//
+// The sim device stands in for an accelerator on machines without one, so that tests prove on the
+// CPU that the runtime keeps every tensor on its device and stages every host/device transfer:
+// its memory comes from its own allocator and is charged to its own ledger (memory.h), the CPU
+// kernels run on it (dispatch picks the CUDA backend only for cuda tensors), but it is not host
+// memory: host-only code (file I/O, MPI host buffers, element access) rejects its tensors exactly
+// as it rejects CUDA tensors (require_host in tensor.h), and `to(device)` / `copy_from` are the only
+// way across. Code that stages for "a device" tests `!is_cpu()`, so the sim device and CUDA take
+// the same path through it.
 #pragma once
 
 #include <ostream>
@@ -7,7 +16,7 @@
 
 namespace loom {
 
-enum class DeviceKind : unsigned char { cpu, cuda };
+enum class DeviceKind : unsigned char { cpu, cuda, sim };
 
 struct Device {
   DeviceKind kind = DeviceKind::cpu;
@@ -15,10 +24,12 @@ struct Device {
 
   static Device cpu() { return {DeviceKind::cpu, 0}; }
   static Device cuda(int index = 0) { return {DeviceKind::cuda, index}; }
-  bool is_cpu() const { return kind == DeviceKind::cpu; }
+  static Device sim(int index = 0) { return {DeviceKind::sim, index}; }
+  bool is_cpu() const { return kind == DeviceKind::cpu; }  // host memory
   bool is_cuda() const { return kind == DeviceKind::cuda; }
+  bool is_sim() const { return kind == DeviceKind::sim; }
   std::string str() const;
-  static Device parse(std::string_view text);  // throws loom::Error on bad text
+  static Device parse(std::string_view text);  // "cpu", "cuda", "cuda:N", "sim", "sim:N"; throws loom::Error
   friend bool operator==(const Device& a, const Device& b) { return a.kind == b.kind && a.index == b.index; }
 };
 

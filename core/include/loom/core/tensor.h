@@ -10,6 +10,7 @@
 #include <ostream>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <loom/core/device.h>
@@ -77,12 +78,9 @@ class Tensor {
                dtype_name(dtype_of<T>::value));
     return static_cast<T*>(raw_data());
   }
-  // Host element view; the tensor must be on the CPU.
+  // Host element view; the tensor must be in host memory (require_host).
   template <typename T>
-  std::span<T> span() const {
-    LOOM_CHECK(device().is_cpu(), "span() of a tensor on ", device().str());
-    return {data<T>(), static_cast<std::size_t>(numel())};
-  }
+  std::span<T> span() const;
   // Copies the elements to a host vector (converting from the tensor's dtype), from any device.
   std::vector<float> to_float_vector() const;
   std::vector<double> to_double_vector() const;
@@ -115,6 +113,17 @@ class Tensor {
 };
 
 std::ostream& operator<<(std::ostream& out, const Tensor& tensor);
+
+// Host-only code (file I/O, MPI host buffers, element access) calls this on each tensor it is given:
+// a tensor on a device (cuda, or sim standing in for one) is a loom::Error naming `operation` and
+// the device. Copy it with `to(Device::cpu())` first.
+void require_host(const Tensor& tensor, std::string_view operation);
+
+template <typename T>
+std::span<T> Tensor::span() const {
+  require_host(*this, "span()");
+  return {data<T>(), static_cast<std::size_t>(numel())};
+}
 
 // Tensors crossing layer and stage boundaries are lists (GNMT passes several).
 using TensorList = std::vector<Tensor>;

@@ -5,6 +5,8 @@
 // written to a temporary name and renamed, so a crash never leaves a half-written checkpoint.
 // Loading checks everything: a truncated or corrupted file, a missing or unexpected tensor, or a
 // shape that differs gives a loom::Error naming the file, the layer, the parameter and both shapes.
+// Parameters may live on any device: saving copies them to host memory first (charged to
+// MemoryCategory::communication), loading copies the file's host tensors into them.
 #pragma once
 
 #include <string>
@@ -28,7 +30,7 @@ void save_checkpoint(const std::string& path, const std::vector<NamedParameter>&
 safetensors::Metadata load_checkpoint(const std::string& path, const std::vector<NamedParameter>& parameters,
                                       Optimizer* optimizer);
 
-// The checksum stored under "loom.checksum" ("fnv1a64:" + 16 hex digits).
+// The checksum stored under "loom.checksum" ("fnv1a64:" + 16 hex digits), of host tensors.
 std::string checkpoint_checksum(const safetensors::NamedTensors& tensors);
 
 }  // namespace loom

@@ -54,6 +54,9 @@ struct ExecutorOptions {
   // the last stage counts them by reading the whole batch's targets once per batch.
   bool count_targets = false;
   bool recompute = false;  // forward without saving, recompute just before backward
+  // Where this rank's chunks compute: inputs and targets read from the (host) data are copied
+  // there, and boundary tensors received over MPI are staged from host memory to it.
+  Device device = Device::cpu();
   comm::BucketOptions buckets{};
 };
 

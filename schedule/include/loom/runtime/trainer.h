@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include <loom/core/device.h>
 #include <loom/core/memory.h>
 #include <loom/layers/chain.h>
 #include <loom/models/model.h>
@@ -47,6 +48,11 @@ struct TrainerConfig {
   std::int64_t epochs = 0;
   std::uint64_t seed = 1;
   int threads = 0;                // 0: LOOM_NUM_THREADS or cores / local ranks
+  // Where each rank computes: cpu, cuda (GPU local_rank % GPUs of the node), cuda:N, sim or sim:N
+  // (a simulated device: CPU kernels, device memory rules; core/device.h). On a device the stage's
+  // parameters, gradients, optimizer state and activations live there; batches are copied to it,
+  // and stage boundaries and the gradient allreduce are staged through host memory over MPI.
+  std::string device = "cpu";
   std::string optimizer = "sgd";  // sgd | momentum | adam | adamw (layers/optimizer_kind.h)
   double lr = 0.05;
   double momentum = 0.9;
@@ -135,6 +141,7 @@ class Trainer {
   std::int64_t first_step() const;  // where this Trainer started (> 0 after a resume)
   const std::string& resumed_from() const;  // the checkpoint directory of a resume (DIR/step-N), else empty
   int stage() const;                // this rank's pipeline stage
+  Device device() const;            // where this rank computes (resolved from config.device)
   const std::vector<Chain*>& chunks() const;  // this rank's model chunks (global block indices)
   comm::ProcessGroups& groups();
 
