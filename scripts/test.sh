@@ -26,6 +26,7 @@ case "${1:-}" in
     export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:suppressions=$supp/ubsan.supp
     export LOOM_CPU_CACHE_MB=0  # no block reuse, so ASan sees every use after free
     ctest_args=(-E "$slow_init_tests")
+    export CC=clang CXX=clang++  # the install and example tests build consumers against build-asan/
     ;;
   --tsan)
     shift; dir="$root/build-tsan"
