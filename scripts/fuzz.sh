@@ -1,22 +1,21 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets (clang, ASan + UBSan, build-fuzz/) and fuzzes each for SECONDS
+# Builds the libFuzzer targets (clang, ASan + UBSan, in build-asan/: the build of scripts/test.sh
+# --sanitize, scripts/build.sh --sanitize) and fuzzes each for SECONDS
 # (default 60) from its seed corpus tests/fuzz/corpus/<target>/ (docs/reliability.md "Fuzzing").
 # Usage: scripts/fuzz.sh [SECONDS] [TARGET...]      e.g. scripts/fuzz.sh 600 plan_json safetensors
 # Environment: LOOM_FUZZ_RUNS=N stops each target after N executions instead (SECONDS still caps it);
-# LOOM_FUZZ_CPU=K pins every run to CPU K. New inputs collect in build-fuzz/fuzz-corpus/<target>/,
-# findings in build-fuzz/fuzz-findings/<target>/; the script fails if any target found something.
+# LOOM_FUZZ_CPU=K pins every run to CPU K. New inputs collect in build-asan/fuzz-corpus/<target>/,
+# findings in build-asan/fuzz-findings/<target>/; the script fails if any target found something.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 seconds=${1:-60}; shift || true
-dir="$root/build-fuzz"
+dir="$root/build-asan"
 "$root/scripts/setup.sh"
-CC=clang CXX=clang++ cmake -S "$root" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLOOM_CUDA=OFF -DLOOM_FUZZ=ON \
-  -DLOOM_BUILD_TESTS=OFF >/dev/null
 targets=("$@")
 if ((${#targets[@]} == 0)); then
   for corpus in "$root"/tests/fuzz/corpus/*/; do targets+=("$(basename "$corpus")"); done
 fi
-cmake --build "$dir" -j"$(nproc)" $(printf -- '--target fuzz_%s ' "${targets[@]}")
+"$root/scripts/build.sh" --sanitize $(printf -- 'fuzz_%s ' "${targets[@]}")
 export ASAN_OPTIONS=abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 LOOM_NUM_THREADS=1
 pin=(); [ -n "${LOOM_FUZZ_CPU:-}" ] && pin=(taskset -c "$LOOM_FUZZ_CPU")

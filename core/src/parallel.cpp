@@ -81,7 +81,9 @@ class Pool {
         wake_.wait(lock, [&] { return stopping_ || generation_ != seen; });
         if (stopping_) return;
         seen = generation_;
-        if (id >= active_workers_) continue;
+        // body_ is null once the caller has seen the job finish: a worker that wakes that late
+        // must not join it (it would read the next job's fields while the caller writes them).
+        if (id >= active_workers_ || body_ == nullptr) continue;
         ++running_;
       }
       work();
