@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# shellcheck disable=SC2317  # the steps are functions that `step` runs through bash -c
+# Everything loom checks on a GPU machine, in one run (issue 11, "On a GPU"), logs under OUT_DIR.
+# Made for the device tool: prepared on a machine without a GPU, so that a session lent one runs
+# it once, reads OUT_DIR, fixes, reruns once. Each step has its own time limit and its own log; a
+# failing step does not stop the next; OUT_DIR/summary.txt has one line per step and the script
+# exits non-zero if any step failed.
+#
+# Usage: scripts/gpu_check.sh OUT_DIR [BUILD_DIR]     (BUILD_DIR default build-gpu/, reused if there)
+#   e.g. through the device tool:  scripts/gpu_check.sh "$OUT"
+#
+# Steps (about 8 minutes on a 16-core H200 machine with a fresh build; less with a carried build):
+#   machine     nvidia-smi, nvcc and driver versions
+#   build       CUDA build (sm_90 + PTX by default; CUDAARCHS overrides), loom and the gpu tests
+#   gpu-tests   every ctest with label gpu: the CUDA runtime, every layer's CUDA forward/backward
+#               against the CPU (fp32, 1e-4 relative), NCCL between 2 ranks where 2 GPUs exist, the
+#               Trainer on --device cuda against the CPU within 1e-4 for 10 steps (2 ranks sharing
+#               the device: the host-staged path)
+#   train       `loom train --device cuda` of the gpt preset at tiny size against `--device cpu`,
+#               and the same pipelined over 2 ranks sharing the GPU (host-staged), per-step losses
+#   gpt-speed   `loom train --device cuda` samples/s of the gpt preset at cpu size (a figure only)
+# Not yet in loom, so not checked here (issue 11): NCCL on the Trainer path, bf16, `loom profile
+# --device cuda`, `loom bench gemm|layers --device cuda`, PyTorch CUDA comparisons.
+set -uo pipefail
+out=${1:?usage: scripts/gpu_check.sh OUT_DIR [BUILD_DIR]}
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${2:-$root/build-gpu}
+mkdir -p "$out"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+summary="$out/summary.txt"
+: >"$summary"
+failed=0
+
+# step NAME SECONDS COMMAND...: runs COMMAND with a time limit, its output in OUT_DIR/NAME.log.
+step() {
+  local name=$1 limit=$2; shift 2
+  local start=$SECONDS
+  timeout "$limit" bash -c '"$@"' "$name" "$@" >"$out/$name.log" 2>&1  # bash -c: steps are functions
+  local rc=$?
+  local verdict=ok
+  [ "$rc" = 77 ] && verdict=skipped
+  [ "$rc" != 0 ] && [ "$rc" != 77 ] && { verdict="FAILED (rc $rc)"; failed=1; }
+  [ "$rc" = 124 ] && verdict="FAILED (over ${limit} s)"
+  printf '%-10s %-22s %4d s  %s\n' "$name" "$verdict" $((SECONDS - start)) "$out/$name.log" | tee -a "$summary"
+}
+
+machine() {
+  date -u
+  nvidia-smi || return 1
+  nvcc --version || /usr/local/cuda/bin/nvcc --version
+  cmake --version | head -1
+  nproc
+}
+
+build_loom() {
+  cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DLOOM_CUDA=ON -DLOOM_NATIVE=ON || return 1
+  cmake --build "$build" -j"$(nproc)"
+}
+
+# The per-step losses of two metrics files agree within a relative tolerance.
+compare_losses() {
+  python3 - "$@" <<'EOF'
+import json, sys
+a, b, tol = sys.argv[1], sys.argv[2], float(sys.argv[3])
+la = [json.loads(l)["loss"] for l in open(a) if l.strip()]
+lb = [json.loads(l)["loss"] for l in open(b) if l.strip()]
+assert la and len(la) == len(lb), f"{len(la)} vs {len(lb)} steps"
+worst = max(abs(x - y) / max(abs(y), 1e-30) for x, y in zip(la, lb))
+print(f"{len(la)} steps, largest relative loss difference {worst:.3g} (tolerance {tol})")
+sys.exit(0 if worst <= tol else 1)
+EOF
+}
+
+train_on_gpu() {
+  local loom="$build/apps/loom" common=(--model gpt --size tiny --data synthetic --steps 10 --quiet)
+  "$loom" train "${common[@]}" --device cpu --metrics "$out/train-cpu.jsonl" || return 1
+  "$loom" train "${common[@]}" --device cuda --metrics "$out/train-cuda.jsonl" || return 1
+  compare_losses "$out/train-cuda.jsonl" "$out/train-cpu.jsonl" 1e-4 || return 1
+  mpiexec --oversubscribe -n 2 "$loom" train "${common[@]}" --stages 2 --device cuda \
+    --metrics "$out/train-cuda-2stages.jsonl" || return 1
+  compare_losses "$out/train-cuda-2stages.jsonl" "$out/train-cpu.jsonl" 1e-4
+}
+
+gpt_speed() {
+  "$build/apps/loom" train --model gpt --size cpu --data synthetic --steps 30 --device cuda \
+    --metrics "$out/gpt-speed.jsonl"
+}
+
+export out root build
+export -f machine build_loom compare_losses train_on_gpu gpt_speed
+step machine 60 machine
+step build 420 build_loom
+step gpu-tests 240 ctest --test-dir "$build" -L gpu --output-on-failure
+step train 180 train_on_gpu
+step gpt-speed 120 gpt_speed
+echo "summary: $summary"
+exit "$failed"
