@@ -112,70 +112,11 @@ def resnet_blocks(torch, nn, s):
     return blocks
 
 
-# AmoebaNet-D (layers/amoeba_cell.h): (input state, operation) pairs, then the concatenated states.
-AMOEBA_NORMAL = ([(1, "conv_1x1"), (1, "max_pool_3x3"), (1, "none"), (0, "conv_1x7_7x1"), (0, "conv_1x1"),
-                  (0, "conv_1x7_7x1"), (2, "max_pool_3x3"), (2, "none"), (1, "avg_pool_3x3"), (5, "conv_1x1")],
-                 [0, 3, 4, 6])
-AMOEBA_REDUCTION = ([(0, "max_pool_2x2"), (0, "max_pool_3x3"), (2, "none"), (1, "conv_3x3"), (2, "conv_1x7_7x1"),
-                     (2, "max_pool_3x3"), (3, "none"), (1, "max_pool_2x2"), (2, "avg_pool_3x3"), (3, "conv_1x1")],
-                    [4, 5, 6])
-
-
-def amoeba_operation(nn, kind, cin, c, stride):
-    def rcb(i, o, k=1, st=1, pad=0):
-        return [nn.ReLU(), nn.Conv2d(i, o, k, st, pad, bias=False), nn.BatchNorm2d(o)]
-
-    q = c // 4
-    if kind == "none":
-        return nn.Identity() if stride == 1 and cin == c else nn.Sequential(*rcb(cin, c, 1, stride))
-    if kind == "conv_1x1":
-        return nn.Sequential(*rcb(cin, c, 1, stride))
-    if kind == "conv_3x3":
-        return nn.Sequential(*rcb(cin, q), *rcb(q, q, 3, stride, 1), *rcb(q, c))
-    if kind == "conv_1x7_7x1":
-        return nn.Sequential(*rcb(cin, q), *rcb(q, q, (1, 7), (1, stride), (0, 3)),
-                             *rcb(q, q, (7, 1), (stride, 1), (3, 0)), *rcb(q, c))
-    pool = {"max_pool_2x2": lambda: nn.MaxPool2d(2, 2), "max_pool_3x3": lambda: nn.MaxPool2d(3, stride, 1),
-            "avg_pool_3x3": lambda: nn.AvgPool2d(3, stride, 1, count_include_pad=False)}[kind]()
-    return nn.Sequential(pool, *([nn.Conv2d(cin, c, 1, bias=False), nn.BatchNorm2d(c)] if cin != c else []))
-
-
 def amoebanet_blocks(torch, nn, s):
+    # The cells are the PyTorch reference the layer tests check loom's AmoebaNet cell against.
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "layers", "reference"))
+    from amoeba import Cell, NORMAL, REDUCTION
     F = torch.nn.functional
-
-    class FactorizedReduce(nn.Module):
-        def __init__(self, cin, cout):
-            super().__init__()
-            self.conv1 = nn.Conv2d(cin, cout // 2, 1, stride=2, bias=False)
-            self.conv2 = nn.Conv2d(cin, cout // 2, 1, stride=2, bias=False)
-            self.bn = nn.BatchNorm2d(cout)
-
-        def forward(self, x):
-            r = F.relu(x)
-            return self.bn(torch.cat([self.conv1(r), self.conv2(F.pad(r, (-1, 1, -1, 1)))], 1))
-
-    class Cell(nn.Module):  # inputs [s_prev_prev, s_prev] (or [s_prev]), outputs [s_prev, s_new]
-        def __init__(self, prev_prev, prev, c, reduction, reduction_prev):
-            super().__init__()
-            self.reduce1 = amoeba_operation(nn, "conv_1x1", prev, c, 1)
-            self.reduce2 = None
-            if reduction_prev:
-                self.reduce2 = FactorizedReduce(prev_prev, c)
-            elif prev_prev > 0 and prev_prev != c:
-                self.reduce2 = amoeba_operation(nn, "conv_1x1", prev_prev, c, 1)
-            self.genotype = AMOEBA_REDUCTION if reduction else AMOEBA_NORMAL
-            second = c if prev_prev > 0 else prev
-            self.ops = nn.ModuleList(amoeba_operation(nn, kind, second if i == 1 else c, c,
-                                                      2 if reduction and i < 2 else 1)
-                                     for i, kind in self.genotype[0])
-
-        def forward(self, inputs):
-            prev = inputs[-1]
-            states = [self.reduce1(prev), self.reduce2(inputs[0]) if self.reduce2 is not None else inputs[0]]
-            ops = self.genotype[0]
-            for k in range(0, len(ops), 2):
-                states.append(self.ops[k](states[ops[k][0]]) + self.ops[k + 1](states[ops[k + 1][0]]))
-            return [prev, torch.cat([states[i] for i in self.genotype[1]], 1)]
 
     class Stem(nn.Module):
         def __init__(self, cin, cout):
@@ -199,7 +140,7 @@ def amoebanet_blocks(torch, nn, s):
 
     def add(c, reduction):
         blocks.append(Cell(chain["prev_prev"], chain["prev"], c, reduction, chain["reduced"] and chain["prev_prev"] > 0))
-        chain.update(prev_prev=chain["prev"], prev=c * len((AMOEBA_REDUCTION if reduction else AMOEBA_NORMAL)[1]),
+        chain.update(prev_prev=chain["prev"], prev=c * len((REDUCTION if reduction else NORMAL)[1]),
                      reduced=reduction)
 
     for i in range(s["stem_cells"]):
