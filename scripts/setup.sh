@@ -4,6 +4,7 @@ set -euo pipefail
 packages=(build-essential cmake git libopenmpi-dev openmpi-bin libeigen3-dev libopenblas-dev libspdlog-dev
           catch2 libcli11-dev nlohmann-json3-dev zlib1g-dev libdnnl-dev python3 python3-torch python3-torchvision
           python3-matplotlib python3-numpy dataset-fashion-mnist gnuplot-nox
+          ocl-icd-opencl-dev  # Debian's dnnl-config.cmake requires OpenCL (only recommended by libdnnl-dev)
           clang libclang-rt-14-dev)  # clang + its libFuzzer/ASan runtimes: scripts/fuzz.sh
 missing=()
 for p in "${packages[@]}"; do

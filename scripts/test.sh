@@ -10,10 +10,6 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/setup.sh"
 supp="$root/tests/sanitizers"
 dir="$root/build"; build_args=(); ctest_args=()
-# The watchdog tests that run with LOOM_COMM_TIMEOUT_S=1 watch MPI_Init_thread for 1 s too, and a
-# sanitizer build's MPI_Init takes longer than that on a loaded 2-core machine (the watchdog then
-# fires in MPI_Init_thread instead of at the stopped peer); the Release suite runs them.
-slow_init_tests='^comm_watchdog_test_np[234]$'
 
 case "${1:-}" in
   --sanitize)
@@ -25,14 +21,13 @@ case "${1:-}" in
     export LSAN_OPTIONS=suppressions=$supp/lsan.supp:print_suppressions=0
     export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:suppressions=$supp/ubsan.supp
     export LOOM_CPU_CACHE_MB=0  # no block reuse, so ASan sees every use after free
-    ctest_args=(-E "$slow_init_tests")
     export CC=clang CXX=clang++  # the install and example tests build consumers against build-asan/
     ;;
   --tsan)
     shift; dir="$root/build-tsan"
     mapfile -t tests < <(grep -v '^#' "$supp/tsan_tests.txt")
     build_args=(--tsan "${tests[@]}")
-    ctest_args=(-R "^($(IFS='|'; echo "${tests[*]}"))(_np[0-9]+)?\$" -E "$slow_init_tests")
+    ctest_args=(-R "^($(IFS='|'; echo "${tests[*]}"))(_np[0-9]+)?\$")
     export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$supp/tsan.supp
     export OPENBLAS_NUM_THREADS=1  # OpenBLAS's own threads are not instrumented (loom's pool splits GEMMs)
     # One node: shared memory only. Open MPI's TCP transport (not instrumented) takes two of its own

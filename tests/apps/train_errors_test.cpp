@@ -41,7 +41,7 @@ TEST_CASE("bad training options are rejected with clear messages", "[train][erro
       // issue 15 defect 8: impossible sizes are refused from the meta build, before any allocation
       {[](auto& o) { o.overrides = "hidden=300000"; }, "needs at least 2163"},
       {[](auto& o) { o.model = "gpt", o.overrides = "seq=10000000"; }, "one micro-batch of activations"},
-      {[](auto& o) { o.overrides = "layers=100000000"; }, "more than 100000 blocks"},
+      {[](auto& o) { o.overrides = "layers=100000000"; }, "more than 10000 blocks"},
       {[](auto& o) { o.schedule = "pipedream", o.steps = 100000000; }, "more than the 1048576 it holds"},
   };
   for (const auto& [spoil, message] : cases) {
