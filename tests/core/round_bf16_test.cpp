@@ -5,8 +5,9 @@
 // LOOM_TORCH_PYTHON when that Python has torch; and 200,000 random f32 bit
 // patterns against a second formulation of round-to-nearest-even written here
 // in double arithmetic.
-#include <catch2/catch.hpp>
+#include <loom/core/ops.h>
 
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -16,8 +17,6 @@
 #include <fstream>
 #include <random>
 #include <vector>
-
-#include <loom/core/ops.h>
 
 using namespace loom;
 
@@ -34,15 +33,12 @@ std::uint32_t to_bits(float f) {
   return u;
 }
 
-std::vector<std::uint32_t>
-rounded_by_loom(const std::vector<std::uint32_t> &bits) {
+std::vector<std::uint32_t> rounded_by_loom(const std::vector<std::uint32_t>& bits) {
   Tensor t = Tensor::empty({static_cast<std::int64_t>(bits.size())});
-  for (std::size_t i = 0; i < bits.size(); ++i)
-    t.data<float>()[i] = from_bits(bits[i]);
+  for (std::size_t i = 0; i < bits.size(); ++i) t.data<float>()[i] = from_bits(bits[i]);
   ops::round_to_bf16_(t);
   std::vector<std::uint32_t> out;
-  for (std::size_t i = 0; i < bits.size(); ++i)
-    out.push_back(to_bits(t.data<float>()[i]));
+  for (std::size_t i = 0; i < bits.size(); ++i) out.push_back(to_bits(t.data<float>()[i]));
   return out;
 }
 
@@ -51,7 +47,7 @@ rounded_by_loom(const std::vector<std::uint32_t> &bits) {
 struct Case {
   std::uint32_t input;
   std::uint16_t torch_bf16;
-  const char *what;
+  const char* what;
 };
 const Case kCases[] = {
     {0x3f800000u, 0x3f80, "1.0 exact"},
@@ -80,18 +76,14 @@ const Case kCases[] = {
 // Round to nearest, ties to even, from the two bf16 neighbours of a finite x,
 // compared in double.
 std::uint32_t reference_round(std::uint32_t u) {
-  const std::uint32_t below = u & 0xffff0000u; // toward zero
-  const std::uint32_t above =
-      below + 0x10000u; // away from zero (may become inf: exact in double)
+  const std::uint32_t below = u & 0xffff0000u;   // toward zero
+  const std::uint32_t above = below + 0x10000u;  // away from zero (may become inf: exact in double)
   const double x = std::fabs(static_cast<double>(from_bits(u)));
   const double low = std::fabs(static_cast<double>(from_bits(below)));
-  const double high = (above & 0x7fffffffu) == 0x7f800000u
-                          ? std::ldexp(1.0, 128)
-                          : std::fabs(static_cast<double>(from_bits(above)));
-  if (x - low < high - x)
-    return below;
-  if (x - low > high - x)
-    return above;
+  const double high =
+      (above & 0x7fffffffu) == 0x7f800000u ? std::ldexp(1.0, 128) : std::fabs(static_cast<double>(from_bits(above)));
+  if (x - low < high - x) return below;
+  if (x - low > high - x) return above;
   return (below & 0x10000u) ? above : below;
 }
 
@@ -100,75 +92,62 @@ std::uint32_t reference_round(std::uint32_t u) {
 std::vector<std::uint16_t> torch_now() {
   const auto dir = std::filesystem::path(LOOM_BINARY_DIR) / "tests" / "core";
   std::filesystem::create_directories(dir);
-  const auto script = dir / "round_bf16_reference.py",
-             out = dir / "round_bf16_reference.txt";
+  const auto script = dir / "round_bf16_reference.py", out = dir / "round_bf16_reference.txt";
   {
     std::ofstream py(script);
     py << "import struct, sys, torch\nbits = [";
-    for (const Case &c : kCases)
-      py << c.input << ",";
+    for (const Case& c : kCases) py << c.input << ",";
     py << "]\nx = torch.tensor([struct.unpack('<f', struct.pack('<I', b))[0] "
           "for b in bits], dtype=torch.float32)\n"
           "print(' '.join(str(v & 0xffff) for v in "
           "x.to(torch.bfloat16).view(torch.int16).tolist()))\n";
   }
   std::filesystem::remove(out);
-  const std::string command = std::string(LOOM_TORCH_PYTHON) + " " +
-                              script.string() + " > " + out.string() +
-                              " 2>/dev/null";
-  if (std::system(command.c_str()) != 0)
-    return {};
+  const std::string command =
+      std::string(LOOM_TORCH_PYTHON) + " " + script.string() + " > " + out.string() + " 2>/dev/null";
+  if (std::system(command.c_str()) != 0) return {};
   std::ifstream in(out);
   std::vector<std::uint16_t> values;
-  for (unsigned v; in >> v;)
-    values.push_back(static_cast<std::uint16_t>(v));
+  for (unsigned v; in >> v;) values.push_back(static_cast<std::uint16_t>(v));
   return values;
 }
 
-} // namespace
+}  // namespace
 
 TEST_CASE("round_to_bf16_ rounds as torch.bfloat16 does", "[ops][bf16]") {
   std::vector<std::uint32_t> inputs;
-  for (const Case &c : kCases)
-    inputs.push_back(c.input);
+  for (const Case& c : kCases) inputs.push_back(c.input);
   const std::vector<std::uint32_t> rounded = rounded_by_loom(inputs);
   const std::vector<std::uint16_t> torch = torch_now();
   if (torch.empty())
-    WARN("no Python with torch at "
-         << LOOM_TORCH_PYTHON << ": only the recorded torch bits are checked");
+    WARN("no Python with torch at " << LOOM_TORCH_PYTHON << ": only the recorded torch bits are checked");
   for (std::size_t i = 0; i < inputs.size(); ++i) {
-    INFO(kCases[i].what << ": input 0x" << std::hex << inputs[i] << ", loom 0x"
-                        << rounded[i]);
+    INFO(kCases[i].what << ": input 0x" << std::hex << inputs[i] << ", loom 0x" << rounded[i]);
     CHECK(rounded[i] == static_cast<std::uint32_t>(kCases[i].torch_bf16) << 16);
-    if (!torch.empty())
-      CHECK(rounded[i] == static_cast<std::uint32_t>(torch.at(i)) << 16);
+    if (!torch.empty()) CHECK(rounded[i] == static_cast<std::uint32_t>(torch.at(i)) << 16);
   }
 }
 
 TEST_CASE("round_to_bf16_ keeps NaN a NaN", "[ops][bf16]") {
   // torch 1.13 gives every NaN the bits 0xffff; loom keeps the sign and sets
   // the quiet bit. Both are NaN, which is all training needs.
-  const std::vector<std::uint32_t> rounded =
-      rounded_by_loom({0x7fc00000u, 0xffc00001u, 0x7f800001u, 0x7fffffffu});
+  const std::vector<std::uint32_t> rounded = rounded_by_loom({0x7fc00000u, 0xffc00001u, 0x7f800001u, 0x7fffffffu});
   for (std::uint32_t r : rounded) {
     CHECK(std::isnan(from_bits(r)));
     CHECK((r & 0xffffu) == 0);
   }
 }
 
-TEST_CASE("round_to_bf16_ is round to nearest even on random bit patterns",
-          "[ops][bf16]") {
+TEST_CASE("round_to_bf16_ is round to nearest even on random bit patterns", "[ops][bf16]") {
   std::mt19937 random(7);
   std::vector<std::uint32_t> inputs;
   while (inputs.size() < 200000) {
     const std::uint32_t u = static_cast<std::uint32_t>(random());
-    if ((u & 0x7f800000u) != 0x7f800000u)
-      inputs.push_back(u); // finite
+    if ((u & 0x7f800000u) != 0x7f800000u) inputs.push_back(u);  // finite
   }
   const std::vector<std::uint32_t> rounded = rounded_by_loom(inputs);
   std::size_t wrong = 0;
-  for (std::size_t i = 0; i < inputs.size(); ++i)
-    wrong += rounded[i] != reference_round(inputs[i]);
+  for (std::size_t i = 0; i < inputs.size(); ++i) wrong += rounded[i] != reference_round(inputs[i]);
   CHECK(wrong == 0);
   // Rounding twice changes nothing (block outputs that are already bf16 pass
   // unchanged).
@@ -177,7 +156,5 @@ TEST_CASE("round_to_bf16_ is round to nearest even on random bit patterns",
 
 TEST_CASE("round_to_bf16_ wants an f32 tensor", "[ops][bf16]") {
   Tensor d = Tensor::zeros({3}, DType::f64);
-  CHECK_THROWS_WITH(
-      ops::round_to_bf16_(d),
-      Catch::Contains("round_to_bf16_: expected an f32 tensor, got f64"));
+  CHECK_THROWS_WITH(ops::round_to_bf16_(d), Catch::Contains("round_to_bf16_: expected an f32 tensor, got f64"));
 }

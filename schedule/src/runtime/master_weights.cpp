@@ -1,21 +1,20 @@
 // MasterWeights (see master_weights.h).
+#include <loom/core/memory.h>
+#include <loom/core/ops.h>
 #include <loom/runtime/master_weights.h>
 
 #include <map>
 
-#include <loom/core/memory.h>
-#include <loom/core/ops.h>
-
 namespace loom::runtime {
 
-MasterWeights::MasterWeights(const std::vector<NamedParameter> &parameters) {
+MasterWeights::MasterWeights(const std::vector<NamedParameter>& parameters) {
   MemoryCategoryScope scope(MemoryCategory::parameters);
-  for (const NamedParameter &p : parameters) {
+  for (const NamedParameter& p : parameters) {
     auto master = std::make_unique<Parameter>();
     master->name = p.parameter->name;
     master->value = p.parameter->value.clone();
-    master->grad = p.parameter->grad; // shared: the model's backward
-                                      // accumulates, the optimizer reads
+    master->grad = p.parameter->grad;  // shared: the model's backward
+                                       // accumulates, the optimizer reads
     master->init = p.parameter->init;
     master->trainable = true;
     model_.push_back(p.parameter);
@@ -26,8 +25,7 @@ MasterWeights::MasterWeights(const std::vector<NamedParameter> &parameters) {
 
 std::vector<NamedParameter> MasterWeights::parameters() {
   std::vector<NamedParameter> named;
-  for (std::size_t i = 0; i < masters_.size(); ++i)
-    named.push_back({names_[i], masters_[i].get()});
+  for (std::size_t i = 0; i < masters_.size(); ++i) named.push_back({names_[i], masters_[i].get()});
   return named;
 }
 
@@ -38,20 +36,16 @@ void MasterWeights::publish() {
   }
 }
 
-std::vector<NamedParameter>
-with_masters(const std::vector<NamedParameter> &checkpointed,
-             const std::vector<NamedParameter> &masters) {
-  std::map<std::string, Parameter *> by_name;
-  for (const NamedParameter &m : masters)
-    by_name[m.name] = m.parameter;
+std::vector<NamedParameter> with_masters(const std::vector<NamedParameter>& checkpointed,
+                                         const std::vector<NamedParameter>& masters) {
+  std::map<std::string, Parameter*> by_name;
+  for (const NamedParameter& m : masters) by_name[m.name] = m.parameter;
   std::vector<NamedParameter> result;
-  for (const NamedParameter &p : checkpointed) {
+  for (const NamedParameter& p : checkpointed) {
     const auto it = by_name.find(p.name);
-    result.push_back(it != by_name.end() && p.parameter->trainable
-                         ? NamedParameter{p.name, it->second}
-                         : p);
+    result.push_back(it != by_name.end() && p.parameter->trainable ? NamedParameter{p.name, it->second} : p);
   }
   return result;
 }
 
-} // namespace loom::runtime
+}  // namespace loom::runtime

@@ -1,23 +1,22 @@
-// MasterWeights: the fp32 master copy of a rank's trainable parameters under
-// bf16 training (precision.h). Each model parameter gets a twin Parameter of
-// the same name whose value is an f32 copy (MemoryCategory::parameters) and
-// whose gradient is the model parameter's own gradient tensor (shared storage:
-// backward accumulates into it, the optimizer reads it). The optimizer and the
-// checkpoints see the twins; the layers see the model parameters, which
-// publish() sets to the masters rounded to bf16.
+// MasterWeights: the fp32 master copy of a rank's trainable parameters under bf16 training
+// (precision.h). Each model parameter gets a twin Parameter of the same name whose value is an f32
+// copy (MemoryCategory::parameters) and whose gradient is the model parameter's own gradient
+// tensor (shared storage: backward accumulates into it, the optimizer reads it). The optimizer and
+// the checkpoints see the twins; the layers see the model parameters, which publish() sets to the
+// masters rounded to bf16.
 #pragma once
+
+#include <loom/layers/layer.h>
 
 #include <memory>
 #include <vector>
 
-#include <loom/layers/layer.h>
-
 namespace loom::runtime {
 
 class MasterWeights {
-public:
+ public:
   // `parameters`: the model's trainable parameters, already on their device.
-  explicit MasterWeights(const std::vector<NamedParameter> &parameters);
+  explicit MasterWeights(const std::vector<NamedParameter>& parameters);
 
   // The twins, named as the model's parameters: what the optimizer updates and
   // checkpoints hold.
@@ -25,8 +24,8 @@ public:
   // Model parameter value = bf16(master value), in place, for every parameter.
   void publish();
 
-private:
-  std::vector<Parameter *> model_;
+ private:
+  std::vector<Parameter*> model_;
   std::vector<std::unique_ptr<Parameter>> masters_;
   std::vector<std::string> names_;
 };
@@ -34,8 +33,7 @@ private:
 // `checkpointed` (every parameter and buffer of the model) with each trainable
 // parameter replaced by its master twin of the same name; buffers stay the
 // model's own.
-std::vector<NamedParameter>
-with_masters(const std::vector<NamedParameter> &checkpointed,
-             const std::vector<NamedParameter> &masters);
+std::vector<NamedParameter> with_masters(const std::vector<NamedParameter>& checkpointed,
+                                         const std::vector<NamedParameter>& masters);
 
-} // namespace loom::runtime
+}  // namespace loom::runtime
