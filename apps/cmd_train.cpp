@@ -98,6 +98,10 @@ void add_train_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--warmup-steps", o.warmup_steps, "linear learning-rate warm-up steps")->capture_default_str();
   cmd->add_option("--clip-norm", o.clip_norm, "clip the global gradient norm to this value (0: off)");
+  cmd->add_option("--precision", o.precision,
+                  "fp32, or bf16: bf16 compute (parameters, block outputs and boundary gradients rounded) with fp32 "
+                  "master weights, accumulation and optimizer")
+      ->capture_default_str();
   cmd->add_flag("--recompute", o.recompute, "recompute activations in backward instead of keeping them");
   cmd->add_option("--ranks-per-node", o.ranks_per_node, "pretend nodes of K ranks (or a list like 3,3,2)");
   cmd->add_option("--allreduce", o.allreduce, "gradient allreduce: mpi, ring or hierarchical")->capture_default_str();

@@ -28,6 +28,7 @@ enum class RandomKind { uniform, normal, bernoulli };
   void binary(char op, const Tensor& a, const Tensor& b, Tensor& out);                               \
   void add_scaled(const Tensor& a, double alpha, const Tensor& b, double beta, Tensor& out);         \
   void scale(Tensor& x, double alpha);                                                               \
+  void round_to_bf16(Tensor& x);                                                                     \
   double dot(const Tensor& a, const Tensor& b);                                                      \
   void bias_add(Tensor& x, const Tensor& bias);                                                      \
   void bias_grad(const Tensor& grad, Tensor& grad_bias);                                             \

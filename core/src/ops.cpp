@@ -211,6 +211,13 @@ void scale(Tensor& x, double alpha) {
   LOOM_DISPATCH(x.device(), scale(x, alpha));
 }
 
+void round_to_bf16_(Tensor& x) {
+  check_defined("round_to_bf16_", x, "x");
+  LOOM_CHECK(x.dtype() == DType::f32, "round_to_bf16_: expected an f32 tensor, got ", dtype_name(x.dtype()), " ",
+             x.shape().str());
+  LOOM_DISPATCH(x.device(), round_to_bf16(x));
+}
+
 double dot(const Tensor& a, const Tensor& b) {
   check_same_shape("dot", a, b);
   check_float("dot", a);

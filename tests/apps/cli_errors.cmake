@@ -36,6 +36,7 @@ expect_failure("not divisible by 4 micro-batches" train --stages 2 --global-batc
 expect_failure("unknown model 'resnet'" train --model resnet --stages 2 --steps 1)
 expect_failure("unknown dataset 'imagenet'" train --data imagenet --stages 2 --steps 1)
 expect_failure("unknown schedule '1f1b'" train --schedule 1f1b --stages 2 --steps 1)
+expect_failure("--precision must be fp32 or bf16, got 'fp16'" train --precision fp16 --stages 2 --steps 1)
 expect_failure("/nonexistent/file.txt: cannot open" train --model gpt --data text:/nonexistent/file.txt --stages 2 --steps 1)
 expect_failure("bad_plan.json" train --plan ${WORK_DIR}/bad_plan.json --steps 1)
 expect_failure("not 'mlp'" train --model mlp --plan ${WORK_DIR}/other_plan.json --steps 1)

@@ -67,6 +67,15 @@ TEST_CASE("CUDA random numbers equal the CPU ones bit for bit", "[cuda][gpu][rng
   CHECK(gpu_values.to_float_vector() == cpu_values.to_float_vector());
 }
 
+TEST_CASE("CUDA bf16 rounding equals the CPU's bit for bit", "[cuda][gpu][bf16]") {
+  Tensor x = random_cpu({4096}, 5);
+  ops::scale(x, 1e-3);  // values of every exponent band down to small ones
+  Tensor xg = x.to(Device::cuda(0));
+  ops::round_to_bf16_(x);
+  ops::round_to_bf16_(xg);
+  CHECK(ops::max_abs_error(xg.to(Device::cpu()), x) == 0.0);
+}
+
 TEST_CASE("the CUDA allocator caches blocks and counts exact bytes", "[cuda][gpu][memory]") {
   const Device gpu = Device::cuda(0);
   const MemoryStats before = memory_stats(gpu);

@@ -2,6 +2,7 @@
 #include <Eigen/Core>
 
 #include <loom/core/dtype_dispatch.h>
+#include <loom/core/half.h>
 
 #include "backend.h"
 
@@ -67,6 +68,11 @@ void scale(Tensor& x, double alpha) {
   dispatch_floating(x.dtype(), "cpu::scale", [&]<typename T>(T) {
     vec<T>(x) *= static_cast<T>(alpha);
   });
+}
+
+void round_to_bf16(Tensor& x) {
+  float* values = static_cast<float*>(x.raw_data());
+  for (std::int64_t i = 0; i < x.numel(); ++i) values[i] = half::bf16_to_float(half::float_to_bf16(values[i]));
 }
 
 double dot(const Tensor& a, const Tensor& b) {

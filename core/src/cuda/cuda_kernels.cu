@@ -5,6 +5,7 @@
 #include <loom/core/cuda/context.h>
 #include <loom/core/error.h>
 #include <loom/core/dtype_dispatch.h>
+#include <loom/core/half.h>
 #include <loom/core/philox.h>
 
 #include "backend.h"
@@ -45,6 +46,11 @@ __global__ void add_scaled_kernel(const T* a, T alpha, const T* b, T beta, T* ou
 template <typename T>
 __global__ void scale_kernel(T* x, T alpha, long long n) {
   LOOM_GRID_STRIDE(i, n) x[i] *= alpha;
+}
+
+// The CPU's rounding function (half.h), element by element: bf16 values in f32 storage.
+__global__ void round_to_bf16_kernel(float* x, long long n) {
+  LOOM_GRID_STRIDE(i, n) x[i] = half::bf16_to_float(half::float_to_bf16(x[i]));
 }
 
 // One block: deterministic tree reduction of a*b in double.
@@ -211,6 +217,13 @@ void scale(Tensor& x, double alpha) {
     scale_kernel<T><<<blocks_for(n), kThreads, 0, stream_of(x)>>>(
         static_cast<T*>(x.raw_data()), static_cast<T>(alpha), n);
   });
+  check_launch();
+}
+
+void round_to_bf16(Tensor& x) {
+  const long long n = x.numel();
+  if (n == 0) return;
+  round_to_bf16_kernel<<<blocks_for(n), kThreads, 0, stream_of(x)>>>(static_cast<float*>(x.raw_data()), n);
   check_launch();
 }
 

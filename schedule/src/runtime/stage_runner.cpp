@@ -32,10 +32,22 @@ const Tensor& StageRunner::loss(int microbatch) const {
   return it->second.loss.front();
 }
 
+TensorList StageRunner::chain_forward(const TensorList& inputs, Context& ctx) {
+  if (!bf16()) return chain_.forward(inputs, ctx);
+  MemoryCategoryScope scope(MemoryCategory::activations);
+  round_to_bf16_(inputs);  // the first stage's data (received boundary tensors are bf16 already)
+  TensorList x = inputs;
+  for (std::size_t b = 0; b < chain_.size(); ++b) {
+    x = chain_.block(b).forward(x, ctx.child(b));
+    round_to_bf16_(x);
+  }
+  return x;
+}
+
 TensorList StageRunner::run_forward(Microbatch& mb, const TensorList& inputs, bool save) {
   MemoryCategoryScope scope(MemoryCategory::activations);
   prepare(mb.ctx, true, options_.seed, mb.info);
-  TensorList outputs = chain_.forward(inputs, mb.ctx);
+  TensorList outputs = chain_forward(inputs, mb.ctx);
   if (loss_) {
     prepare(mb.loss_ctx, true, options_.seed, mb.info);
     mb.loss_ctx.loss_denominator = mb.info.loss_denominator;
@@ -68,6 +80,7 @@ TensorList StageRunner::start_backward(Microbatch& mb, TensorList grad_outputs) 
   const Tensor& value = mb.loss.at(0);
   Tensor one = Tensor::full({}, 1.0, value.dtype(), value.device());
   TensorList grad = {loss_->backward({one}, mb.loss_ctx).at(0)};
+  if (bf16()) round_to_bf16_(grad);
   mb.loss_ctx.clear();
   mb.loss.clear();
   return grad;
@@ -77,10 +90,11 @@ TensorList StageRunner::backward(int microbatch, TensorList grad_outputs, const 
   Microbatch& mb = at(microbatch);
   TensorList grad = start_backward(mb, std::move(grad_outputs));
   MemoryCategoryScope scope(MemoryCategory::workspace);
-  if (on_block_done) {
+  if (on_block_done || bf16()) {
     for (std::size_t b = chain_.size(); b-- > 0;) {
       grad = chain_.block(b).backward(grad, mb.ctx.child(b));
-      on_block_done(b);
+      if (bf16()) round_to_bf16_(grad);
+      if (on_block_done) on_block_done(b);
     }
   } else {
     grad = chain_.backward(grad, mb.ctx);
@@ -93,7 +107,13 @@ TensorList StageRunner::backward_input(int microbatch, TensorList grad_outputs) 
   Microbatch& mb = at(microbatch);
   TensorList grad = start_backward(mb, std::move(grad_outputs));
   MemoryCategoryScope scope(MemoryCategory::workspace);
-  return chain_.backward_input(grad, mb.ctx);
+  if (!bf16()) return chain_.backward_input(grad, mb.ctx);
+  MemoryCategoryScope kept(MemoryCategory::activations);  // as Sequential::backward_input
+  for (std::size_t b = chain_.size(); b-- > 0;) {
+    grad = chain_.block(b).backward_input(grad, mb.ctx.child(b));
+    round_to_bf16_(grad);
+  }
+  return grad;
 }
 
 void StageRunner::backward_weight(int microbatch, const BlockDone& on_block_done) {
@@ -114,7 +134,7 @@ TensorList StageRunner::evaluate(const TensorList& inputs, const MicrobatchInfo&
   MemoryCategoryScope scope(MemoryCategory::workspace);
   Context ctx;
   prepare(ctx, false, options_.seed, info);
-  return chain_.forward(inputs, ctx);
+  return chain_forward(inputs, ctx);
 }
 
 }  // namespace loom::runtime

@@ -19,6 +19,7 @@
 #include <loom/core/timer.h>
 #include <loom/planner/plan_file.h>
 #include <loom/runtime/executor.h>
+#include <loom/runtime/master_weights.h>
 #include <loom/runtime/optimizer_step.h>
 #include <loom/runtime/trace_recorder.h>
 #include <loom/runtime/training_checkpoint.h>
@@ -47,6 +48,7 @@ struct TrainerState {
   std::vector<Chain*> chunks;
   LayerPtr loss;
   bool first_replica = false;  // replica 0 of every stage it holds: counts in the norm, writes checkpoints
+  std::unique_ptr<MasterWeights> masters;  // bf16 only: the fp32 weights the optimizer updates
   std::unique_ptr<OptimizerStep> optimizer;
   CheckpointLayout checkpoint_layout;
   std::vector<NamedParameter> checkpoint_parameters;  // buffers too (BatchNorm statistics)
@@ -138,7 +140,7 @@ void build(detail::TrainerState& s, int rank) {
   s.first_replica = std::all_of(positions.begin(), positions.end(), [](auto p) { return p.replica == 0; });
 
   s.checkpoint_layout = {s.spec.name,   s.spec.settings,         s.stage, s.shape.stages, s.shape.chunks, {},
-                         s.shape.global_batch, o.seed, o.lr_schedule, s.shape.steps};
+                         s.shape.global_batch, o.seed, o.lr_schedule, s.shape.steps, o.precision};
   std::vector<NamedParameter> trainable;
   for (int c = 0; c < s.shape.chunks; ++c) {
     const auto blocks = s.partition.blocks.at(static_cast<std::size_t>(s.schedule.virtual_stage(s.stage, c)));
@@ -152,6 +154,13 @@ void build(detail::TrainerState& s, int rank) {
   }
   s.loss = s.spec.make_loss();
   s.loss->to(s.device);
+  const Precision precision = parse_precision(o.precision);
+  if (precision == Precision::bf16) {
+    s.masters = std::make_unique<MasterWeights>(trainable);
+    trainable = s.masters->parameters();
+    s.checkpoint_parameters = with_masters(s.checkpoint_parameters, trainable);
+    s.masters->publish();
+  }
   s.optimizer = std::make_unique<OptimizerStep>(detail::optimizer_config(o), trainable, s.shape.steps,
                                                 &s.groups->world(), s.first_replica);
 
@@ -161,13 +170,18 @@ void build(detail::TrainerState& s, int rank) {
   eo.targets_per_sample = s.spec.targets_per_sample;
   eo.count_targets = s.spec.data.task == TokenTask::masked && s.spec.data.input_dtype == DType::i64;
   eo.recompute = o.recompute;
+  eo.precision = precision;
   eo.device = s.device;
   eo.buckets.bucket_bytes = static_cast<std::int64_t>(o.bucket_mb * 1024 * 1024);
   eo.buckets.algorithm = comm::parse_algorithm(o.allreduce);
   eo.buckets.op = comm::ReduceOp::sum;  // losses are already divided by the global batch
-  OptimizerStep& step = *s.optimizer;
-  s.executor = std::make_unique<Executor>(s.schedule, s.stage, *s.groups, s.chunks, s.loss.get(),
-                                          std::ref(step), eo);
+  Executor::StepFunction step = std::ref(*s.optimizer);
+  if (s.masters)  // the layers compute with the updated masters rounded to bf16
+    step = [optimizer = s.optimizer.get(), masters = s.masters.get()](std::int64_t batch) {
+      (*optimizer)(batch);
+      masters->publish();
+    };
+  s.executor = std::make_unique<Executor>(s.schedule, s.stage, *s.groups, s.chunks, s.loss.get(), std::move(step), eo);
   if (!o.trace.empty()) {
     if (rank == 0) {  // a path that cannot be written is an error now, not after the run
       std::ofstream probe(o.trace);
@@ -182,6 +196,7 @@ void resume(detail::TrainerState& s) {
   const TrainerConfig& o = s.config;
   const ResumePoint point = load_training_checkpoint(s.groups->world(), o.resume, s.checkpoint_layout,
                                                      s.checkpoint_parameters, s.optimizer->optimizer());
+  if (s.masters) s.masters->publish();  // the loaded masters, rounded for the layers
   s.first_step = point.step;
   s.resumed_from = point.directory;
   LOOM_CHECK(s.first_step < s.shape.steps, point.directory, ": the checkpoint is after step ", s.first_step,
@@ -226,6 +241,7 @@ Trainer::Trainer(TrainerConfig config, ModelSpec model) : state_(std::make_uniqu
   comm::ensure_mpi();
   detail::validate_config(config);
   detail::validate_device(config.device);
+  parse_precision(config.precision);
   set_num_threads(config.threads > 0 ? config.threads : default_num_threads());
   state_->config = std::move(config);
   state_->spec = std::move(model);
@@ -318,7 +334,8 @@ std::string Trainer::describe() const {
   const RunShape& r = s.shape;
   return loom::detail::concat(s.spec.describe(), " | data ", s.config.data, " (", r.train_samples, " samples) | ",
                               r.stages, r.stages > 1 ? " stages" : " stage", " x ", s.layout->describe(), " | schedule ",
-                              r.schedule, " | M=", r.microbatches, " | B=", r.global_batch, " | ", r.steps, " steps");
+                              r.schedule, " | M=", r.microbatches, " | B=", r.global_batch, " | ", r.steps, " steps",
+                              s.masters ? " | bf16" : "");
 }
 
 }  // namespace loom::runtime

@@ -151,12 +151,21 @@ void check_learning_rate_path(const nlohmann::json& manifest, const fs::path& pa
              "or --lr-schedule constant)");
 }
 
+// Checkpoints of loom before --precision are fp32 ones.
+void check_precision(const nlohmann::json& manifest, const fs::path& path, const CheckpointLayout& layout) {
+  const nlohmann::json found = manifest.contains("precision") ? manifest["precision"] : nlohmann::json("fp32");
+  LOOM_CHECK(found.is_string() && found.get<std::string>() == layout.precision, path.string(),
+             ": the checkpoint was trained with --precision ", excerpt(found.is_string() ? found.get<std::string>() : found.dump()),
+             ", this run has --precision ", layout.precision, " (resume with the same --precision)");
+}
+
 nlohmann::json manifest_json(const CheckpointLayout& layout, std::int64_t step) {
   return {{"format", kFormat},           {"step", step},
           {"model", layout.model},       {"settings", layout.settings},
           {"stages", layout.stages},     {"chunks", layout.chunks},
           {"global_batch", layout.global_batch}, {"seed", layout.seed},
-          {"lr_schedule", layout.lr_schedule},   {"total_steps", layout.total_steps}};
+          {"lr_schedule", layout.lr_schedule},   {"total_steps", layout.total_steps},
+          {"precision", layout.precision}};
 }
 
 // Rank 0, before any stage writes: DIR exists and DIR/step-N does not (a leftover of a save at
@@ -261,6 +270,7 @@ std::int64_t load_stage(const std::string& dir, const CheckpointLayout& layout,
   const std::int64_t named = step_of_directory(root.filename().string());
   LOOM_CHECK(named < 0 || named == step, manifest_path.string(), ": says step ", step, " in the directory of step ", named);
   check_learning_rate_path(manifest, manifest_path, layout);
+  check_precision(manifest, manifest_path, layout);
 
   const fs::path stage_path = root / (stage_name(layout.stage) + ".json");
   const nlohmann::json stage = read_json(stage_path);

@@ -38,6 +38,10 @@ void scale(Tensor& x, double alpha);                       // x *= alpha
 void add_scaled(const Tensor& a, double alpha, const Tensor& b, double beta, Tensor& out);  // alpha a + beta b
 double dot(const Tensor& a, const Tensor& b);              // sum of a*b, accumulated in double
 double sum_of_squares(const Tensor& x);                    // accumulated in double
+// x = bf16(x) in place, for an f32 x: each value rounded to the nearest bf16 (ties to even; NaN
+// stays NaN, beyond the largest bf16 becomes inf) and kept in f32 storage. The one rounding rule
+// of bf16 training (half.h's float_to_bf16, the same function on the CPU and in the CUDA kernel).
+void round_to_bf16_(Tensor& x);
 
 // ---- bias ------------------------------------------------------------------------------------
 // x [..., n] += bias [n] (broadcast over the leading dims), in place.

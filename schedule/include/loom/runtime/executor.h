@@ -30,6 +30,7 @@
 #include <loom/comm/gradient_bucketer.h>
 #include <loom/comm/process_groups.h>
 #include <loom/layers/chain.h>
+#include <loom/runtime/precision.h>
 #include <loom/schedule/schedule.h>
 
 namespace loom::runtime {
@@ -54,6 +55,7 @@ struct ExecutorOptions {
   // the last stage counts them by reading the whole batch's targets once per batch.
   bool count_targets = false;
   bool recompute = false;  // forward without saving, recompute just before backward
+  Precision precision = Precision::fp32;  // bf16: the stage runners round (precision.h)
   // Where this rank's chunks compute: inputs and targets read from the (host) data are copied
   // there, and boundary tensors received over MPI are staged from host memory to it.
   Device device = Device::cpu();

@@ -12,6 +12,9 @@
 // Passing `on_block_done` to backward / backward_weight runs the blocks one at a time and reports
 // each block, last to first, as soon as its parameter gradients are final: the gradient bucketer
 // is fed from that callback.
+// Under Precision::bf16 (precision.h) the runner rounds to bf16 the float inputs, every block's
+// outputs, the loss gradient and every gradient leaving a block backwards, so it always runs the
+// blocks one at a time; fp32 runs the chain as it is.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +22,7 @@
 #include <map>
 
 #include <loom/layers/chain.h>
+#include <loom/runtime/precision.h>
 
 namespace loom::runtime {
 
@@ -34,6 +38,7 @@ struct MicrobatchInfo {
 struct StageRunnerOptions {
   std::uint64_t seed = 0;
   bool recompute = false;
+  Precision precision = Precision::fp32;
 };
 
 class StageRunner {
@@ -71,6 +76,9 @@ class StageRunner {
     TensorList loss;    // last stage: the loss value until backward
   };
   TensorList run_forward(Microbatch& mb, const TensorList& inputs, bool save);
+  // The chain's forward; under bf16 block by block, rounding the inputs and each block's outputs.
+  TensorList chain_forward(const TensorList& inputs, Context& ctx);
+  bool bf16() const { return options_.precision == Precision::bf16; }
   // The gradient backward starts from: the loss's (last stage) or the received one.
   TensorList start_backward(Microbatch& mb, TensorList grad_outputs);
   Microbatch& at(int microbatch);

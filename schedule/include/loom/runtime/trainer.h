@@ -61,6 +61,10 @@ struct TrainerConfig {
   std::int64_t warmup_steps = 0;
   double clip_norm = 0.0;         // global gradient-norm clipping (0: off)
   bool recompute = false;
+  // fp32, or bf16: bf16 compute with fp32 master weights, fp32 accumulation and an fp32 optimizer
+  // (runtime/precision.h). Checkpoints hold the fp32 masters and record the precision; a resume
+  // must use the same one.
+  std::string precision = "fp32";
   std::string ranks_per_node;     // topology override (also LOOM_RANKS_PER_NODE)
   std::string allreduce = "hierarchical";
   double bucket_mb = 25.0;

@@ -40,6 +40,9 @@ struct CheckpointLayout {
   // The learning-rate path: a run resumed under a decaying schedule must have the same length.
   std::string lr_schedule = "constant";
   std::int64_t total_steps = 0;
+  // fp32 or bf16 (precision.h): a bf16 checkpoint holds the fp32 master weights; a resume must
+  // train in the precision that wrote it. Checkpoints without the field are fp32.
+  std::string precision = "fp32";
 };
 
 // Collective over `world` (every rank of the run). `writer`: this rank writes its stage's files.
