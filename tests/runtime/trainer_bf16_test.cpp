@@ -21,6 +21,8 @@
 #include <cstring>
 #include <filesystem>
 
+#include "run_dir.h"
+
 using namespace loom;
 
 namespace {
@@ -131,13 +133,6 @@ std::vector<double> train(const runtime::TrainerConfig& config, bool* bf16_value
   return losses;
 }
 
-std::string temp_dir(const std::string& name) {
-  const auto dir = std::filesystem::path(LOOM_BINARY_DIR) / "tests" / "runtime" / name;
-  if (comm::world_rank() == 0) std::filesystem::remove_all(dir);
-  MPI_Barrier(MPI_COMM_WORLD);
-  return dir.string();
-}
-
 }  // namespace
 
 TEST_CASE("bf16: 4 pipeline stages equal the one-rank bf16 run bit for bit", "[runtime][bf16][mpi]") {
@@ -174,7 +169,7 @@ TEST_CASE("bf16: the loss after 200 steps is within 2% of fp32's", "[runtime][bf
 }
 
 TEST_CASE("bf16: a resume continues bit for bit; another --precision is refused", "[runtime][bf16][mpi]") {
-  const std::string dir = temp_dir("bf16_ckpt");
+  const std::string dir = test::fresh_run_dir("bf16_ckpt");
   runtime::TrainerConfig first = gpt_run("bf16", 4);
   first.optimizer = "adam";
   first.lr = 0.01;

@@ -19,6 +19,7 @@
 #include <loom/core/memory.h>
 #include <loom/runtime/trainer.h>
 
+#include "run_dir.h"
 #include "tiny_run.h"
 
 using namespace loom;
@@ -49,13 +50,6 @@ Run train(const runtime::TrainerConfig& config) {
   run.device = memory_stats(trainer.device());
   for (Chain* chunk : trainer.chunks()) run.parameter_bytes += static_cast<std::int64_t>(chunk->parameter_bytes());
   return run;
-}
-
-std::string temp_dir(const std::string& name) {
-  const auto dir = std::filesystem::path(LOOM_BINARY_DIR) / "tests" / "runtime" / name;
-  if (comm::world_rank() == 0) std::filesystem::remove_all(dir);
-  MPI_Barrier(MPI_COMM_WORLD);
-  return dir.string();
 }
 
 std::string file_bytes(const std::filesystem::path& path) {
@@ -95,7 +89,7 @@ TEST_CASE("Trainer on the sim device equals the CPU run, with its tensors on the
 }
 
 TEST_CASE("Trainer on the sim device: checkpoints equal the CPU's and resume its curve", "[runtime][device][sim][mpi]") {
-  const std::string cpu_dir = temp_dir("device_ckpt_cpu"), sim_dir = temp_dir("device_ckpt_sim");
+  const std::string cpu_dir = test::fresh_run_dir("device_ckpt_cpu"), sim_dir = test::fresh_run_dir("device_ckpt_sim");
   runtime::TrainerConfig cpu = config_for("gpt", "cpu"), sim = config_for("gpt", "sim");
   cpu.checkpoint = cpu_dir;
   sim.checkpoint = sim_dir;

@@ -47,6 +47,11 @@ void build_amoebanet(ModelSpec& spec) {
                      classes = setting_int(spec, "classes", 2);
   const double dropout = setting_fraction(spec, "dropout");
   LOOM_CHECK(layers % 3 == 0, "model ", spec.name, ": layers=", layers, " must be a multiple of 3 (three groups)");
+  // A cell is about 40 layers, so its blocks cost the meta build, `describe` and the planner 2.5
+  // times a transformer block's: 1500 cells take as long as the 10000 blocks of the other presets.
+  constexpr std::int64_t kMaxCells = 1500;
+  LOOM_CHECK(layers <= kMaxCells, "model ", spec.name, ": layers=", layers, " is more than ", kMaxCells,
+             " cells (GPipe trained 36)");
   LOOM_CHECK(filters % (4 << stem_cells) == 0, "model ", spec.name, ": filters=", filters,
              " must be a multiple of 4 * 2^stem_cells = ", 4 << stem_cells, " (the stem cells' channels)");
   spec.data = {Shape{in_channels, image, image}, DType::f32, Shape{}, classes};
