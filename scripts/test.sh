@@ -35,6 +35,8 @@ case "${1:-}" in
     export OMPI_MCA_btl=self,vader
     ;;
 esac
+start=$SECONDS
 "$root/scripts/build.sh" "${build_args[@]}"
+echo "test.sh: the build of $(basename "$dir") took $((SECONDS - start)) s"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 ctest --test-dir "$dir" --output-on-failure -j"$(nproc)" "${ctest_args[@]}" "$@"

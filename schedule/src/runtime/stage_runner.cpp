@@ -32,14 +32,17 @@ const Tensor& StageRunner::loss(int microbatch) const {
   return it->second.loss.front();
 }
 
+void StageRunner::at_block_boundary(const TensorList& tensors) const {
+  if (options_.precision == Precision::bf16) round_to_bf16_(tensors);
+}
+
 TensorList StageRunner::chain_forward(const TensorList& inputs, Context& ctx) {
-  if (!bf16()) return chain_.forward(inputs, ctx);
-  MemoryCategoryScope scope(MemoryCategory::activations);
-  round_to_bf16_(inputs);  // the first stage's data (received boundary tensors are bf16 already)
+  MemoryCategoryScope scope(MemoryCategory::activations);  // as Sequential::forward
+  at_block_boundary(inputs);  // the first stage's data (received boundary tensors are rounded already)
   TensorList x = inputs;
   for (std::size_t b = 0; b < chain_.size(); ++b) {
     x = chain_.block(b).forward(x, ctx.child(b));
-    round_to_bf16_(x);
+    at_block_boundary(x);
   }
   return x;
 }
@@ -80,7 +83,7 @@ TensorList StageRunner::start_backward(Microbatch& mb, TensorList grad_outputs) 
   const Tensor& value = mb.loss.at(0);
   Tensor one = Tensor::full({}, 1.0, value.dtype(), value.device());
   TensorList grad = {loss_->backward({one}, mb.loss_ctx).at(0)};
-  if (bf16()) round_to_bf16_(grad);
+  at_block_boundary(grad);
   mb.loss_ctx.clear();
   mb.loss.clear();
   return grad;
@@ -90,14 +93,10 @@ TensorList StageRunner::backward(int microbatch, TensorList grad_outputs, const 
   Microbatch& mb = at(microbatch);
   TensorList grad = start_backward(mb, std::move(grad_outputs));
   MemoryCategoryScope scope(MemoryCategory::workspace);
-  if (on_block_done || bf16()) {
-    for (std::size_t b = chain_.size(); b-- > 0;) {
-      grad = chain_.block(b).backward(grad, mb.ctx.child(b));
-      if (bf16()) round_to_bf16_(grad);
-      if (on_block_done) on_block_done(b);
-    }
-  } else {
-    grad = chain_.backward(grad, mb.ctx);
+  for (std::size_t b = chain_.size(); b-- > 0;) {
+    grad = chain_.block(b).backward(grad, mb.ctx.child(b));
+    at_block_boundary(grad);
+    if (on_block_done) on_block_done(b);
   }
   mb.ctx.clear();
   return grad;
@@ -107,11 +106,10 @@ TensorList StageRunner::backward_input(int microbatch, TensorList grad_outputs) 
   Microbatch& mb = at(microbatch);
   TensorList grad = start_backward(mb, std::move(grad_outputs));
   MemoryCategoryScope scope(MemoryCategory::workspace);
-  if (!bf16()) return chain_.backward_input(grad, mb.ctx);
   MemoryCategoryScope kept(MemoryCategory::activations);  // as Sequential::backward_input
   for (std::size_t b = chain_.size(); b-- > 0;) {
     grad = chain_.block(b).backward_input(grad, mb.ctx.child(b));
-    round_to_bf16_(grad);
+    at_block_boundary(grad);
   }
   return grad;
 }

@@ -76,9 +76,11 @@ class StageRunner {
     TensorList loss;    // last stage: the loss value until backward
   };
   TensorList run_forward(Microbatch& mb, const TensorList& inputs, bool save);
-  // The chain's forward; under bf16 block by block, rounding the inputs and each block's outputs.
+  // The chain's forward, block by block, with at_block_boundary on the inputs and each block's outputs.
   TensorList chain_forward(const TensorList& inputs, Context& ctx);
-  bool bf16() const { return options_.precision == Precision::bf16; }
+  // What the precision does between blocks, forward and backward: bf16 rounds in place
+  // (runtime/precision.h), fp32 leaves the tensors as they are.
+  void at_block_boundary(const TensorList& tensors) const;
   // The gradient backward starts from: the loss's (last stage) or the received one.
   TensorList start_backward(Microbatch& mb, TensorList grad_outputs);
   Microbatch& at(int microbatch);
