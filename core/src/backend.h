@@ -50,17 +50,24 @@ std::int64_t release_cache();
 }  // namespace cpu
 
 // The sim device's allocator (sim/sim_memory.cpp): aligned host memory of its own, filled with
-// 0xff bytes (NaN in every float dtype) so that a read of memory nobody wrote shows.
+// 0xff bytes (NaN in every float dtype) so that a read of memory nobody wrote shows. allocate
+// returns nullptr when the device is full (LOOM_SIM_MEMORY_MB; unset: as much as the host has);
+// deallocate returns the block's bytes.
 namespace sim {
 void* allocate(std::size_t bytes, std::size_t& block_bytes);
-void deallocate(void* data);
+std::int64_t deallocate(void* data, std::size_t bytes);
+std::int64_t capacity_bytes();  // 0: unlimited
+std::int64_t held_bytes();
 }  // namespace sim
 
 #ifdef LOOM_WITH_CUDA
 namespace cuda {
 LOOM_BACKEND_FUNCTIONS
-// Caching allocator: returns (pointer, rounded block size); new_system_allocation set on a miss.
+// Caching allocator: returns (pointer, rounded block size); new_system_allocation set on a miss;
+// nullptr when the device is out of memory even after the cache was released.
 void* allocate(int device, std::size_t bytes, std::size_t& block_bytes, bool& new_system_allocation);
+// cudaMemGetInfo of the device: the bytes free and in all.
+void memory_info(int device, std::int64_t& free_bytes, std::int64_t& total_bytes);
 void deallocate(int device, void* data, std::size_t block_bytes);
 std::int64_t release_cache(int device);  // bytes returned to the driver
 // Copies between any combination of host and device memory (synchronous).

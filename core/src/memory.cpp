@@ -2,10 +2,14 @@
 // category; `reserved_bytes` is what the allocator holds from the system (the CUDA cache included).
 #include <loom/core/memory.h>
 
+#include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <map>
 #include <mutex>
+#include <string>
 
+#include <loom/core/device_memory.h>
 #include <loom/core/error.h>
 
 #include "backend.h"
@@ -34,7 +38,66 @@ thread_local bool t_meta = false;
   LOOM_THROW("tensor on ", device.str(), " but this build of loom has no CUDA backend (configure with -DLOOM_CUDA=ON)");
 }
 
+std::string mebibytes(double bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f MiB", bytes / (1024.0 * 1024.0));
+  return text;
+}
+
+DeviceMemoryInfo host_memory_info() {
+  DeviceMemoryInfo info;
+  std::ifstream meminfo("/proc/meminfo");
+  for (std::string key; meminfo >> key;) {
+    std::int64_t kb = 0;
+    meminfo >> kb;
+    if (key == "MemAvailable:") info.free_bytes = kb * 1024;
+    if (key == "MemTotal:") info.total_bytes = kb * 1024;
+    meminfo.ignore(64, '\n');
+  }
+  return info;
+}
+
+// An allocation the device could not hold: one error (LOOM_THROW adds the rank) with the device,
+// the bytes and the category asked for, what loom's tensors hold there by category, and what the device says.
+[[noreturn]] void out_of_memory(Device device, std::size_t bytes, MemoryCategory category) {
+  MemoryStats stats;
+  {
+    std::lock_guard lock(g_mutex);
+    stats = ledger(device).stats;
+  }
+  std::string held;
+  for (std::size_t c = 0; c < kMemoryCategoryCount; ++c)
+    if (stats.live_by_category[c] > 0)
+      held += detail::concat(held.empty() ? "" : ", ", memory_category_name(static_cast<MemoryCategory>(c)), " ",
+                             mebibytes(static_cast<double>(stats.live_by_category[c])));
+  const DeviceMemoryInfo info = device_memory_info(device);
+  LOOM_THROW("out of memory on ", device.str(),
+             ": ", bytes, " bytes (", mebibytes(static_cast<double>(bytes)), ") for ", memory_category_name(category),
+             " did not fit; loom's tensors there hold ", mebibytes(static_cast<double>(stats.live_bytes)),
+             held.empty() ? "" : " (" + held + ")", " and the device has ", mebibytes(static_cast<double>(info.free_bytes)),
+             " free of ", mebibytes(static_cast<double>(info.total_bytes)),
+             ": use more stages, fewer or smaller micro-batches, --recompute or a smaller model");
+}
+
 }  // namespace
+
+DeviceMemoryInfo device_memory_info(Device device) {
+  if (device.is_sim()) {
+    const std::int64_t capacity = sim::capacity_bytes();
+    if (capacity == 0) return host_memory_info();
+    return {capacity - sim::held_bytes(), capacity};
+  }
+  if (device.is_cuda()) {
+#ifdef LOOM_WITH_CUDA
+    DeviceMemoryInfo info;
+    cuda::memory_info(device.index, info.free_bytes, info.total_bytes);
+    return info;
+#else
+    no_cuda(device);
+#endif
+  }
+  return host_memory_info();
+}
 
 std::string_view memory_category_name(MemoryCategory category) {
   switch (category) {
@@ -107,6 +170,7 @@ Allocation allocate(Device device, std::size_t bytes) {
     no_cuda(device);
 #endif
   }
+  if (allocation.data == nullptr && bytes > 0) out_of_memory(device, bytes, allocation.category);
   std::lock_guard lock(g_mutex);
   MemoryStats& s = ledger(device).stats;
   const auto c = static_cast<std::size_t>(allocation.category);
@@ -128,10 +192,7 @@ void deallocate(const Allocation& allocation) {
   if (allocation.device.is_cpu()) {
     released = cpu::deallocate(allocation.data, allocation.bytes);
   } else if (allocation.device.is_sim()) {
-    if (allocation.data != nullptr) {
-      sim::deallocate(allocation.data);
-      released = static_cast<std::int64_t>((allocation.bytes + 63) / 64 * 64);
-    }
+    released = sim::deallocate(allocation.data, allocation.bytes);
   } else {
 #ifdef LOOM_WITH_CUDA
     cuda::deallocate(allocation.device.index, allocation.data, allocation.bytes);

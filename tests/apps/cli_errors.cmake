@@ -46,6 +46,12 @@ expect_failure("/nonexistent/ckpt: cannot open the checkpoint directory (No such
                --steps 1 --resume /nonexistent/ckpt)
 expect_failure("--keep-checkpoints must be in [1, 1000000], got 0" train --stages 2 --steps 1 --checkpoint ${WORK_DIR}/k
                --keep-checkpoints 0)
+# Out of device memory (issue 11): a 1 MiB sim device cannot hold stage 0's gradients.
+execute_process(COMMAND ${CMAKE_COMMAND} -E env LOOM_SIM_MEMORY_MB=1 ${MPIEXEC} ${MPIEXEC_FLAGS} -x LOOM_SIM_MEMORY_MB
+                -n 2 ${LOOM} train --device sim --stages 2 --steps 1
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 120)
+check_failure("${rc}" "${out}" "${err}" "out of memory on sim:0: 802816 bytes (0.8 MiB) for gradients did not fit"
+              "train --device sim on a 1 MiB device")
 file(MAKE_DIRECTORY ${WORK_DIR}/ckpt)
 file(WRITE ${WORK_DIR}/ckpt/manifest.json "{\"format\": \"loom-train-checkpoint/1\", \"step\": 1,")
 expect_failure("ckpt/manifest.json: not valid JSON" train --stages 2 --steps 1 --resume ${WORK_DIR}/ckpt)

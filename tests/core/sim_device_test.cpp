@@ -6,7 +6,9 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstdlib>
 
+#include <loom/core/device_memory.h>
 #include <loom/core/memory.h>
 #include <loom/core/ops.h>
 #include <loom/core/rng.h>
@@ -113,4 +115,29 @@ TEST_CASE("sim device: explicit copies cross in both directions", "[core][device
   into_host.copy_from(rows);
   CHECK(into_host.to_float_vector() == host.slice(3, 6).to_float_vector());
   CHECK(on_sim.clone().device() == Device::sim());
+}
+
+TEST_CASE("sim device: running out of its memory is one error with the device, bytes and category",
+          "[core][device][sim]") {
+  setenv("LOOM_SIM_MEMORY_MB", "1", 1);  // a 1 MiB device
+  {
+    Tensor kept;
+    {
+      MemoryCategoryScope scope(MemoryCategory::parameters);
+      kept = Tensor::zeros({100, 1000}, DType::f32, Device::sim());  // 400,000 bytes fit
+    }
+    const DeviceMemoryInfo info = device_memory_info(Device::sim());
+    CHECK(info.total_bytes == 1 << 20);
+    CHECK(info.free_bytes == (1 << 20) - 400000);
+    MemoryCategoryScope scope(MemoryCategory::activations);
+    CHECK_THROWS_WITH(Tensor::zeros({200, 1000}, DType::f32, Device::sim()),
+                      Catch::Contains("out of memory on sim:0: 800000 bytes (0.8 MiB) for activations did not fit") &&
+                          Catch::Contains("loom's tensors there hold 0.4 MiB (parameters 0.4 MiB)") &&
+                          Catch::Contains("0.6 MiB free of 1.0 MiB"));
+    CHECK(memory_stats(Device::sim()).live_bytes == 400000);  // the failed allocation is not counted
+  }
+  CHECK(device_memory_info(Device::sim()).free_bytes == 1 << 20);  // all given back
+  unsetenv("LOOM_SIM_MEMORY_MB");
+  CHECK_NOTHROW(Tensor::zeros({200, 1000}, DType::f32, Device::sim()));
+  CHECK(device_memory_info(Device::sim()).total_bytes > 1 << 20);  // unlimited: the host's figures
 }

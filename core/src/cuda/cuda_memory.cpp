@@ -1,6 +1,6 @@
 // CUDA caching allocator: blocks are rounded to 512 bytes and kept in per-size free lists after
 // release, so steady-state training does no cudaMalloc/cudaFree on the hot path. A miss that
-// fails with out-of-memory releases the cache and retries once.
+// fails with out-of-memory releases the cache and retries once, then reports it (nullptr).
 #include <map>
 #include <mutex>
 #include <vector>
@@ -52,10 +52,22 @@ void* allocate(int device, std::size_t bytes, std::size_t& block_bytes, bool& ne
     release_cache(device);
     status = cudaMalloc(&data, block_bytes);
   }
+  if (status == cudaErrorMemoryAllocation) {
+    (void)cudaGetLastError();
+    return nullptr;  // memory.cpp names the rank, the category and the bytes
+  }
   if (status != cudaSuccess)
     LOOM_THROW("cudaMalloc of ", block_bytes, " bytes on cuda:", device, " failed: ", cudaGetErrorString(status));
   new_system_allocation = true;
   return data;
+}
+
+void memory_info(int device, std::int64_t& free_bytes, std::int64_t& total_bytes) {
+  LOOM_CUDA_CHECK(cudaSetDevice(device));
+  std::size_t free = 0, total = 0;
+  LOOM_CUDA_CHECK(cudaMemGetInfo(&free, &total));
+  free_bytes = static_cast<std::int64_t>(free);
+  total_bytes = static_cast<std::int64_t>(total);
 }
 
 void deallocate(int device, void* data, std::size_t bytes) {

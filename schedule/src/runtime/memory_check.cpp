@@ -4,9 +4,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <string>
 
+#include <loom/core/device_memory.h>
 #include <loom/core/env.h>
 #include <loom/core/error.h>
 #include <loom/layers/optimizer_kind.h>
@@ -26,14 +26,7 @@ std::string gigabytes(double bytes) {
 double available_bytes_per_rank() {
   const double limit_mb = env_positive("LOOM_MEMORY_LIMIT_MB", 0);
   if (limit_mb > 0) return limit_mb * 1024 * 1024;
-  double available = 0;
-  std::ifstream meminfo("/proc/meminfo");
-  for (std::string key; meminfo >> key;) {
-    double kb = 0;
-    meminfo >> kb;
-    if (key == "MemAvailable:") available = kb * 1024;
-    meminfo.ignore(64, '\n');
-  }
+  const auto available = static_cast<double>(device_memory_info(Device::cpu()).free_bytes);
   if (available <= 0) return 1e300;  // unknown: do not refuse
   return available / static_cast<double>(std::max<long long>(1, env_count("OMPI_COMM_WORLD_LOCAL_SIZE", 1, 1 << 20)));
 }
