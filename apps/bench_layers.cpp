@@ -31,6 +31,7 @@
 #include <loom/layers/transformer.h>
 
 #include "commands.h"
+#include "median.h"
 
 namespace loom::apps {
 
@@ -127,11 +128,6 @@ std::vector<BenchCase> model_conv_cases(std::int64_t images) {
     out.push_back(conv_case("ResNet-50", images, in, o, k, stride, side));
   for (std::int64_t k : {3, 5, 7}) out.push_back(conv_case("depthwise", images, 128, 128, k, 1, 28, 128));
   return out;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 std::vector<BenchCase> cases(bool quick) {

@@ -15,15 +15,11 @@
 #include <loom/comm/stage_link.h>
 
 #include "commands.h"
+#include "median.h"
 
 namespace loom::apps {
 
 namespace {
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
-}
 
 struct P2pBenchOptions {
   bool json = false;

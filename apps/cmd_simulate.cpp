@@ -108,7 +108,7 @@ schedule::Schedule load_schedule(const SimulateFlags& flags) {
   return schedule::parse_schedule(text.str(), flags.from);
 }
 
-std::string bytes_text(double bytes) {
+std::string binary_bytes_text(double bytes) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   int unit = 0;
   while (bytes >= 1024 && unit < 4) {
@@ -132,7 +132,7 @@ void print_report(const schedule::Schedule& sched, const schedule::SimulationRes
   for (int s = 0; s < sched.stages; ++s) {
     const schedule::StageStats& st = result.stages[s];
     std::printf("%5d %9.4g %9.4g %9d %14.4g %14s %8d\n", s, st.busy_ms, st.idle_ms, st.peak_inflight,
-                st.peak_activation_units, bytes_text(st.peak_activation_bytes).c_str(), st.peak_weight_versions);
+                st.peak_activation_units, binary_bytes_text(st.peak_activation_bytes).c_str(), st.peak_weight_versions);
   }
 }
 

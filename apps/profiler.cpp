@@ -11,6 +11,7 @@
 #include <loom/core/timer.h>
 #include <loom/models/dataset.h>
 #include <loom/runtime/stage_runner.h>
+#include "median.h"
 
 namespace loom::apps {
 
@@ -23,12 +24,6 @@ std::int64_t bytes_of(const TensorList& tensors) {
   for (const Tensor& t : tensors)
     if (t.defined()) total += static_cast<std::int64_t>(t.nbytes());
   return total;
-}
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const std::size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
 }
 
 // One micro-batch of synthetic data shaped for the model.
