@@ -135,6 +135,10 @@ expect_single_failure("--link-gb-per-s must be positive" simulate --link-gb-per-
 # Defect 18 through `loom bench allreduce`: explicit zeros were taken silently.
 expect_single_failure("--iterations" bench allreduce --iterations 0)
 expect_single_failure("--shape-intra-gbps" bench allreduce --shape-intra-gbps 0 --shape-inter-gbps 1)
+expect_single_failure("unknown communication backend 'gloo'" bench allreduce --backend gloo)
+if(NOT EXISTS /dev/nvidiactl)  # no GPU driver here: NCCL has nothing to run on
+  expect_single_failure("--backend nccl: no CUDA device is visible" bench allreduce --backend nccl)
+endif()
 # Bounded planning: a time limit that expires returns the best plan so far and says so.
 expect_single_success("dapple: time-limited" plan --profile ${WORK_DIR}/two_layers.json --cluster 2x8 --global-batch 64
                       --planner dapple --time-limit 0.000001)
