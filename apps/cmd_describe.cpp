@@ -21,10 +21,7 @@ struct DescribeOptions {
 
 std::string shapes_text(const std::vector<Shape>& shapes) {
   std::string text;
-  for (const Shape& s : shapes) {
-    if (!text.empty()) text += ' ';
-    text += s.str();
-  }
+  for (const Shape& s : shapes) text += (text.empty() ? "" : " ") + s.str();
   return text;
 }
 
