@@ -1,4 +1,5 @@
-// `loom bench allreduce`: time every allreduce algorithm over the world, nccl-tests style.
+// `loom bench allreduce`: time every allreduce algorithm over the world, nccl-tests style, on MPI
+// (host memory) or NCCL (--backend nccl: each rank's GPU).
 //
 // Run under mpirun. For each size (min..max bytes, times --factor): warm-up, then short rounds in
 // which the algorithms take turns; a round's time is the slowest rank's mean per call and an
@@ -22,6 +23,8 @@
 #include <loom/comm/link_shaper.h>
 #include <loom/comm/mpi_communicator.h>
 #include <loom/comm/runtime.h>
+#include <loom/comm/topology.h>
+#include <loom/core/device.h>
 #include <loom/core/memory.h>
 #include <loom/core/timer.h>
 
@@ -33,6 +36,7 @@ namespace {
 
 struct AllreduceBenchOptions {
   bool json = false;
+  std::string backend = "mpi";  // mpi: host memory; nccl: each rank's GPU (local rank % GPUs)
   std::vector<std::string> algorithms{"mpi", "ring", "hierarchical"};
   std::int64_t min_bytes = 4 << 10;
   std::int64_t max_bytes = 256 << 20;
@@ -70,8 +74,17 @@ void run(const AllreduceBenchOptions& options) {
   for (const std::string& name : options.algorithms) algorithms.push_back(comm::parse_algorithm(name));
 
   const comm::Topology topology = comm::Topology::detect(options.ranks_per_node);
-  auto members = comm::make_communicator(comm::Backend::mpi, MPI_COMM_WORLD);
-  if (options.segment_kb > 0) {
+  const comm::Backend backend = comm::parse_backend(options.backend);
+  Device device = Device::cpu();
+  if (backend == comm::Backend::nccl) {
+    LOOM_CHECK(cuda_device_count() > 0, "--backend nccl: no CUDA device is visible",
+               cuda_compiled() ? "" : " (this build of loom has no CUDA backend)");
+    device = Device::cuda(comm::Topology::physical().local_rank(comm::world_rank()) % cuda_device_count());
+    LOOM_CHECK(options.shape_intra_gbps == 0 && options.shape_inter_gbps == 0,
+               "--shape-*-gbps shape loom's MPI transfers, not NCCL's");
+  }
+  auto members = comm::make_communicator(backend, MPI_COMM_WORLD, device);
+  if (options.segment_kb > 0 && backend == comm::Backend::mpi) {
     auto& mpi = dynamic_cast<comm::MpiCommunicator&>(*members);
     comm::RingOptions ring = mpi.ring_options();
     ring.segment_bytes = options.segment_kb * 1024;
@@ -89,7 +102,8 @@ void run(const AllreduceBenchOptions& options) {
   const bool even_nodes = std::all_of(group.node_sizes().begin(), group.node_sizes().end(),
                                       [&](int size) { return size == group.node_sizes().front(); });
   if (root && !options.json) {
-    std::printf("# loom bench allreduce: %s; reduce group %s\n", topology.describe().c_str(), group.describe().c_str());
+    std::printf("# loom bench allreduce: %s; reduce group %s; %s on %s\n", topology.describe().c_str(),
+                group.describe().c_str(), options.backend.c_str(), device.str().c_str());
     if (shaped)
       std::printf("# links shaped to %.3g GB/s intra-node, %.3g GB/s inter-node (MPI's own allreduce is not shaped)\n",
                   options.shape_intra_gbps, options.shape_inter_gbps);
@@ -103,7 +117,7 @@ void run(const AllreduceBenchOptions& options) {
     Tensor buffer;
     {
       MemoryCategoryScope category(MemoryCategory::communication);
-      buffer = Tensor::zeros(Shape{count});
+      buffer = Tensor::zeros(Shape{count}, DType::f32, device);
     }
     // Algorithms take turns in short rounds (about --round-ms each), as many rounds as fit in
     // --seconds, so machine noise hits them alike; each algorithm's time is its median round.
@@ -172,7 +186,12 @@ void add_bench_allreduce_command(CLI::App& bench) {
   CLI::App* cmd = bench.add_subcommand("allreduce", "Allreduce time and bandwidth per algorithm (run under mpirun)");
   cmd->add_flag("--json", options.json,
                 "print a JSON array of rows {algorithm,bytes,ranks,time_us,algbw_gbps,busbw_gbps} on rank 0");
-  cmd->add_option("--algorithms", options.algorithms, "algorithms to time: mpi ring hierarchical")->delimiter(',');
+  cmd->add_option("--algorithms", options.algorithms, "algorithms to time: mpi (the backend's own) ring hierarchical")
+      ->delimiter(',');
+  cmd->add_option("--backend", options.backend,
+                  "mpi (host memory) or nccl (device memory on each rank's GPU: local rank % GPUs; ring and "
+                  "hierarchical then run their steps on NCCL)")
+      ->capture_default_str();
   cmd->add_option("--min-bytes", options.min_bytes, "smallest message (bytes, suffixes K M G allowed)")
       ->transform(CLI::AsSizeValue(false));
   cmd->add_option("--max-bytes", options.max_bytes, "largest message (bytes, suffixes K M G allowed)")

@@ -21,7 +21,10 @@ struct DescribeOptions {
 
 std::string shapes_text(const std::vector<Shape>& shapes) {
   std::string text;
-  for (const Shape& s : shapes) text += (text.empty() ? "" : " ") + s.str();
+  for (const Shape& s : shapes) {
+    if (!text.empty()) text += ' ';
+    text += s.str();
+  }
   return text;
 }
 

@@ -47,6 +47,10 @@ void add_profile_command(CLI::App& app) {
   cmd->add_option("--warmup", o.warmup, "untimed runs per block before timing (at least one is always run)")
       ->capture_default_str();
   cmd->add_option("--seed", o.seed, "seed of parameters and synthetic data")->capture_default_str();
+  cmd->add_option("--device", o.device,
+                  "measure on cpu, cuda (GPU 0), cuda:N or sim[:N] (each block's time with the device drained "
+                  "before and after it)")
+      ->capture_default_str();
   cmd->add_option("--device-model", device_model,
                   "do not measure: estimate each block on this accelerator (v100, a100, h100, h200) from the "
                   "model's FLOPs and bytes (a roofline; no weights are allocated, so paper sizes work)");

@@ -88,6 +88,10 @@ void add_train_command(CLI::App& app) {
                   "cpu, cuda (GPU local rank % GPUs of the node), cuda:N, sim or sim:N (a simulated device: CPU "
                   "kernels, device memory rules; for tests)")
       ->capture_default_str();
+  cmd->add_option("--reduce-backend", o.reduce_backend,
+                  "gradient allreduce with --device cuda: auto (NCCL where every replica of a stage has its own GPU, "
+                  "else host-staged MPI), nccl or mpi")
+      ->capture_default_str();
   cmd->add_option("--threads", o.threads, "CPU math threads per rank (default: LOOM_NUM_THREADS or cores / local ranks)");
   cmd->add_option("--optimizer", o.optimizer, optimizer_kind_list() + " (sgd uses --momentum; 0 for plain SGD)")
       ->capture_default_str();

@@ -17,7 +17,33 @@ namespace loom::apps {
 
 namespace {
 
-std::int64_t live(MemoryCategory category) { return memory_stats().live(category); }
+std::int64_t live(Device device, MemoryCategory category) { return memory_stats(device).live(category); }
+
+// --device: cpu, cuda[:N] (a GPU this process can see) or sim[:N].
+Device profile_device(const std::string& text) {
+  Device device;
+  try {
+    device = Device::parse(text);
+  } catch (const Error&) {
+    LOOM_THROW("--device '", text, "': expected cpu, cuda, cuda:N, sim or sim:N");
+  }
+  if (!device.is_cuda()) return device;
+  LOOM_CHECK(cuda_compiled(), "--device ", text, ": this build of loom has no CUDA backend (configure with -DLOOM_CUDA=ON)");
+  LOOM_CHECK(device.index < cuda_device_count(), "--device ", text, ": ", cuda_device_count(),
+             " CUDA device(s) visible (check CUDA_VISIBLE_DEVICES and the driver)");
+  return device;
+}
+
+// Wall-clock milliseconds of `work` with the device drained before and after (a GPU's queued
+// kernels finish inside the interval they belong to).
+template <typename Work>
+double timed_ms(Device device, Work&& work) {
+  synchronize(device);
+  Stopwatch watch;
+  work();
+  synchronize(device);
+  return watch.elapsed_ms();
+}
 
 std::int64_t bytes_of(const TensorList& tensors) {
   std::int64_t total = 0;
@@ -32,7 +58,7 @@ struct Microbatch {
   double loss_denominator = 1;
 };
 
-Microbatch read_microbatch(const ModelSpec& spec, std::int64_t rows, std::uint64_t seed) {
+Microbatch read_microbatch(const ModelSpec& spec, std::int64_t rows, std::uint64_t seed, Device device) {
   LOOM_CHECK(rows >= 1, "the micro-batch must hold at least one sample, got ", rows);
   const auto data = open_dataset("synthetic", DatasetSplit::train, spec.data, seed);
   LOOM_CHECK(rows <= data->size(), "a micro-batch of ", rows, " samples is larger than the synthetic dataset (",
@@ -41,6 +67,8 @@ Microbatch read_microbatch(const ModelSpec& spec, std::int64_t rows, std::uint64
   std::iota(indices.begin(), indices.end(), 0);
   Microbatch mb;
   data->read(indices, mb.inputs, mb.targets);
+  mb.inputs = mb.inputs.to(device);
+  if (mb.targets.defined()) mb.targets = mb.targets.to(device);
   mb.loss_denominator = static_cast<double>(rows) * static_cast<double>(spec.targets_per_sample);
   return mb;
 }
@@ -78,24 +106,24 @@ struct BlockMemory {
   std::int64_t output_bytes = 0;
 };
 
-BlockMemory probe_block(BlockRunner& runner, const TensorList& inputs) {
+BlockMemory probe_block(BlockRunner& runner, const TensorList& inputs, Device device) {
   BlockMemory m;
   TensorList input_copy;
   {
     MemoryCategoryScope scope(MemoryCategory::communication);
     for (const Tensor& t : inputs) input_copy.push_back(t.defined() ? t.clone() : t);
   }
-  const std::int64_t before = live(MemoryCategory::activations);
+  const std::int64_t before = live(device, MemoryCategory::activations);
   TensorList outputs = runner.forward(input_copy);
-  const std::int64_t with_outputs = live(MemoryCategory::activations) - before;
+  const std::int64_t with_outputs = live(device, MemoryCategory::activations) - before;
   m.output_bytes = bytes_of(outputs);
   outputs.clear();
-  m.kept_own = live(MemoryCategory::activations) - before;
+  m.kept_own = live(device, MemoryCategory::activations) - before;
   m.outputs_kept_by_self = std::max<std::int64_t>(0, m.output_bytes - (with_outputs - m.kept_own));
-  const std::int64_t comm_before = live(MemoryCategory::communication);
+  const std::int64_t comm_before = live(device, MemoryCategory::communication);
   const std::int64_t input_bytes = bytes_of(input_copy);
   input_copy.clear();
-  m.input_kept = input_bytes - (comm_before - live(MemoryCategory::communication));
+  m.input_kept = input_bytes - (comm_before - live(device, MemoryCategory::communication));
   runner.release();
   return m;
 }
@@ -107,20 +135,26 @@ planner::Profile profile_model(const ProfileOptions& o) {
   LOOM_CHECK(o.warmup >= 0, "--warmup must not be negative, got ", o.warmup);
   LOOM_CHECK(o.microbatch >= 1, "--microbatch must be at least 1, got ", o.microbatch);
   set_num_threads(o.threads > 0 ? o.threads : default_num_threads());
+  const Device device = profile_device(o.device);
   const ModelSpec spec = make_model(o.model, o.overrides, parse_model_size(o.size));
-  const Microbatch mb = read_microbatch(spec, o.microbatch, o.seed);
+  const Microbatch mb = read_microbatch(spec, o.microbatch, o.seed, device);
 
   planner::Profile profile;
   profile.model = spec.name;
   profile.microbatch = static_cast<double>(o.microbatch);
-  profile.device = "cpu, " + std::to_string(num_threads()) + (num_threads() == 1 ? " thread" : " threads");
+  const std::string threads = std::to_string(num_threads()) + (num_threads() == 1 ? " thread" : " threads");
+  profile.device = device.is_cpu()   ? "cpu, " + threads
+                   : device.is_sim() ? device.str() + " (cpu kernels, " + threads + ")"
+                                     : device.str();
   const std::int64_t blocks = spec.blocks();
   std::vector<std::unique_ptr<BlockRunner>> runners;
   for (std::int64_t i = 0; i < blocks; ++i) {
     auto block = spec.build(i, i + 1);
     block->initialize(o.seed);
-    runners.push_back(std::make_unique<BlockRunner>(std::move(block), i + 1 == blocks ? spec.make_loss() : nullptr, mb,
-                                                    o.seed));
+    block->to(device);
+    LayerPtr loss = i + 1 == blocks ? spec.make_loss() : nullptr;
+    if (loss) loss->to(device);
+    runners.push_back(std::make_unique<BlockRunner>(std::move(block), std::move(loss), mb, o.seed));
   }
   // Blocks are timed inside whole passes (every forward, then every backward), as a stage runs
   // them: a block timed alone, over and over, finds its weights in cache and looks faster.
@@ -128,15 +162,13 @@ planner::Profile profile_model(const ProfileOptions& o) {
   auto pass = [&](bool timed) {
     TensorList x = {mb.inputs};
     for (std::int64_t i = 0; i < blocks; ++i) {
-      Stopwatch watch;
-      x = runners[i]->forward(x);
-      if (timed) forward_ms[i].push_back(watch.elapsed_ms());
+      const double ms = timed_ms(device, [&] { x = runners[i]->forward(x); });
+      if (timed) forward_ms[i].push_back(ms);
     }
     TensorList grad;
     for (std::int64_t i = blocks; i-- > 0;) {
-      Stopwatch watch;
-      grad = runners[i]->backward(grad);
-      if (timed) backward_ms[i].push_back(watch.elapsed_ms());
+      const double ms = timed_ms(device, [&] { grad = runners[i]->backward(grad); });
+      if (timed) backward_ms[i].push_back(ms);
     }
   };
   for (int w = 0; w < std::max(o.warmup, 1); ++w) pass(false);
@@ -144,7 +176,7 @@ planner::Profile profile_model(const ProfileOptions& o) {
   std::vector<BlockMemory> memory;
   TensorList inputs = {mb.inputs};
   for (std::int64_t i = 0; i < blocks; ++i) {
-    memory.push_back(probe_block(*runners[i], inputs));
+    memory.push_back(probe_block(*runners[i], inputs, device));
     inputs = runners[i]->forward(inputs);
     runners[i]->release();
   }
@@ -177,7 +209,7 @@ StageActivations measure_stage_activations(const ModelSpec& spec, std::int64_t f
                                            std::int64_t rows, std::uint64_t seed) {
   LOOM_CHECK(0 <= first && first < last && last <= spec.blocks(), "stage blocks [", first, ", ", last,
              ") outside model ", spec.name, " (", spec.blocks(), " blocks)");
-  const Microbatch mb = read_microbatch(spec, rows, seed);
+  const Microbatch mb = read_microbatch(spec, rows, seed, Device::cpu());
   // The stage's input comes from outside it (the data, or a receive): not activations.
   const runtime::MicrobatchInfo info{0, 0, mb.loss_denominator};
   TensorList inputs = {mb.inputs};
@@ -193,7 +225,7 @@ StageActivations measure_stage_activations(const ModelSpec& spec, std::int64_t f
   LayerPtr loss = last == spec.blocks() ? spec.make_loss() : nullptr;
   runtime::StageRunner runner(*stage, loss.get(), {seed, false});
 
-  const std::int64_t before = live(MemoryCategory::activations);
+  const std::int64_t before = live(Device::cpu(), MemoryCategory::activations);
   reset_peak_memory();
   TensorList outputs = runner.forward(0, inputs, mb.targets, info);  // the loss value waits for backward
   if (loss) outputs.clear();  // the logits: only what the loss saved of them stays
@@ -203,7 +235,7 @@ StageActivations measure_stage_activations(const ModelSpec& spec, std::int64_t f
     result.output_bytes = bytes_of(outputs);
     outputs.clear();  // sent to the next stage
   }
-  result.kept_bytes = live(MemoryCategory::activations) - before;
+  result.kept_bytes = live(Device::cpu(), MemoryCategory::activations) - before;
   result.transient_bytes = peak - result.kept_bytes;
   return result;
 }

@@ -14,6 +14,8 @@
 //                            so a stage's blocks add up to the stage; at a cut the sender then
 //                            counts an output that in fact only the receiver keeps, as a copy)
 //   parameter_bytes          Layer::parameter_bytes (trainable parameters and buffers)
+// On a device (ProfileOptions::device) the bytes are that device's ledger, the same numbers as on
+// the CPU for the same model (tests/apps/profiler_test.cpp proves it on the sim device).
 #pragma once
 
 #include <cstdint>
@@ -33,6 +35,9 @@ struct ProfileOptions {
   int repeats = 10;
   int warmup = 2;
   std::uint64_t seed = 1;
+  // cpu, cuda[:N] or sim[:N]: blocks, data and the memory ledger on that device; each block's time
+  // is wall-clock with the device drained (synchronize) before and after it.
+  std::string device = "cpu";
 };
 
 planner::Profile profile_model(const ProfileOptions& options);

@@ -68,8 +68,12 @@ class Progress {
     if (metrics_) {
       nlohmann::json by_stage = nlohmann::json::array();
       for (const runtime::MemoryPeaks& stage : r.stage_peaks) by_stage.push_back(peaks_json(stage));
+      nlohmann::json device_by_stage = nlohmann::json::array();
+      for (const DeviceMemoryInfo& d : r.stage_device_memory)
+        device_by_stage.push_back({{"free_bytes", d.free_bytes}, {"total_bytes", d.total_bytes}});
       write({{"step", r.step}, {"loss", r.loss}, {"lr", r.lr}, {"samples_per_s", rate},
-             {"peak_bytes", peaks_json(r.peaks)}, {"peak_bytes_by_stage", by_stage}});
+             {"peak_bytes", peaks_json(r.peaks)}, {"peak_bytes_by_stage", by_stage},
+             {"device_memory_by_stage", device_by_stage}});
     }
     if (bar_) {
       draw_bar(r, rate);

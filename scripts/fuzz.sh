@@ -19,19 +19,31 @@ fi
 export ASAN_OPTIONS=abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 LOOM_NUM_THREADS=1
 pin=(); [ -n "${LOOM_FUZZ_CPU:-}" ] && pin=(taskset -c "$LOOM_FUZZ_CPU")
-failed=()
-for t in "${targets[@]}"; do
-  work="$dir/fuzz-corpus/$t"; findings="$dir/fuzz-findings/$t"
+# One target per core at a time (one in all when pinned): each run is single-threaded.
+jobs=$(nproc); [ -n "${LOOM_FUZZ_CPU:-}" ] && jobs=1
+fuzz_one() {  # prints the target's result lines when it is done; its exit status is the verdict
+  local t=$1 work="$dir/fuzz-corpus/$1" findings="$dir/fuzz-findings/$1"
   mkdir -p "$work" "$findings"
-  echo "== fuzz_$t: ${seconds} s${LOOM_FUZZ_RUNS:+, at most $LOOM_FUZZ_RUNS executions}"
   if "${pin[@]}" nice -n 19 "$dir/tests/fuzz/fuzz_$t" -max_total_time="$seconds" -runs="${LOOM_FUZZ_RUNS:--1}" \
        -rss_limit_mb=2048 -timeout=10 -max_len=65536 -print_final_stats=1 -artifact_prefix="$findings/" \
        "$work" "$root/tests/fuzz/corpus/$t" >"$dir/fuzz-findings/$t.log" 2>&1; then
-    grep -E '^stat::number_of_executed_units|^Done' "$dir/fuzz-findings/$t.log" | tr '\n' ' '; echo
+    echo "== fuzz_$t: ${seconds} s${LOOM_FUZZ_RUNS:+, at most $LOOM_FUZZ_RUNS executions}: $(grep -E '^stat::number_of_executed_units|^Done' "$dir/fuzz-findings/$t.log" | tr '\n' ' ')"
   else
-    failed+=("$t"); tail -40 "$dir/fuzz-findings/$t.log"
+    echo "== fuzz_$t: FINDING"; tail -40 "$dir/fuzz-findings/$t.log"; return 1
   fi
+}
+failed=()
+declare -A running=()  # pid -> target
+wait_one() {
+  local pid
+  wait -n -p pid "${!running[@]}" || failed+=("${running[$pid]}")
+  unset "running[$pid]"
+}
+for t in "${targets[@]}"; do
+  ((${#running[@]} < jobs)) || wait_one
+  fuzz_one "$t" & running[$!]=$t
 done
+while ((${#running[@]})); do wait_one; done
 if ((${#failed[@]})); then
   echo "fuzz: findings in ${failed[*]} (inputs in $dir/fuzz-findings/)"; exit 1
 fi

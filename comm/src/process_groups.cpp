@@ -6,9 +6,13 @@
 
 namespace loom::comm {
 
-ProcessGroups::ProcessGroups(const ParallelLayout& layout, const Topology& topology, Backend backend, Device device)
+ProcessGroups::ProcessGroups(const ParallelLayout& layout, const Topology& topology, std::vector<Backend> reduce_backends,
+                             Device device)
     : layout_(layout), topology_(topology) {
   const int size = world_size(), rank = world_rank();
+  if (reduce_backends.empty()) reduce_backends.assign(static_cast<std::size_t>(layout_.stages()), Backend::mpi);
+  LOOM_CHECK(static_cast<int>(reduce_backends.size()) == layout_.stages(), reduce_backends.size(),
+             " reduce backends for the ", layout_.stages(), " stages of the layout");
   LOOM_CHECK(layout_.ranks_needed() <= size, "the layout (", layout_.describe(), ") needs ", layout_.ranks_needed(),
              " ranks but the job has ", size);
   LOOM_CHECK(topology_.world_size() == size, "the topology describes ", topology_.world_size(), " ranks but the job has ",
@@ -26,7 +30,9 @@ ProcessGroups::ProcessGroups(const ParallelLayout& layout, const Topology& topol
     if (group) stages_.emplace(s, std::move(group));
   }
   for (const StagePosition& position : positions_) {
-    auto members = make_communicator(backend, stages_.at(position.stage)->mpi_comm(), device);
+    const Backend backend = reduce_backends[static_cast<std::size_t>(position.stage)];
+    auto members = make_communicator(backend, stages_.at(position.stage)->mpi_comm(),
+                                     backend == Backend::nccl ? device : Device::cpu());
     replicas_.emplace(position.stage, std::make_unique<ReduceGroup>(std::move(members), topology_));
   }
 

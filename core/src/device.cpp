@@ -6,6 +6,8 @@
 
 #ifdef LOOM_WITH_CUDA
 #include <cuda_runtime.h>
+
+#include <loom/core/cuda/context.h>
 #endif
 
 namespace loom {
@@ -58,6 +60,14 @@ int cuda_device_count() {
   return count;
 #else
   return 0;
+#endif
+}
+
+void synchronize(Device device) {
+#ifdef LOOM_WITH_CUDA
+  if (device.is_cuda()) cuda::synchronize(device.index);
+#else
+  (void)device;
 #endif
 }
 

@@ -46,6 +46,7 @@ std::string mebibytes(double bytes) {
 
 DeviceMemoryInfo host_memory_info() {
   DeviceMemoryInfo info;
+  info.host = true;
   std::ifstream meminfo("/proc/meminfo");
   for (std::string key; meminfo >> key;) {
     std::int64_t kb = 0;

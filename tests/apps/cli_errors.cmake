@@ -46,12 +46,19 @@ expect_failure("/nonexistent/ckpt: cannot open the checkpoint directory (No such
                --steps 1 --resume /nonexistent/ckpt)
 expect_failure("--keep-checkpoints must be in [1, 1000000], got 0" train --stages 2 --steps 1 --checkpoint ${WORK_DIR}/k
                --keep-checkpoints 0)
-# Out of device memory (issue 11): a 1 MiB sim device cannot hold stage 0's gradients.
+# Out of device memory (issue 11): a 1 MiB sim device cannot hold stage 0's parameters and
+# gradients. The up-front check refuses from the device's memory; past it (LOOM_MEMORY_LIMIT_MB
+# says there is plenty), the allocation that does not fit is the error.
 execute_process(COMMAND ${CMAKE_COMMAND} -E env LOOM_SIM_MEMORY_MB=1 ${MPIEXEC} ${MPIEXEC_FLAGS} -x LOOM_SIM_MEMORY_MB
                 -n 2 ${LOOM} train --device sim --stages 2 --steps 1
                 RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 120)
-check_failure("${rc}" "${out}" "${err}" "out of memory on sim:0: 802816 bytes (0.8 MiB) for gradients did not fit"
+check_failure("${rc}" "${out}" "${err}" "but 1.0 MB is available to rank 0 (sim:0: 1.0 MB free)"
               "train --device sim on a 1 MiB device")
+execute_process(COMMAND ${CMAKE_COMMAND} -E env LOOM_SIM_MEMORY_MB=1 LOOM_MEMORY_LIMIT_MB=100000 ${MPIEXEC} ${MPIEXEC_FLAGS}
+                -x LOOM_SIM_MEMORY_MB -x LOOM_MEMORY_LIMIT_MB -n 2 ${LOOM} train --device sim --stages 2 --steps 1
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 120)
+check_failure("${rc}" "${out}" "${err}" "out of memory on sim:0: 802816 bytes (0.8 MiB) for gradients did not fit"
+              "train --device sim on a 1 MiB device past the up-front check")
 file(MAKE_DIRECTORY ${WORK_DIR}/ckpt)
 file(WRITE ${WORK_DIR}/ckpt/manifest.json "{\"format\": \"loom-train-checkpoint/1\", \"step\": 1,")
 expect_failure("ckpt/manifest.json: not valid JSON" train --stages 2 --steps 1 --resume ${WORK_DIR}/ckpt)
@@ -128,6 +135,10 @@ expect_single_failure("--link-gb-per-s must be positive" simulate --link-gb-per-
 # Defect 18 through `loom bench allreduce`: explicit zeros were taken silently.
 expect_single_failure("--iterations" bench allreduce --iterations 0)
 expect_single_failure("--shape-intra-gbps" bench allreduce --shape-intra-gbps 0 --shape-inter-gbps 1)
+expect_single_failure("unknown communication backend 'gloo'" bench allreduce --backend gloo)
+if(NOT EXISTS /dev/nvidiactl)  # no GPU driver here: NCCL has nothing to run on
+  expect_single_failure("--backend nccl: no CUDA device is visible" bench allreduce --backend nccl)
+endif()
 # Bounded planning: a time limit that expires returns the best plan so far and says so.
 expect_single_success("dapple: time-limited" plan --profile ${WORK_DIR}/two_layers.json --cluster 2x8 --global-batch 64
                       --planner dapple --time-limit 0.000001)

@@ -11,6 +11,8 @@
 #include <unistd.h>
 
 #include <loom/comm/partition.h>
+#include <loom/core/device.h>
+#include <loom/core/memory.h>
 #include <loom/planner/profile_json.h>
 
 #include "profiler.h"
@@ -82,6 +84,34 @@ TEST_CASE("a stage's profiled blocks add up to the activations the stage keeps",
       CHECK(static_cast<double>(stage.kept_bytes) == sum);
       CHECK(stage.transient_bytes >= 0);
     }
+}
+
+TEST_CASE("a profile on the sim device measures the same bytes, from the device's ledger", "[profile][sim]") {
+  apps::ProfileOptions o = small_mlp();
+  const planner::Profile host = apps::profile_model(o);
+  reset_peak_memory();
+  reset_peak_memory(Device::sim());
+  o.device = "sim";
+  const planner::Profile device = apps::profile_model(o);
+  CHECK(device.device.rfind("sim:0 (cpu kernels, ", 0) == 0);
+  REQUIRE(device.size() == host.size());
+  for (int i = 0; i < host.size(); ++i) {
+    INFO("block " << i);
+    CHECK(device.layers[i].cost.activation_bytes == host.layers[i].cost.activation_bytes);
+    CHECK(device.layers[i].cost.boundary_bytes == host.layers[i].cost.boundary_bytes);
+    CHECK(device.layers[i].parameter_bytes == host.layers[i].parameter_bytes);
+    CHECK(device.layers[i].cost.forward_ms > 0);
+  }
+  // The activations lived on the device (the blocks are built on the host, then moved, as in training).
+  CHECK(memory_stats(Device::sim()).peak(MemoryCategory::activations) > 0);
+  CHECK(memory_stats(Device::sim()).peak(MemoryCategory::parameters) > 0);
+  CHECK(memory_stats(Device::cpu()).peak(MemoryCategory::activations) == 0);
+  o.device = "tpu";
+  CHECK_THROWS_WITH(apps::profile_model(o), Catch::Contains("--device 'tpu': expected cpu, cuda"));
+  if (cuda_device_count() == 0) {
+    o.device = "cuda";
+    CHECK_THROWS_WITH(apps::profile_model(o), Catch::Contains("--device cuda: "));
+  }
 }
 
 TEST_CASE("profile options are checked", "[profile]") {

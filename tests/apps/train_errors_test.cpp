@@ -62,11 +62,24 @@ TEST_CASE("a model larger than the memory available to a rank is refused before 
   o.overrides = "hidden=4096";  // 37 M parameters: 445 MB with gradients and momentum
   o.steps = 1;
   o.quiet = true;
-  CHECK_THROWS_WITH(apps::train(o), Catch::Contains("needs at least 0.4 GB per rank of stage 0") &&
-                                        Catch::Contains("0.1 GB is available") && Catch::Contains("use --size cpu"));
+  CHECK_THROWS_WITH(apps::train(o), Catch::Contains("needs at least 443.5 MB per rank of stage 0") &&
+                                        Catch::Contains("67.1 MB is available to rank 0 (LOOM_MEMORY_LIMIT_MB)") &&
+                                        Catch::Contains("use --size cpu"));
   o.overrides = "hidden=64";
   CHECK_NOTHROW(apps::train(o));
   unsetenv("LOOM_MEMORY_LIMIT_MB");
+}
+
+TEST_CASE("on a device, the memory check counts the device's memory, not the host's", "[train][errors][sim]") {
+  setenv("LOOM_SIM_MEMORY_MB", "64", 1);  // a 64 MiB device (the host has gigabytes)
+  apps::TrainOptions o;
+  o.device = "sim";
+  o.overrides = "hidden=4096";
+  o.steps = 1;
+  o.quiet = true;
+  CHECK_THROWS_WITH(apps::train(o), Catch::Contains("needs at least 443.5 MB per rank of stage 0") &&
+                                        Catch::Contains("67.1 MB is available to rank 0 (sim:0: 67.1 MB free)"));
+  unsetenv("LOOM_SIM_MEMORY_MB");
 }
 
 TEST_CASE("LOOM_NUM_THREADS must be a whole count", "[train][errors]") {

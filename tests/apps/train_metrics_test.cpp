@@ -108,6 +108,11 @@ TEST_CASE("loom train's metrics: peak memory per stage", "[train][memory][mpi]")
       INFO("step " << record.at("step"));
       const nlohmann::json& by_stage = record.at("peak_bytes_by_stage");
       REQUIRE(by_stage.size() == kStages);
+      for (const nlohmann::json& device : record.at("device_memory_by_stage")) {  // cpu: the host's MemAvailable
+        CHECK(device.at("free_bytes").get<std::int64_t>() > 0);
+        CHECK(device.at("free_bytes").get<std::int64_t>() <= device.at("total_bytes").get<std::int64_t>());
+      }
+      CHECK(record.at("device_memory_by_stage").size() == kStages);
       for (const std::string& name : names) {
         INFO(name);
         std::int64_t most = 0;

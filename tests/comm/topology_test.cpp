@@ -1,9 +1,11 @@
 // Node layouts: the --ranks-per-node / LOOM_RANKS_PER_NODE parser, explicit layouts, and detection
-// under mpiexec (physical nodes, or the environment override when the test sets one).
+// under mpiexec (physical nodes, or the environment override when the test sets one); the device
+// placement built on them (who shares a device, where NCCL can connect ranks).
 #include <cstdlib>
 
 #include <catch2/catch.hpp>
 
+#include <loom/comm/device_placement.h>
 #include <loom/comm/runtime.h>
 #include <loom/comm/topology.h>
 #include <loom/core/error.h>
@@ -74,5 +76,35 @@ TEST_CASE("Topology::detect: the argument beats the environment, which beats the
     // mpiexec on one machine: every rank shares memory with every other.
     CHECK(detected.source() == "physical");
     CHECK(detected.nodes() == 1);
+  }
+}
+
+TEST_CASE("DevicePlacement: who shares a device, and where NCCL can connect ranks") {
+  using loom::Device;
+  // Two nodes of 3 ranks; node 0 has two GPUs (ranks 0 and 2 share cuda:0), node 1 three.
+  const DevicePlacement gpus({0, 0, 0, 1, 1, 1}, {Device::cuda(0), Device::cuda(1), Device::cuda(0), Device::cuda(0),
+                                                  Device::cuda(1), Device::cuda(2)});
+  CHECK(gpus.sharing(0) == 2);
+  CHECK(gpus.sharing(2) == 2);
+  CHECK(gpus.sharing(1) == 1);
+  CHECK(gpus.sharing(3) == 1);  // cuda:0 of node 1 is another GPU than cuda:0 of node 0
+  CHECK(gpus.nccl_obstacle({0, 1, 3, 4}).empty());
+  CHECK(gpus.nccl_obstacle({0, 3}).empty());
+  CHECK(gpus.nccl_obstacle({1, 0, 5, 2}) == "ranks 0 and 2 share cuda:0 of node 0");
+  const DevicePlacement host({0, 0, 1}, {Device::cpu(), Device::cpu(), Device::cpu()});
+  CHECK(host.sharing(0) == 2);
+  CHECK(host.sharing(2) == 1);
+  CHECK(host.nccl_obstacle({0, 2}) == "the ranks compute on cpu, not on a GPU");
+  CHECK_THROWS_WITH(DevicePlacement({0, 1}, {Device::cpu()}), Catch::Contains("2 nodes for 1 devices"));
+}
+
+TEST_CASE("DevicePlacement::gather: every rank's device on the physical nodes") {
+  ensure_mpi();
+  const Topology machine = Topology::physical();
+  const DevicePlacement placement = DevicePlacement::gather(machine, loom::Device::sim(world_rank() % 2));
+  REQUIRE(placement.world_size() == world_size());
+  for (int r = 0; r < world_size(); ++r) {
+    CHECK(placement.device_of(r) == loom::Device::sim(r % 2));
+    CHECK(placement.node_of(r) == machine.node_of(r));
   }
 }

@@ -129,6 +129,7 @@ TEST_CASE("sim device: running out of its memory is one error with the device, b
     const DeviceMemoryInfo info = device_memory_info(Device::sim());
     CHECK(info.total_bytes == 1 << 20);
     CHECK(info.free_bytes == (1 << 20) - 400000);
+    CHECK_FALSE(info.host);  // this process's own capacity
     MemoryCategoryScope scope(MemoryCategory::activations);
     CHECK_THROWS_WITH(Tensor::zeros({200, 1000}, DType::f32, Device::sim()),
                       Catch::Contains("out of memory on sim:0: 800000 bytes (0.8 MiB) for activations did not fit") &&
@@ -140,4 +141,6 @@ TEST_CASE("sim device: running out of its memory is one error with the device, b
   unsetenv("LOOM_SIM_MEMORY_MB");
   CHECK_NOTHROW(Tensor::zeros({200, 1000}, DType::f32, Device::sim()));
   CHECK(device_memory_info(Device::sim()).total_bytes > 1 << 20);  // unlimited: the host's figures
+  CHECK(device_memory_info(Device::sim()).host);
+  CHECK(device_memory_info(Device::cpu()).host);
 }

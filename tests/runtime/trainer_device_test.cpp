@@ -6,7 +6,9 @@
 // tensors live: parameters, gradients, optimizer state and activations on the sim device, with the
 // CPU run's per-category peaks (activations: at most those), and none of them on the host. A checkpoint written from
 // the sim device is byte for byte the CPU's, and resuming from it on the sim device continues the
-// CPU's curve. --device cuda without a GPU is one clear error.
+// CPU's curve. --device cuda without a GPU is one clear error. What each stage's gradient
+// allreduce runs on (NCCL where every replica has a GPU of its own, else host-staged MPI) is
+// decided from the device placement alone, so it is checked here for GPU layouts too.
 #include <catch2/catch.hpp>
 
 #include <filesystem>
@@ -19,6 +21,7 @@
 #include <loom/core/memory.h>
 #include <loom/runtime/trainer.h>
 
+#include "device_setup.h"  // schedule/src/runtime: the reduce-backend choice
 #include "run_dir.h"
 #include "tiny_run.h"
 
@@ -126,4 +129,46 @@ TEST_CASE("Trainer --device errors", "[runtime][device][mpi]") {
     const std::string past = "cuda:" + std::to_string(cuda_device_count());
     CHECK_THROWS_WITH(runtime::Trainer(config_for("mlp", past)), Catch::Contains("CUDA device"));
   }
+}
+
+TEST_CASE("Trainer: each stage's gradient allreduce on NCCL or host-staged MPI", "[runtime][device]") {
+  using comm::Backend;
+  // 2 stages x 2 replicas on 2 nodes of 2 GPUs: stage 0 = ranks {0, 2}, stage 1 = {1, 3}.
+  const comm::ParallelLayout layout = comm::ParallelLayout::from_table({{0, 2}, {1, 3}});
+  const comm::DevicePlacement own({0, 0, 1, 1}, {Device::cuda(0), Device::cuda(1), Device::cuda(0), Device::cuda(1)});
+  auto plan = runtime::detail::plan_reduction("auto", Device::cuda(0), layout, own);
+  CHECK(plan.backends == std::vector<Backend>{Backend::nccl, Backend::nccl});
+  CHECK_THAT(plan.line, Catch::Contains("the gradient allreduce of stage(s) 0, 1 runs on NCCL"));
+  CHECK(runtime::detail::plan_reduction("mpi", Device::cuda(0), layout, own).backends ==
+        std::vector<Backend>{Backend::mpi, Backend::mpi});
+
+  // One node, one GPU per two ranks: stage 0's replicas {0, 1} share cuda:0, stage 1's {2, 3} do not.
+  const comm::ParallelLayout one_node = comm::ParallelLayout::from_table({{0, 1}, {2, 3}});
+  const comm::DevicePlacement shared({0, 0, 0, 0}, {Device::cuda(0), Device::cuda(0), Device::cuda(0), Device::cuda(1)});
+  plan = runtime::detail::plan_reduction("auto", Device::cuda(0), one_node, shared);
+  CHECK(plan.backends == std::vector<Backend>{Backend::mpi, Backend::nccl});
+  CHECK_THAT(plan.line, Catch::Contains("stage(s) 1 runs on NCCL") &&
+                            Catch::Contains("stage(s) 0 is host-staged over MPI (device -> host -> device), because ranks 0 "
+                                                            "and 1 share cuda:0 of node 0"));
+  CHECK_THROWS_WITH(runtime::detail::plan_reduction("nccl", Device::cuda(0), one_node, shared),
+                    Catch::Contains("--reduce-backend nccl: stage 0 cannot use NCCL: ranks 0 and 1 share cuda:0"));
+
+  // A stage of one replica reduces nothing: no NCCL communicator for it.
+  const comm::ParallelLayout alone = comm::ParallelLayout::from_table({{0}, {1}});
+  plan = runtime::detail::plan_reduction("auto", Device::cuda(0), alone, own);
+  CHECK(plan.backends == std::vector<Backend>{Backend::mpi, Backend::mpi});
+  CHECK_THAT(plan.line, Catch::Contains("no stage has replicas"));
+
+  // Off CUDA: MPI, and nccl is refused.
+  const comm::DevicePlacement sim({0, 0, 0, 0}, std::vector<Device>(4, Device::sim()));
+  plan = runtime::detail::plan_reduction("auto", Device::sim(), layout, sim);
+  CHECK(plan.backends == std::vector<Backend>{Backend::mpi, Backend::mpi});
+  CHECK_THAT(plan.line, Catch::Equals("device sim:0: stage boundaries and the gradient allreduce are host-staged over "
+                                      "MPI (device -> host -> device), because the sim device has no device-to-device "
+                                      "transport"));
+  CHECK_THROWS_WITH(runtime::detail::plan_reduction("nccl", Device::cpu(), layout, sim),
+                    Catch::Contains("--reduce-backend nccl needs --device cuda"));
+  runtime::TrainerConfig bad = config_for("mlp", "cpu");
+  bad.reduce_backend = "gloo";
+  CHECK_THROWS_WITH(runtime::Trainer(bad), Catch::Contains("--reduce-backend 'gloo': expected auto, mpi or nccl"));
 }

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <string>
 
+#include <loom/comm/control.h>
 #include <loom/core/device_memory.h>
 #include <loom/core/env.h>
 #include <loom/core/error.h>
@@ -15,24 +16,47 @@ namespace loom::runtime::detail {
 
 namespace {
 
+// "445.6 MB", "204805.0 GB": decimal units, GB from 1e9 bytes on.
 std::string gigabytes(double bytes) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.1f GB", bytes / 1e9);
+  char text[40];
+  if (bytes >= 1e9) std::snprintf(text, sizeof text, "%.1f GB", bytes / 1e9);
+  else if (bytes >= 1e6) std::snprintf(text, sizeof text, "%.1f MB", bytes / 1e6);
+  else std::snprintf(text, sizeof text, "%.1f KB", bytes / 1e3);
   return text;
 }
 
 }  // namespace
 
-double available_bytes_per_rank() {
+std::vector<RankMemory> memory_by_rank(comm::Communicator& world, Device device, const comm::DevicePlacement& placement) {
+  // Each rank fills its entry (free bytes, the processes sharing them, where the figure comes from),
+  // the rest zero; the maximum over ranks is the table.
+  enum Source : std::int64_t { device_memory, host_memory, limit };
   const double limit_mb = env_positive("LOOM_MEMORY_LIMIT_MB", 0);
-  if (limit_mb > 0) return limit_mb * 1024 * 1024;
-  const auto available = static_cast<double>(device_memory_info(Device::cpu()).free_bytes);
-  if (available <= 0) return 1e300;  // unknown: do not refuse
-  return available / static_cast<double>(std::max<long long>(1, env_count("OMPI_COMM_WORLD_LOCAL_SIZE", 1, 1 << 20)));
+  const DeviceMemoryInfo info = device_memory_info(device);
+  const int me = world.rank();
+  std::vector<std::int64_t> table(3 * static_cast<std::size_t>(world.size()), 0);
+  std::int64_t* mine = table.data() + 3 * static_cast<std::size_t>(me);
+  mine[0] = limit_mb > 0 ? static_cast<std::int64_t>(limit_mb * 1024 * 1024) : info.free_bytes;
+  mine[1] = limit_mb > 0 || (device.is_sim() && !info.host) ? 1 : placement.sharing(me);
+  mine[2] = limit_mb > 0 ? limit : info.host ? host_memory : device_memory;
+  table = comm::max_over(world, std::move(table));
+
+  std::vector<RankMemory> memory;
+  for (int r = 0; r < world.size(); ++r) {
+    const std::int64_t* entry = table.data() + 3 * static_cast<std::size_t>(r);
+    RankMemory m;
+    m.available = entry[0] > 0 ? static_cast<double>(entry[0]) / static_cast<double>(entry[1]) : 1e300;
+    m.source = entry[2] == limit ? "LOOM_MEMORY_LIMIT_MB"
+                                 : loom::detail::concat(entry[2] == host_memory ? "host memory" : placement.device_of(r).str(),
+                                                        ": ", gigabytes(static_cast<double>(entry[0])), " free",
+                                                        entry[1] > 1 ? loom::detail::concat(", shared by ", entry[1], " ranks") : "");
+    memory.push_back(std::move(m));
+  }
+  return memory;
 }
 
 void check_memory_fits(const TrainerConfig& config, const ModelSpec& spec, const StagePartition& partition,
-                       std::int64_t microbatch_rows) {
+                       std::int64_t microbatch_rows, const std::vector<RankMemory>& memory) {
   ModelSummary summary;
   try {
     summary = summarize(spec, 1);
@@ -40,7 +64,6 @@ void check_memory_fits(const TrainerConfig& config, const ModelSpec& spec, const
     return;  // a model of the caller's own whose blocks cannot be built without memory: no estimate
   }
   const int state = optimizer_state_tensors(parse_optimizer_kind(config.optimizer), config.momentum);
-  const double available = available_bytes_per_rank();
   for (std::size_t v = 0; v < partition.blocks.size(); ++v) {
     const int stage = static_cast<int>(v) % partition.stages;
     const auto replicas = static_cast<double>(partition.ranks.at(static_cast<std::size_t>(stage)).size());
@@ -51,11 +74,17 @@ void check_memory_fits(const TrainerConfig& config, const ModelSpec& spec, const
     }
     activations *= static_cast<double>(microbatch_rows) / replicas;
     const double needed = parameters * (2 + state) + activations;
-    LOOM_CHECK(needed <= available, "model ", spec.name, " (", model_size_name(spec.size), " size) needs at least ",
+    int tightest = partition.ranks.at(static_cast<std::size_t>(stage)).front();
+    for (int rank : partition.ranks.at(static_cast<std::size_t>(stage)))
+      if (memory.at(static_cast<std::size_t>(rank)).available < memory.at(static_cast<std::size_t>(tightest)).available)
+        tightest = rank;
+    const RankMemory& have = memory.at(static_cast<std::size_t>(tightest));
+    LOOM_CHECK(needed <= have.available, "model ", spec.name, " (", model_size_name(spec.size), " size) needs at least ",
                gigabytes(needed), " per rank of stage ", stage, " (parameters and gradients ",
                gigabytes(2 * parameters), ", optimizer state ", gigabytes(state * parameters),
-               ", one micro-batch of activations ", gigabytes(activations), ") but ", gigabytes(available),
-               " is available to each rank here: use --size cpu, smaller --set values, more stages or a smaller batch");
+               ", one micro-batch of activations ", gigabytes(activations), ") but ", gigabytes(have.available),
+               " is available to rank ", tightest, " (", have.source,
+               "): use --size cpu, smaller --set values, more stages or a smaller batch");
   }
 }
 

@@ -7,12 +7,15 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <limits>
 
 #include <loom/comm/control.h>
+#include <loom/comm/device_placement.h>
 #include <loom/comm/parallel_layout.h>
 #include <loom/comm/process_groups.h>
 #include <loom/comm/runtime.h>
 #include <loom/comm/topology.h>
+#include <loom/core/device_memory.h>
 #include <loom/core/log.h>
 #include <loom/core/ops.h>
 #include <loom/core/threads.h>
@@ -113,27 +116,31 @@ void resolve(detail::TrainerState& s, int world) {
     LOOM_CHECK(s.shape.global_batch / per_batch >= static_cast<std::int64_t>(s.partition.ranks[st].size()),
                "a micro-batch of ", s.shape.global_batch / per_batch, " samples cannot be split over the ",
                s.partition.ranks[st].size(), " replicas of stage ", st);
-  detail::check_memory_fits(o, s.spec, s.partition, s.shape.global_batch / per_batch);
 }
 
-// This rank's device (the physical node's local rank picks the GPU: collective for --device cuda),
-// and on rank 0 the one line that says how tensors move between ranks.
-void choose_device(detail::TrainerState& s, int rank) {
-  const bool pick_gpu = s.config.device == "cuda";
-  const comm::Topology machine = pick_gpu ? comm::Topology::physical() : comm::Topology(comm::world_size());
-  s.device = detail::resolve_device(s.config.device, pick_gpu ? machine.local_rank(rank) : 0);
-  if (rank == 0 && !s.device.is_cpu())
-    spdlog::info("{}", detail::transfer_path(s.device, static_cast<int>(machine.ranks_of_node(machine.node_of(rank)).size())));
+// This rank's device (the physical node's local rank picks the GPU), every rank's placement, this
+// rank's groups (each stage's gradient allreduce on NCCL or MPI) and rank 0's line saying how
+// tensors move. Collective.
+comm::DevicePlacement place_and_connect(detail::TrainerState& s, int rank) {
+  const comm::Topology machine = comm::Topology::physical();
+  s.device = detail::resolve_device(s.config.device, machine.local_rank(rank));
+  comm::DevicePlacement placement = comm::DevicePlacement::gather(machine, s.device);
+  std::vector<std::vector<int>> virtual_ranks;
+  for (int v = 0; v < s.schedule.virtual_stages(); ++v) virtual_ranks.push_back(s.partition.ranks[v % s.shape.stages]);
+  s.layout = std::make_unique<comm::ParallelLayout>(comm::ParallelLayout::from_table(virtual_ranks));
+  const detail::ReducePlan reduction = detail::plan_reduction(s.config.reduce_backend, s.device, *s.layout, placement);
+  if (rank == 0 && !s.device.is_cpu()) spdlog::info("{}", reduction.line);
+  s.groups = std::make_unique<comm::ProcessGroups>(*s.layout, comm::Topology::detect(s.config.ranks_per_node),
+                                                   reduction.backends, s.device);
+  return placement;
 }
 
 // This rank's groups, model chunks, optimizer, checkpoint and executor (collective).
 void build(detail::TrainerState& s, int rank) {
   const TrainerConfig& o = s.config;
-  choose_device(s, rank);
-  std::vector<std::vector<int>> virtual_ranks;
-  for (int v = 0; v < s.schedule.virtual_stages(); ++v) virtual_ranks.push_back(s.partition.ranks[v % s.shape.stages]);
-  s.layout = std::make_unique<comm::ParallelLayout>(comm::ParallelLayout::from_table(virtual_ranks));
-  s.groups = std::make_unique<comm::ProcessGroups>(*s.layout, comm::Topology::detect(o.ranks_per_node));
+  const comm::DevicePlacement placement = place_and_connect(s, rank);
+  detail::check_memory_fits(o, s.spec, s.partition, s.shape.global_batch / s.schedule.microbatches_per_batch(),
+                            detail::memory_by_rank(s.groups->world(), s.device, placement));
   const auto positions = s.layout->positions(rank);
   LOOM_CHECK(!positions.empty(), "rank ", rank, " has no stage in the layout");
   s.stage = positions.front().stage % s.shape.stages;
@@ -207,21 +214,34 @@ void resume(detail::TrainerState& s) {
   s.step = s.first_step;
 }
 
-// Every stage's peaks, each the maximum over the stage's replicas (collective over the world): each
-// rank fills its own stage's row of a stages x categories table, the rest zero, and the element-wise
-// maximum over all ranks is the table of every stage. The peaks are those of the stage's device.
-std::vector<MemoryPeaks> stage_peaks(comm::Communicator& world, Device device, int stage, int stages) {
+// Every stage's peaks, each the maximum over the stage's replicas, and what its device reports
+// (the least free memory over the replicas, the total), collective over the world: each rank fills
+// its own stage's row of a stages x columns table, the rest zero, and the element-wise maximum over
+// all ranks is the table of every stage. The peaks are those of the stage's device.
+struct StageMemory {
+  std::vector<MemoryPeaks> peaks;
+  std::vector<DeviceMemoryInfo> device;
+};
+StageMemory stage_memory(comm::Communicator& world, Device device, int stage, int stages) {
+  constexpr std::int64_t kNone = std::numeric_limits<std::int64_t>::max() / 2;  // kNone - free: the maximum is the least free
   const MemoryStats stats = memory_stats(device);
-  const std::size_t width = kMemoryCategoryCount + 1;
+  const DeviceMemoryInfo info = device_memory_info(device);
+  const std::size_t width = kMemoryCategoryCount + 3;
   std::vector<std::int64_t> table(width * static_cast<std::size_t>(stages), 0);
   std::int64_t* row = table.data() + width * static_cast<std::size_t>(stage);
   for (std::size_t c = 0; c < kMemoryCategoryCount; ++c) row[c] = stats.peak_by_category[c];
   row[kMemoryCategoryCount] = stats.peak_bytes;
+  row[kMemoryCategoryCount + 1] = kNone - info.free_bytes;
+  row[kMemoryCategoryCount + 2] = info.total_bytes;
   table = comm::max_over(world, std::move(table));
-  std::vector<MemoryPeaks> peaks(static_cast<std::size_t>(stages));
-  for (std::size_t s = 0; s < peaks.size(); ++s)
-    std::copy_n(table.begin() + static_cast<std::ptrdiff_t>(s * width), width, peaks[s].begin());
-  return peaks;
+  StageMemory memory;
+  for (std::size_t s = 0; s < static_cast<std::size_t>(stages); ++s) {
+    const std::int64_t* got = table.data() + s * width;
+    memory.peaks.emplace_back();
+    std::copy_n(got, kMemoryCategoryCount + 1, memory.peaks.back().begin());
+    memory.device.push_back({kNone - got[kMemoryCategoryCount + 1], got[kMemoryCategoryCount + 2], info.host});
+  }
+  return memory;
 }
 
 // The maximum over stages of each entry: the peak of the fullest rank.
@@ -241,6 +261,7 @@ Trainer::Trainer(TrainerConfig config, ModelSpec model) : state_(std::make_uniqu
   comm::ensure_mpi();
   detail::validate_config(config);
   detail::validate_device(config.device);
+  detail::validate_reduce_backend(config.reduce_backend);
   parse_precision(config.precision);
   set_num_threads(config.threads > 0 ? config.threads : default_num_threads());
   state_->config = std::move(config);
@@ -264,15 +285,16 @@ TrainSummary Trainer::run(const TrainerHooks& hooks) {
     LOOM_CHECK(s.shape.steps - s.step >= s.schedule.batches(), "internal: partial window");
     StepResult result = s.executor->run(s.step, s.data->train_reader());
     world.allreduce(result.loss_sums.data(), static_cast<std::int64_t>(result.loss_sums.size()), DType::f64);
-    const std::vector<MemoryPeaks> by_stage = stage_peaks(world, s.device, s.stage, s.shape.stages);
-    const MemoryPeaks peaks = max_over_stages(by_stage);
+    const StageMemory memory = stage_memory(world, s.device, s.stage, s.shape.stages);
+    const MemoryPeaks peaks = max_over_stages(memory.peaks);
     for (double loss : result.loss_sums) {
       LOOM_CHECK(std::isfinite(loss), "step ", s.step + 1, ": the global-batch loss is ", loss,
                  "; training diverged (lower --lr, warm up with --warmup-steps, or clip with --clip-norm)");
       summary.losses.push_back(loss);
       summary.samples += s.shape.global_batch;
       ++s.step;
-      if (hooks.on_step) hooks.on_step({s.step, loss, s.optimizer->learning_rate(s.step - 1), peaks, by_stage});
+      if (hooks.on_step)
+        hooks.on_step({s.step, loss, s.optimizer->learning_rate(s.step - 1), peaks, memory.peaks, memory.device});
     }
     if (s.data->has_test() && s.step % s.shape.steps_per_epoch == 0) {
       const std::int64_t epoch = s.step / s.shape.steps_per_epoch;

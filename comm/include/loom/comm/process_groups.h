@@ -24,9 +24,10 @@ namespace loom::comm {
 
 class ProcessGroups {
  public:
-  // Collective over MPI_COMM_WORLD. The layout must fit in the world; `backend` and `device` are
-  // what the replica groups reduce (mpi + cpu, or nccl + cuda:N).
-  ProcessGroups(const ParallelLayout& layout, const Topology& topology, Backend backend = Backend::mpi,
+  // Collective over MPI_COMM_WORLD. The layout must fit in the world. `reduce_backends` (one per
+  // stage of the layout, or empty: all mpi) says what each stage's replica group reduces with: mpi
+  // on host memory, or nccl on `device` (this rank's GPU).
+  ProcessGroups(const ParallelLayout& layout, const Topology& topology, std::vector<Backend> reduce_backends = {},
                 Device device = Device::cpu());
   ~ProcessGroups();
   ProcessGroups(const ProcessGroups&) = delete;

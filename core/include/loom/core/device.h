@@ -39,5 +39,8 @@ std::ostream& operator<<(std::ostream& out, const Device& device);
 bool cuda_compiled();
 // Number of usable CUDA devices at run time (0 in a CPU-only build or without a GPU).
 int cuda_device_count();
+// Blocks until the work loom queued on `device` is done (a CUDA device's stream; cpu and sim
+// compute synchronously: nothing to wait for). Timers around device work call it at both ends.
+void synchronize(Device device);
 
 }  // namespace loom

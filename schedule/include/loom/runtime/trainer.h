@@ -21,6 +21,7 @@
 #include <vector>
 
 #include <loom/core/device.h>
+#include <loom/core/device_memory.h>
 #include <loom/core/memory.h>
 #include <loom/layers/chain.h>
 #include <loom/models/model.h>
@@ -51,8 +52,12 @@ struct TrainerConfig {
   // Where each rank computes: cpu, cuda (GPU local_rank % GPUs of the node), cuda:N, sim or sim:N
   // (a simulated device: CPU kernels, device memory rules; core/device.h). On a device the stage's
   // parameters, gradients, optimizer state and activations live there; batches are copied to it,
-  // and stage boundaries and the gradient allreduce are staged through host memory over MPI.
+  // and stage boundaries are staged through host memory over MPI.
   std::string device = "cpu";
+  // What a stage's gradient allreduce runs on with --device cuda: auto (NCCL where every replica
+  // of the stage has a GPU of its own, else host-staged over MPI), nccl (an error where it cannot)
+  // or mpi (host-staged). Off CUDA always MPI.
+  std::string reduce_backend = "auto";
   std::string optimizer = "sgd";  // sgd | momentum | adam | adamw (layers/optimizer_kind.h)
   double lr = 0.05;
   double momentum = 0.9;
@@ -84,6 +89,9 @@ struct StepReport {
   double lr = 0;          // the learning rate the step used
   MemoryPeaks peaks{};    // the maximum over all ranks (what one device must hold)
   std::vector<MemoryPeaks> stage_peaks;  // per pipeline stage: the maximum over its replicas
+  // Per pipeline stage, what its device reports now (cudaMemGetInfo; the host's MemAvailable for
+  // cpu): the least free bytes over its replicas, and the total.
+  std::vector<DeviceMemoryInfo> stage_device_memory;
 };
 struct EpochReport {
   std::int64_t epoch = 0;  // 1-based
