@@ -32,6 +32,7 @@ apps::TrainOptions tiny(const std::string& model) {
   o.momentum = 0.9;
   o.lr_schedule = "constant";
   o.bucket_mb = 0.001;
+  o.ranks_per_node = std::string(1, '1');  // not = "1": GCC 12 -O3 warns falsely (bug 105329)
   // Tiny AmoebaNet (a BatchNorm after every operation of 4-8 channels, over micro-batches of 4 rows)
   // is chaotic at lr 0.05 with momentum: rounding differences of 1e-7 (summation order, oneDNN vs
   // im2col) grow to 1e-3 in three steps. At 32x32 and lr 0.005 it is not.
@@ -39,6 +40,11 @@ apps::TrainOptions tiny(const std::string& model) {
     o.overrides = "image=32";
     o.lr = 0.005;
   }
+  // Tiny ResNet-50 (BatchNorm over micro-batches of 4 rows) is chaotic at lr 0.05 too: with oneDNN's
+  // AVX-512 kernels (a Xeon with avx512f) the per-step loss difference grows 0, 6e-8, 4.7e-6 and
+  // the stem's BatchNorm bias ends 2% apart after three steps, with im2col (or AVX2) it stays below
+  // 1e-5. At lr 0.005 the oneDNN run ends within 1.1e-6 of the reference.
+  if (model == "resnet50") o.lr = 0.005;
   return o;
 }
 
@@ -82,7 +88,6 @@ TEST_CASE("the papers' model families train pipelined as they do sequentially", 
     o.stages = stages;
     o.replicas = replicas;
     o.schedule = schedule;
-    o.ranks_per_node = "1";
     check_equivalent(o);
   }
 }
