@@ -7,6 +7,7 @@
 
 #include <unistd.h>
 
+#include <loom/core/bytes_text.h>
 #include <loom/core/error.h>
 #include <loom/layers/optimizer_kind.h>
 #include <loom/planner/baselines.h>
@@ -85,13 +86,6 @@ std::string ms_text(double ms) {
   return text;
 }
 
-std::string gigabytes_text(double bytes) {
-  char text[32];
-  if (bytes >= 1e9) std::snprintf(text, sizeof text, "%.2f GB", bytes / 1e9);
-  else std::snprintf(text, sizeof text, "%.1f MB", bytes / 1e6);
-  return text;
-}
-
 void print_table(const std::vector<Row>& rows, const planner::Profile& profile, const planner::Cluster& cluster,
                  int global_batch, double single_device_ms) {
   std::printf("profile  %s: %d layers, profiled at micro-batch %g (%s)\n", profile.model.c_str(), profile.size(),
@@ -111,7 +105,7 @@ void print_table(const std::vector<Row>& rows, const planner::Profile& profile, 
     const std::string simulated = row.simulated_ms >= 0 ? ms_text(row.simulated_ms) : "-";
     std::printf("%-11s %5d %11s %11s %7.2fx %10s %9.1f  %s%s\n", r.plan.planner.c_str(), r.plan.microbatches,
                 ms_text(r.cost.step_ms).c_str(), simulated.c_str(), single_device_ms / r.cost.step_ms,
-                gigabytes_text(r.cost.peak_memory_bytes).c_str(), r.planning_ms, r.plan.strategy().c_str(),
+                bytes_text(r.cost.peak_memory_bytes).c_str(), r.planning_ms, r.plan.strategy().c_str(),
                 r.found ? "" : "  (does not fit in memory)");
   }
   for (const Row& row : rows) {  // what was not an exact search of the whole chain

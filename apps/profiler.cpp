@@ -19,21 +19,6 @@ namespace {
 
 std::int64_t live(Device device, MemoryCategory category) { return memory_stats(device).live(category); }
 
-// --device: cpu, cuda[:N] (a GPU this process can see) or sim[:N].
-Device profile_device(const std::string& text) {
-  Device device;
-  try {
-    device = Device::parse(text);
-  } catch (const Error&) {
-    LOOM_THROW("--device '", text, "': expected cpu, cuda, cuda:N, sim or sim:N");
-  }
-  if (!device.is_cuda()) return device;
-  LOOM_CHECK(cuda_compiled(), "--device ", text, ": this build of loom has no CUDA backend (configure with -DLOOM_CUDA=ON)");
-  LOOM_CHECK(device.index < cuda_device_count(), "--device ", text, ": ", cuda_device_count(),
-             " CUDA device(s) visible (check CUDA_VISIBLE_DEVICES and the driver)");
-  return device;
-}
-
 // Wall-clock milliseconds of `work` with the device drained before and after (a GPU's queued
 // kernels finish inside the interval they belong to).
 template <typename Work>
@@ -135,7 +120,7 @@ planner::Profile profile_model(const ProfileOptions& o) {
   LOOM_CHECK(o.warmup >= 0, "--warmup must not be negative, got ", o.warmup);
   LOOM_CHECK(o.microbatch >= 1, "--microbatch must be at least 1, got ", o.microbatch);
   set_num_threads(o.threads > 0 ? o.threads : default_num_threads());
-  const Device device = profile_device(o.device);
+  const Device device = resolve_device_flag(o.device, 0);
   const ModelSpec spec = make_model(o.model, o.overrides, parse_model_size(o.size));
   const Microbatch mb = read_microbatch(spec, o.microbatch, o.seed, device);
 

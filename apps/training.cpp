@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <loom/core/bytes_text.h>
 #include <loom/comm/process_groups.h>
 #include <loom/comm/runtime.h>
 #include <loom/core/error.h>
@@ -20,15 +21,6 @@
 namespace loom::apps {
 
 namespace {
-
-std::string human_bytes(double bytes) {
-  const char* units[] = {"B", "KB", "MB", "GB", "TB"};
-  int u = 0;
-  for (; bytes >= 1024 && u < 4; ++u) bytes /= 1024;
-  char text[32];
-  std::snprintf(text, sizeof text, "%.1f %s", bytes, units[u]);
-  return text;
-}
 
 std::string format_duration(double seconds) {
   const long s = std::lround(std::max(0.0, seconds));
@@ -80,8 +72,8 @@ class Progress {
     } else if (!o_.quiet) {
       std::printf("step %lld | loss %.5f | lr %.4g | %.0f samples/s | peak %s (activations %s)\n",
                   static_cast<long long>(r.step), r.loss, r.lr, rate,
-                  human_bytes(static_cast<double>(r.peaks[kMemoryCategoryCount])).c_str(),
-                  human_bytes(static_cast<double>(r.peaks[static_cast<std::size_t>(MemoryCategory::activations)])).c_str());
+                  bytes_text(static_cast<double>(r.peaks[kMemoryCategoryCount])).c_str(),
+                  bytes_text(static_cast<double>(r.peaks[static_cast<std::size_t>(MemoryCategory::activations)])).c_str());
       std::fflush(stdout);
     }
   }

@@ -42,6 +42,26 @@ Device Device::parse(std::string_view text) {
 
 std::ostream& operator<<(std::ostream& out, const Device& device) { return out << device.str(); }
 
+Device parse_device_flag(std::string_view text) {
+  try {
+    return Device::parse(text);
+  } catch (const Error&) {
+    LOOM_THROW("--device '", text, "': expected cpu, cuda, cuda:N, sim or sim:N");
+  }
+}
+
+Device resolve_device_flag(std::string_view text, int local_rank) {
+  const Device device = parse_device_flag(text);
+  if (!device.is_cuda()) return device;
+  LOOM_CHECK(cuda_compiled(), "--device ", text, ": this build of loom has no CUDA backend (configure with -DLOOM_CUDA=ON)");
+  const int gpus = cuda_device_count();
+  LOOM_CHECK(gpus > 0, "--device ", text, ": no CUDA device is visible (check CUDA_VISIBLE_DEVICES and the driver)");
+  if (text == "cuda") return Device::cuda(local_rank % gpus);
+  LOOM_CHECK(device.index < gpus, "--device ", text, ": only ", gpus, gpus == 1 ? " CUDA device is" : " CUDA devices are",
+             " visible (cuda:0 to cuda:", gpus - 1, ")");
+  return device;
+}
+
 bool cuda_compiled() {
 #ifdef LOOM_WITH_CUDA
   return true;

@@ -39,7 +39,7 @@ TEST_CASE("bad training options are rejected with clear messages", "[train][erro
       {[](auto& o) { o.steps = 0, o.epochs = std::numeric_limits<std::int64_t>::max(); }, "--epochs must be in [1, 1000000]"},
       {[](auto& o) { o.stages = 3, o.replicas = 1431655766; }, "needs 4294967298"},
       // issue 15 defect 8: impossible sizes are refused from the meta build, before any allocation
-      {[](auto& o) { o.overrides = "hidden=300000"; }, "needs at least 2163"},
+      {[](auto& o) { o.overrides = "hidden=300000"; }, "needs at least 2162.98 GB"},
       {[](auto& o) { o.model = "gpt", o.overrides = "seq=10000000"; }, "one micro-batch of activations"},
       {[](auto& o) { o.overrides = "layers=100000000"; }, "more than 10000 blocks"},
       {[](auto& o) { o.model = "amoebanet18", o.size = "tiny", o.overrides = "layers=9750"; },

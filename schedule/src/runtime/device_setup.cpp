@@ -5,30 +5,6 @@
 
 namespace loom::runtime::detail {
 
-namespace {
-Device parse_device(const std::string& text) {
-  try {
-    return Device::parse(text);
-  } catch (const Error&) {
-    LOOM_THROW("--device '", text, "': expected cpu, cuda, cuda:N, sim or sim:N");
-  }
-}
-}  // namespace
-
-void validate_device(const std::string& text) { parse_device(text); }
-
-Device resolve_device(const std::string& text, int local_rank) {
-  const Device device = parse_device(text);
-  if (!device.is_cuda()) return device;
-  LOOM_CHECK(cuda_compiled(), "--device ", text, ": this build of loom has no CUDA backend (configure with -DLOOM_CUDA=ON)");
-  const int gpus = cuda_device_count();
-  LOOM_CHECK(gpus > 0, "--device ", text, ": no CUDA device is visible (check CUDA_VISIBLE_DEVICES and the driver)");
-  if (text == "cuda") return Device::cuda(local_rank % gpus);
-  LOOM_CHECK(device.index < gpus, "--device ", text, ": only ", gpus, gpus == 1 ? " CUDA device is" : " CUDA devices are",
-             " visible (cuda:0 to cuda:", gpus - 1, ")");
-  return device;
-}
-
 void validate_reduce_backend(const std::string& text) {
   LOOM_CHECK(text == "auto" || text == "mpi" || text == "nccl", "--reduce-backend '", text,
              "': expected auto, mpi or nccl");

@@ -12,11 +12,6 @@
 
 namespace loom::runtime::detail {
 
-// The text alone (no MPI, no GPU query): cpu, cuda, cuda:N, sim or sim:N.
-void validate_device(const std::string& text);
-// This rank's device. "cuda" is GPU local_rank % (GPUs visible); errors name --device and say why
-// (no CUDA backend in this build, no GPU visible, cuda:N past the GPUs visible).
-Device resolve_device(const std::string& text, int local_rank);
 // `--reduce-backend` alone (no MPI): auto, mpi or nccl.
 void validate_reduce_backend(const std::string& text);
 

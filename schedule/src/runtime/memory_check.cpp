@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <string>
 
+#include <loom/core/bytes_text.h>
 #include <loom/comm/control.h>
 #include <loom/core/device_memory.h>
 #include <loom/core/env.h>
@@ -13,19 +14,6 @@
 #include <loom/layers/optimizer_kind.h>
 
 namespace loom::runtime::detail {
-
-namespace {
-
-// "445.6 MB", "204805.0 GB": decimal units, GB from 1e9 bytes on.
-std::string gigabytes(double bytes) {
-  char text[40];
-  if (bytes >= 1e9) std::snprintf(text, sizeof text, "%.1f GB", bytes / 1e9);
-  else if (bytes >= 1e6) std::snprintf(text, sizeof text, "%.1f MB", bytes / 1e6);
-  else std::snprintf(text, sizeof text, "%.1f KB", bytes / 1e3);
-  return text;
-}
-
-}  // namespace
 
 std::vector<RankMemory> memory_by_rank(comm::Communicator& world, Device device, const comm::DevicePlacement& placement) {
   // Each rank fills its entry (free bytes, the processes sharing them, where the figure comes from),
@@ -48,7 +36,7 @@ std::vector<RankMemory> memory_by_rank(comm::Communicator& world, Device device,
     m.available = entry[0] > 0 ? static_cast<double>(entry[0]) / static_cast<double>(entry[1]) : 1e300;
     m.source = entry[2] == limit ? "LOOM_MEMORY_LIMIT_MB"
                                  : loom::detail::concat(entry[2] == host_memory ? "host memory" : placement.device_of(r).str(),
-                                                        ": ", gigabytes(static_cast<double>(entry[0])), " free",
+                                                        ": ", bytes_text(static_cast<double>(entry[0])), " free",
                                                         entry[1] > 1 ? loom::detail::concat(", shared by ", entry[1], " ranks") : "");
     memory.push_back(std::move(m));
   }
@@ -80,9 +68,9 @@ void check_memory_fits(const TrainerConfig& config, const ModelSpec& spec, const
         tightest = rank;
     const RankMemory& have = memory.at(static_cast<std::size_t>(tightest));
     LOOM_CHECK(needed <= have.available, "model ", spec.name, " (", model_size_name(spec.size), " size) needs at least ",
-               gigabytes(needed), " per rank of stage ", stage, " (parameters and gradients ",
-               gigabytes(2 * parameters), ", optimizer state ", gigabytes(state * parameters),
-               ", one micro-batch of activations ", gigabytes(activations), ") but ", gigabytes(have.available),
+               bytes_text(needed), " per rank of stage ", stage, " (parameters and gradients ",
+               bytes_text(2 * parameters), ", optimizer state ", bytes_text(state * parameters),
+               ", one micro-batch of activations ", bytes_text(activations), ") but ", bytes_text(have.available),
                " is available to rank ", tightest, " (", have.source,
                "): use --size cpu, smaller --set values, more stages or a smaller batch");
   }

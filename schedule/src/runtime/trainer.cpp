@@ -8,6 +8,7 @@
 #include <fstream>
 #include <functional>
 #include <limits>
+#include <optional>
 
 #include <loom/comm/control.h>
 #include <loom/comm/device_placement.h>
@@ -60,6 +61,10 @@ struct TrainerState {
   std::int64_t step = 0;        // optimizer steps done: the one step counter
   std::int64_t first_step = 0;  // where this Trainer started
   std::string resumed_from;     // the checkpoint directory it resumed from
+  // What this rank's device reported last (device_memory_info), re-read at most once a second:
+  // the metrics sample it, the steps of a small model are far shorter than a second.
+  DeviceMemoryInfo device_memory;
+  std::optional<Stopwatch> device_memory_age;
 };
 }  // namespace detail
 
@@ -123,7 +128,7 @@ void resolve(detail::TrainerState& s, int world) {
 // tensors move. Collective.
 comm::DevicePlacement place_and_connect(detail::TrainerState& s, int rank) {
   const comm::Topology machine = comm::Topology::physical();
-  s.device = detail::resolve_device(s.config.device, machine.local_rank(rank));
+  s.device = resolve_device_flag(s.config.device, machine.local_rank(rank));
   comm::DevicePlacement placement = comm::DevicePlacement::gather(machine, s.device);
   std::vector<std::vector<int>> virtual_ranks;
   for (int v = 0; v < s.schedule.virtual_stages(); ++v) virtual_ranks.push_back(s.partition.ranks[v % s.shape.stages]);
@@ -222,10 +227,16 @@ struct StageMemory {
   std::vector<MemoryPeaks> peaks;
   std::vector<DeviceMemoryInfo> device;
 };
-StageMemory stage_memory(comm::Communicator& world, Device device, int stage, int stages) {
+const DeviceMemoryInfo& sampled_device_memory(detail::TrainerState& s) {
+  if (!s.device_memory_age || s.device_memory_age->elapsed_ms() >= 1000) {
+    s.device_memory = device_memory_info(s.device);
+    s.device_memory_age.emplace();
+  }
+  return s.device_memory;
+}
+StageMemory stage_memory(comm::Communicator& world, Device device, const DeviceMemoryInfo& info, int stage, int stages) {
   constexpr std::int64_t kNone = std::numeric_limits<std::int64_t>::max() / 2;  // kNone - free: the maximum is the least free
   const MemoryStats stats = memory_stats(device);
-  const DeviceMemoryInfo info = device_memory_info(device);
   const std::size_t width = kMemoryCategoryCount + 3;
   std::vector<std::int64_t> table(width * static_cast<std::size_t>(stages), 0);
   std::int64_t* row = table.data() + width * static_cast<std::size_t>(stage);
@@ -260,7 +271,7 @@ Trainer::Trainer(TrainerConfig config)
 Trainer::Trainer(TrainerConfig config, ModelSpec model) : state_(std::make_unique<detail::TrainerState>()) {
   comm::ensure_mpi();
   detail::validate_config(config);
-  detail::validate_device(config.device);
+  parse_device_flag(config.device);
   detail::validate_reduce_backend(config.reduce_backend);
   parse_precision(config.precision);
   set_num_threads(config.threads > 0 ? config.threads : default_num_threads());
@@ -285,7 +296,7 @@ TrainSummary Trainer::run(const TrainerHooks& hooks) {
     LOOM_CHECK(s.shape.steps - s.step >= s.schedule.batches(), "internal: partial window");
     StepResult result = s.executor->run(s.step, s.data->train_reader());
     world.allreduce(result.loss_sums.data(), static_cast<std::int64_t>(result.loss_sums.size()), DType::f64);
-    const StageMemory memory = stage_memory(world, s.device, s.stage, s.shape.stages);
+    const StageMemory memory = stage_memory(world, s.device, sampled_device_memory(s), s.stage, s.shape.stages);
     const MemoryPeaks peaks = max_over_stages(memory.peaks);
     for (double loss : result.loss_sums) {
       LOOM_CHECK(std::isfinite(loss), "step ", s.step + 1, ": the global-batch loss is ", loss,

@@ -43,4 +43,11 @@ int cuda_device_count();
 // compute synchronously: nothing to wait for). Timers around device work call it at both ends.
 void synchronize(Device device);
 
+// A `--device` flag: cpu, cuda, cuda:N, sim or sim:N. Plain "cuda" is GPU local_rank % (GPUs
+// visible), so each rank of a node takes its own. Errors name --device and say why (malformed, no
+// CUDA backend in this build, no GPU visible, cuda:N past the GPUs visible). `parse_device_flag`
+// checks the text alone (no GPU query).
+Device parse_device_flag(std::string_view text);
+Device resolve_device_flag(std::string_view text, int local_rank);
+
 }  // namespace loom
