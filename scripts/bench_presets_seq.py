@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Training speed of loom's sequence presets next to the same models in PyTorch 2.x.
 
-For each preset (gnmt8, gnmt16, bert24, bert48, xlnet24, xlnet36 at --size cpu) this builds the
+For each preset (gnmt8, gnmt16, bert24, bert48, xlnet24, xlnet36 at --size cpu, and gpt) this builds the
 same network in PyTorch as loom builds it (models/src/presets/*.cpp), checks that both have the
 same number of trainable parameters (`loom describe --json`), and trains both on one process with
 2 math threads on synthetic tokens of the preset's shapes, with what `loom train` uses by default:
@@ -12,6 +12,11 @@ machine-wide /tmp/loom-bench.lock, taken with flock(2) as flock(1) takes it); a 
 preset's figure the median over its repeats. Writes CSV and a Markdown table.
 
     scripts/bench_presets_seq.py build/apps/loom [--quick] [--presets gnmt8,bert24] [--out DIR]
+    scripts/bench_presets_seq.py build/apps/loom --presets gpt --device cuda [--precision bf16]
+
+--device cuda trains both on the first GPU (`loom train --device cuda`; the PyTorch model and its
+batches on cuda:0, each step's time taken after torch.cuda.synchronize()). --precision bf16 is
+`loom train --precision bf16` against torch.autocast(bfloat16) with fp32 weights and optimizer.
 
 PyTorch runs in this process: when the running python has no torch >= 2, the script re-executes
 itself with /opt/torch2-venv/bin/python (--python to choose another).
@@ -28,7 +33,7 @@ import sys
 import tempfile
 import time
 
-PRESETS = ["gnmt8", "gnmt16", "bert24", "bert48", "xlnet24", "xlnet36"]
+PRESETS = ["gnmt8", "gnmt16", "bert24", "bert48", "xlnet24", "xlnet36", "gpt"]
 LOCK = "/tmp/loom-bench.lock"
 DEFAULT_PYTHON = "/opt/torch2-venv/bin/python"
 
@@ -39,7 +44,10 @@ def parse_args():
     p.add_argument("--quick", action="store_true", help="a few steps, one repeat (well under a minute)")
     p.add_argument("--presets", default=",".join(PRESETS), help="comma-separated presets")
     p.add_argument("--size", default="cpu")
+    p.add_argument("--set", default="", help="model overrides for both, as `loom train --set` (e.g. dim=768,layers=12)")
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--device", choices=["cpu", "cuda"], default="cpu", help="where both train")
+    p.add_argument("--precision", choices=["fp32", "bf16"], default="fp32")
     p.add_argument("--global-batch", type=int, default=64)
     p.add_argument("--microbatches", type=int, default=4)
     p.add_argument("--steps", type=int, default=None, help="steps per run (default 30, quick 6)")
@@ -75,10 +83,14 @@ def ensure_torch2(a):
 
 # ---- loom side ----------------------------------------------------------------------------------
 
-def loom_describe(loom, preset, size):
-    out = subprocess.run([loom, "describe", "--model", preset, "--size", size, "--json"], check=True,
+def loom_describe(loom, preset, size, overrides):
+    out = subprocess.run([loom, "describe", "--model", preset, "--size", size, "--json"] + set_flag(overrides), check=True,
                          capture_output=True, text=True).stdout
     return json.loads(out)
+
+
+def set_flag(overrides):
+    return ["--set", overrides] if overrides else []
 
 
 def mpi_env():
@@ -95,7 +107,7 @@ def loom_train_rate(a, preset):
         cmd = ["mpirun", "-np", "1", "--bind-to", "none", a.loom, "train", "--model", preset,
                "--size", a.size, "--data", "synthetic", "--threads", str(a.threads), "--steps", str(a.steps),
                "--global-batch", str(a.global_batch), "--microbatches", str(a.microbatches), "--quiet",
-               "--metrics", metrics]
+               "--device", a.device, "--precision", a.precision, "--metrics", metrics] + set_flag(a.set)
         subprocess.run(cmd, check=True, env=mpi_env(), stdout=subprocess.DEVNULL)
         with open(metrics) as f:
             steps = [json.loads(line) for line in f if line.strip()]
@@ -185,6 +197,27 @@ def build_torch_models(torch):
                 x = layer(x)
             return self.head(x)
 
+    class Gpt(nn.Module):
+        """models/src/presets/gpt.cpp: token + learned position embedding, pre-LN causal GELU layers, LayerNorm + Linear head."""
+        def __init__(self, vocab, seq, dim, heads, layers, dropout):
+            super().__init__()
+            self.token = nn.Embedding(vocab, dim)
+            self.position = nn.Embedding(seq, dim)
+            self.dropout = nn.Dropout(dropout)
+            self.layers = nn.ModuleList([
+                nn.TransformerEncoderLayer(dim, heads, 4 * dim, dropout, activation="gelu", batch_first=True,
+                                           norm_first=True) for _ in range(layers)])
+            self.head = nn.Sequential(nn.LayerNorm(dim), nn.Linear(dim, vocab))
+
+        def forward(self, tokens):
+            length = tokens.shape[1]
+            positions = torch.arange(length, device=tokens.device)
+            causal = torch.triu(torch.full((length, length), float("-inf"), device=tokens.device), diagonal=1)
+            x = self.dropout(self.token(tokens) + self.position(positions))
+            for layer in self.layers:
+                x = layer(x, src_mask=causal)
+            return self.head(x)
+
     class TwoStreamRelativeAttention(nn.Module):
         """layers/relative_attention.h: score[i, j] = ((q_i + u).k_j + (q_i + w).kr[T-1-i+j]) / sqrt(D);
         the content stream sees ranks[j] <= ranks[i], the query stream ranks[j] < ranks[i]."""
@@ -262,7 +295,7 @@ def build_torch_models(torch):
                 h, g = layer(h, g, ranks, self.sinusoids, self.shift)
             return self.output(self.dropout(g))
 
-    return {"Gnmt": Gnmt, "Bert": Bert, "XLNet": XLNet}
+    return {"Gnmt": Gnmt, "Bert": Bert, "XLNet": XLNet, "Gpt": Gpt}
 
 
 def torch_model_and_task(torch, preset, settings):
@@ -273,6 +306,8 @@ def torch_model_and_task(torch, preset, settings):
     if preset.startswith("gnmt"):
         layers = int(preset[len("gnmt"):]) // 2
         return models["Gnmt"](s["vocab"], s["hidden"], layers, layers, dropout), "translate"
+    if preset == "gpt":
+        return models["Gpt"](s["vocab"], s["seq"], s["dim"], s["heads"], s["layers"], dropout), "next"
     family = "Bert" if preset.startswith("bert") else "XLNet"
     model = models[family](s["vocab"], s["seq"], s["dim"], s["heads"], s["ffn"], s["layers"], dropout)
     return model, "masked" if family == "Bert" else "permutation"
@@ -285,6 +320,13 @@ def synthetic_batch(torch, task, batch, seq, vocab):
         target = torch.flip(source, [1]) % (vocab - 2) + 1
         start = torch.full((batch, 1), vocab - 1)
         return torch.cat([source, start, target[:, :-1]], dim=1), target
+    if task == "next":  # models/src/datasets.cpp: next = (3 * token + noise in [0, 4)) mod vocab
+        tokens = torch.empty(batch, seq + 1, dtype=torch.long)
+        tokens[:, 0] = torch.randint(0, vocab, (batch,))
+        noise = torch.randint(0, 4, (batch, seq))
+        for t in range(seq):
+            tokens[:, t + 1] = (3 * tokens[:, t] + noise[:, t]) % vocab
+        return tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous()
     tokens = torch.randint(0, vocab - 1, (batch, seq))
     if task == "permutation":
         return tokens, tokens
@@ -298,21 +340,27 @@ def synthetic_batch(torch, task, batch, seq, vocab):
 def torch_train_rate(torch, a, preset, settings):
     """(samples/s, first step's loss) of the PyTorch model trained as `loom train` trains it (see the module docstring)."""
     model, task = torch_model_and_task(torch, preset, settings)
-    model.train()
+    device = torch.device("cuda:0" if a.device == "cuda" else "cpu")
+    model.to(device).train()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     cosine = lambda step: 0.5 * (1.0 + math.cos(math.pi * min(1.0, step / a.steps)))
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, cosine)
     vocab, seq = int(settings["vocab"]), int(settings["seq"])
     rows = a.global_batch // a.microbatches
+    # bf16: autocast's mixed precision (bf16 matmuls, fp32 weights, gradients and optimizer), as loom's.
+    autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=a.precision == "bf16")
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     times, first_loss = [], 0.0
     for step in range(a.steps):
+        sync()
         start = time.perf_counter()
-        inputs, targets = synthetic_batch(torch, task, a.global_batch, seq, vocab)
+        inputs, targets = (t.to(device, non_blocking=True) for t in synthetic_batch(torch, task, a.global_batch, seq, vocab))
         denominator = max(int((targets != -100).sum()), 1)  # the global batch's targets
         for m in range(a.microbatches):
             part = slice(m * rows, (m + 1) * rows)
-            logits = model(inputs[part])
-            loss = torch.nn.functional.cross_entropy(logits.reshape(-1, vocab), targets[part].reshape(-1),
+            with autocast:
+                logits = model(inputs[part])
+            loss = torch.nn.functional.cross_entropy(logits.float().reshape(-1, vocab), targets[part].reshape(-1),
                                                      ignore_index=-100, reduction="sum") / denominator
             loss.backward()
             if step == 0:
@@ -320,6 +368,7 @@ def torch_train_rate(torch, a, preset, settings):
         optimizer.step()
         scheduler.step()
         optimizer.zero_grad(set_to_none=True)
+        sync()
         times.append(time.perf_counter() - start)
     return a.global_batch / statistics.median(times[a.warmup:]), first_loss
 
@@ -347,7 +396,7 @@ def load_average():
 
 
 def bench_preset(torch, a, preset):
-    info = loom_describe(a.loom, preset, a.size)
+    info = loom_describe(a.loom, preset, a.size, a.set)
     model, _ = torch_model_and_task(torch, preset, info["settings"])
     loom_params, torch_params = int(info["parameters"]), trainable_parameters(model)
     print(f"{preset}: parameters loom {loom_params:,}  PyTorch {torch_params:,}", flush=True)
@@ -369,6 +418,7 @@ def bench_preset(torch, a, preset):
     return {"preset": preset, "batch": a.global_batch, "microbatches": a.microbatches, "seq": int(s["seq"]),
             "parameters": loom_params, "loom_samples_per_s": round(loom_rate, 1),
             "torch_samples_per_s": round(torch_rate, 1), "ratio": round(loom_rate / torch_rate, 2),
+            "loom_tokens_per_s": round(loom_rate * int(s["seq"])), "torch_tokens_per_s": round(torch_rate * int(s["seq"])),
             "load": " ".join(loads), "loom_runs": " ".join(f"{r:.1f}" for r in loom_rates),
             "torch_runs": " ".join(f"{r:.1f}" for r in torch_rates),
             "loom_loss1": round(losses[0][0], 3), "torch_loss1": round(losses[0][1], 3)}
@@ -380,7 +430,7 @@ def write_outputs(a, torch, rows):
         writer = csv.DictWriter(f, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
-    lines = [f"threads {a.threads}, global batch {a.global_batch} in {a.microbatches} micro-batches, "
+    lines = [f"size {a.size}{' --set ' + a.set if a.set else ''}, device {a.device}, precision {a.precision}, threads {a.threads}, global batch {a.global_batch} in {a.microbatches} micro-batches, "
              f"{a.steps} steps ({a.warmup} untimed), {a.repeats} repeats, torch {torch.__version__}, "
              f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}", "",
              "| preset | batch | seq | parameters | loom samples/s | PyTorch 2.x samples/s | ratio | load |",
@@ -398,6 +448,8 @@ def main():
     a = parse_args()
     torch = ensure_torch2(a)
     torch.set_num_threads(a.threads)
+    if a.device == "cuda" and not torch.cuda.is_available():
+        sys.exit("bench_presets_seq: --device cuda, but this torch sees no GPU")
     print(f"torch {torch.__version__}, uptime: {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}")
     rows = [bench_preset(torch, a, preset) for preset in a.presets]
     write_outputs(a, torch, rows)

@@ -21,10 +21,15 @@
 #   gpt-speed   `loom train --device cuda` samples/s of the gpt preset at cpu size (a figure only)
 #   profile     `loom profile --device cuda` of the gpt preset: the same bytes per block as on the
 #               CPU (the device's ledger), and the per-block times
+#   gpt-torch   the gpt preset at GPT-2 small's width (dim 768, 12 heads, 12 layers, seq 256) trained
+#               by `loom train --device cuda` and by the same model in PyTorch eager on the GPU, same
+#               batch, optimizer and precision (fp32, then bf16): samples/s and tokens/s of each
+#               (scripts/bench_presets_seq.py; the parameter counts must agree)
 # Where more than one GPU is visible, the gpu tests and `train` also reduce gradients over NCCL
 # (--reduce-backend auto gives each stage with one GPU per replica NCCL); on one GPU, ranks share
 # it and stay host-staged. Not yet in loom, so not checked here (issue 11): NCCL stage boundaries,
-# bf16 on the GPU, `loom bench gemm|layers --device cuda`, PyTorch CUDA comparisons.
+# bf16 tensor-core GEMMs (bf16 trains with fp32 GEMMs on bf16-rounded values), `loom bench
+# gemm|layers --device cuda`.
 set -uo pipefail
 out=${1:?usage: scripts/gpu_check.sh OUT_DIR [BUILD_DIR]}
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -105,13 +110,25 @@ sys.exit(0 if len(a) == len(b) and not bad else 1)
 EOF
 }
 
+# loom against PyTorch eager on the GPU; GPT_TORCH_SET overrides the model (smaller for a quick look).
+gpt_vs_torch() {
+  local precision
+  for precision in fp32 bf16; do
+    python3 "$root/scripts/bench_presets_seq.py" "$build/apps/loom" --presets gpt --device cuda \
+      --precision "$precision" --set "${GPT_TORCH_SET:-dim=768,heads=12,layers=12,seq=256,dropout=0}" \
+      --global-batch 32 --microbatches 1 --steps 20 --warmup 5 --repeats 1 --threads 8 \
+      --out "$out/gpt-torch-$precision" || return 1
+  done
+}
+
 export out root build
-export -f machine build_loom compare_losses train_on_gpu gpt_speed profile_on_gpu
+export -f machine build_loom compare_losses train_on_gpu gpt_speed profile_on_gpu gpt_vs_torch
 step machine 60 machine
 step build 420 build_loom
 step gpu-tests 240 ctest --test-dir "$build" -L gpu --output-on-failure
 step train 180 train_on_gpu
 step gpt-speed 120 gpt_speed
 step profile 120 profile_on_gpu
+step gpt-torch 180 gpt_vs_torch
 echo "summary: $summary"
 exit "$failed"
