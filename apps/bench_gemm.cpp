@@ -1,5 +1,6 @@
 // `loom bench gemm`: loom's CPU gemm next to OpenBLAS's cblas_sgemm called directly, same
-// threads, same run, best of several repetitions of each.
+// threads, same run, best of several repetitions of each; with --device cuda, loom's GPU gemm next
+// to cuBLAS (bench_gemm_cuda.h).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -10,11 +11,13 @@
 #include <cblas.h>
 #include <nlohmann/json.hpp>
 
+#include <loom/core/error.h>
 #include <loom/core/ops.h>
 #include <loom/core/rng.h>
 #include <loom/core/threads.h>
 #include <loom/core/timer.h>
 
+#include "bench_gemm_cuda.h"
 #include "commands.h"
 
 namespace loom::apps {
@@ -95,13 +98,27 @@ void run(bool json, int threads, int repeats) {
 }  // namespace
 
 void add_bench_gemm_command(CLI::App& bench) {
-  CLI::App* cmd = bench.add_subcommand("gemm", "loom's CPU gemm next to OpenBLAS cblas_sgemm (GFLOP/s)");
+  CLI::App* cmd = bench.add_subcommand(
+      "gemm", "loom's gemm next to the BLAS it calls: OpenBLAS cblas_sgemm on the CPU, cuBLAS with --device cuda");
   static bool json = false;
   static int threads = 0, repeats = 8;
+  static std::string device = "cpu", dtype = "f32";
+  static double peak_tflops = 0;
+  cmd->add_option("--device", device, "cpu (GFLOP/s against OpenBLAS) or cuda (TFLOP/s against cuBLAS on GPU 0)")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
+  cmd->add_option("--dtype", dtype, "f32, or bf16 (tensor cores, f32 accumulation; --device cuda only)")
+      ->check(CLI::IsMember({"f32", "bf16"}));
+  cmd->add_option("--peak-tflops", peak_tflops,
+                  "the device's peak for --dtype, for the % of peak column (default: H100/H200/A100 by name)")
+      ->check(CLI::PositiveNumber);
   cmd->add_flag("--json", json, "print a JSON array of rows {m,n,k,trans,loom_gflops,blas_gflops,ratio}");
   cmd->add_option("--threads", threads, "BLAS threads (default: LOOM_NUM_THREADS or cores / local ranks)");
   cmd->add_option("--repeats", repeats, "timing effort (more = longer, steadier)")->check(CLI::PositiveNumber);
-  cmd->callback([] { run(json, threads, repeats); });
+  cmd->callback([] {
+    if (device == "cuda") return bench_gemm_cuda(json, parse_dtype(dtype), repeats, peak_tflops);
+    LOOM_CHECK(dtype == "f32", "bench gemm --dtype ", dtype, ": the CPU comparison is f32 only (use --device cuda)");
+    run(json, threads, repeats);
+  });
 }
 
 }  // namespace loom::apps

@@ -37,6 +37,12 @@ void check_defined(const char* op, const Tensor& t, const char* name) {
   LOOM_CHECK(t.defined(), op, ": ", name, " is an undefined tensor");
 }
 
+// f32, f64 or bf16 (see ops.h).
+void check_gemm_dtype(const char* op, const Tensor& t) {
+  LOOM_CHECK(t.dtype() == DType::f32 || t.dtype() == DType::f64 || t.dtype() == DType::bf16, op,
+             ": expected an f32, f64 or bf16 tensor, got ", dtype_name(t.dtype()), " ", t.shape().str());
+}
+
 void check_float(const char* op, const Tensor& t) {
   LOOM_CHECK(t.dtype() == DType::f32 || t.dtype() == DType::f64, op, ": expected an f32 or f64 tensor, got ",
              dtype_name(t.dtype()), " ", t.shape().str());
@@ -76,7 +82,7 @@ void gemm(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b, 
           double beta) {
   check_same("gemm", a, b);
   check_same("gemm", a, c);
-  check_float("gemm", a);
+  check_gemm_dtype("gemm", a);
   LOOM_CHECK(a.rank() == 2 && b.rank() == 2 && c.rank() == 2, "gemm: expected 2-D tensors, got a ",
              a.shape().str(), ", b ", b.shape().str(), ", c ", c.shape().str());
   const GemmShape g = gemm_shape("gemm", a, transpose_a, b, transpose_b, c, alpha, beta);
@@ -96,7 +102,7 @@ void gemm_strided_batched(const Tensor& a, bool transpose_a, const Tensor& b, bo
                           double alpha, double beta) {
   check_same("gemm_strided_batched", a, b);
   check_same("gemm_strided_batched", a, c);
-  check_float("gemm_strided_batched", a);
+  check_gemm_dtype("gemm_strided_batched", a);
   LOOM_CHECK(a.rank() == 3 && b.rank() == 3 && c.rank() == 3, "gemm_strided_batched: expected 3-D tensors, got a ",
              a.shape().str(), ", b ", b.shape().str(), ", c ", c.shape().str());
   LOOM_CHECK(a.size(0) == b.size(0) && a.size(0) == c.size(0), "gemm_strided_batched: batch sizes differ: a ",

@@ -138,7 +138,9 @@ expect_single_failure("--shape-intra-gbps" bench allreduce --shape-intra-gbps 0 
 expect_single_failure("unknown communication backend 'gloo'" bench allreduce --backend gloo)
 if(NOT EXISTS /dev/nvidiactl)  # no GPU driver here: NCCL has nothing to run on
   expect_single_failure("--backend nccl: no CUDA device is visible" bench allreduce --backend nccl)
+  expect_single_failure("--device cuda: " bench gemm --device cuda --dtype bf16)  # no backend, or no GPU
 endif()
+expect_single_failure("bench gemm --dtype bf16: the CPU comparison is f32 only" bench gemm --dtype bf16)
 # Bounded planning: a time limit that expires returns the best plan so far and says so.
 expect_single_success("dapple: time-limited" plan --profile ${WORK_DIR}/two_layers.json --cluster 2x8 --global-batch 64
                       --planner dapple --time-limit 0.000001)

@@ -1,6 +1,8 @@
 // The CUDA backend against the CPU backend on the same inputs (gpu label: skipped without a GPU).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 
@@ -74,6 +76,25 @@ TEST_CASE("CUDA bf16 rounding equals the CPU's bit for bit", "[cuda][gpu][bf16]"
   ops::round_to_bf16_(x);
   ops::round_to_bf16_(xg);
   CHECK(ops::max_abs_error(xg.to(Device::cpu()), x) == 0.0);
+}
+
+TEST_CASE("CUDA bf16 gemm (cuBLAS tensor cores) equals the CPU's within one bf16 step", "[cuda][gpu][bf16]") {
+  // The same bf16 operands on both; each result may differ by the rounding of a different f32 sum.
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      Tensor a = random_cpu(ta ? Shape{2, 256, 96} : Shape{2, 96, 256}, 1).to(DType::bf16);
+      Tensor b = random_cpu(tb ? Shape{2, 80, 256} : Shape{2, 256, 80}, 2).to(DType::bf16);
+      Tensor c = random_cpu({2, 96, 80}, 3).to(DType::bf16);
+      Tensor cg = c.to(Device::cuda(0));
+      ops::gemm_strided_batched(a, ta, b, tb, c, 1.5, 0.5);
+      ops::gemm_strided_batched(a.to(Device::cuda(0)), ta, b.to(Device::cuda(0)), tb, cg, 1.5, 0.5);
+      const std::vector<float> cpu = c.to_float_vector(), gpu = cg.to(Device::cpu()).to_float_vector();
+      double worst = 0;  // in bf16 steps of the CPU's value, at least one step of 1e-2 (cancellation)
+      for (std::size_t i = 0; i < cpu.size(); ++i)
+        worst = std::max(worst, std::abs(double{gpu[i]} - cpu[i]) / std::ldexp(std::max(std::abs(double{cpu[i]}), 1e-2), -7));
+      INFO("ta " << ta << " tb " << tb);
+      CHECK(worst <= 1.0);
+    }
 }
 
 TEST_CASE("the CUDA allocator caches blocks and counts exact bytes", "[cuda][gpu][memory]") {

@@ -2,6 +2,9 @@
 // against a naive double-precision product.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cmath>
+
 #include <loom/core/ops.h>
 #include <loom/core/threads.h>
 
@@ -24,6 +27,53 @@ TEST_CASE("gemm: all transposes, alpha and beta, f32 and f64", "[gemm]") {
         INFO("dtype " << dtype_name(dtype) << " ta " << ta << " tb " << tb);
         CHECK(test::max_abs_diff(c.to_double_vector(), expected) < tolerance);
       }
+}
+
+// The bf16 reference: the product of the bf16 values in double, times alpha, plus beta c, rounded to
+// bf16 once. loom sums in f32, so it may sit one bf16 step (2^-8 relative) from it, plus the f32
+// sum's own error where terms cancel (k 2^-24 times the sum of the terms' magnitudes).
+TEST_CASE("gemm in bf16: f32 accumulation, one rounding, on the CPU and the sim device", "[gemm][bf16]") {
+  const long m = 37, n = 29, k = 300, batch = 3;
+  const auto magnitudes = [](std::vector<double> v) {
+    for (double& x : v) x = std::abs(x);
+    return v;
+  };
+  for (Device device : {Device::cpu(), Device::sim()})
+    for (bool ta : {false, true})
+      for (bool tb : {false, true}) {
+        Tensor a = test::random_tensor(ta ? Shape{batch, k, m} : Shape{batch, m, k}, DType::f32, 1).to(DType::bf16);
+        Tensor b = test::random_tensor(tb ? Shape{batch, n, k} : Shape{batch, k, n}, DType::f32, 2).to(DType::bf16);
+        Tensor c = test::random_tensor({batch, m, n}, DType::f32, 3).to(DType::bf16);
+        const std::vector<double> av = a.to_double_vector(), bv = b.to_double_vector(), cv = c.to_double_vector();
+        Tensor on = c.to(device);
+        ops::gemm_strided_batched(a.to(device), ta, b.to(device), tb, on, 0.5, -1.5);
+        const std::vector<double> got = on.to(Device::cpu()).to_double_vector();
+        INFO(device.str() << " ta " << ta << " tb " << tb);
+        long off_by_more_than_a_step = 0;
+        for (long i = 0; i < batch; ++i) {
+          const auto slice = [&](const std::vector<double>& v, long size) {
+            return std::vector<double>(v.begin() + i * size, v.begin() + (i + 1) * size);
+          };
+          const auto exact = test::naive_gemm(slice(av, m * k), ta, slice(bv, k * n), tb, slice(cv, m * n), m, n, k, 0.5, -1.5);
+          const auto size = test::naive_gemm(magnitudes(slice(av, m * k)), ta, magnitudes(slice(bv, k * n)), tb,
+                                             magnitudes(slice(cv, m * n)), m, n, k, 0.5, 1.5);
+          const std::vector<double> expected = Tensor::from_vector(exact, {m, n}).to(DType::bf16).to_double_vector();
+          for (long j = 0; j < m * n; ++j) {
+            const double step = std::ldexp(std::abs(expected[j]), -7);  // bf16 keeps 8 significand bits
+            const double error = std::abs(got[i * m * n + j] - expected[j]);
+            CHECK(error <= step + std::ldexp(static_cast<double>(k) * size[j], -24));
+            off_by_more_than_a_step += error > step;
+          }
+        }
+        CHECK(off_by_more_than_a_step <= batch * m * n / 100);  // cancellation is rare
+      }
+  // 2-D, and bf16 values stay bf16: the f32 product of bf16-exact operands rounded once.
+  Tensor a = Tensor::from_vector(std::vector<double>{1.5, -2.0, 0.25, 3.0}, {2, 2}).to(DType::bf16);
+  Tensor c = Tensor::empty({2, 2}, DType::bf16);
+  ops::gemm(a, false, a, false, c);
+  CHECK(c.dtype() == DType::bf16);
+  CHECK(c.to_double_vector() == std::vector<double>{1.5 * 1.5 - 2.0 * 0.25, 1.5 * -2.0 - 2.0 * 3.0,
+                                                    0.25 * 1.5 + 3.0 * 0.25, 0.25 * -2.0 + 3.0 * 3.0});
 }
 
 TEST_CASE("gemm split over 3 threads: row and column panels, all transposes, batches", "[gemm]") {
@@ -112,7 +162,7 @@ TEST_CASE("gemm: clear errors for bad shapes, dtypes and ranks", "[gemm][errors]
   Tensor d = Tensor::zeros({3, 5}, DType::f64);
   CHECK_THROWS_WITH(ops::gemm(a, false, d, false, c), Catch::Contains("dtype mismatch (f32 and f64)"));
   Tensor i = Tensor::zeros({2, 3}, DType::i32);
-  CHECK_THROWS_WITH(ops::gemm(i, false, i, true, i), Catch::Contains("expected an f32 or f64 tensor"));
+  CHECK_THROWS_WITH(ops::gemm(i, false, i, true, i), Catch::Contains("expected an f32, f64 or bf16 tensor"));
   Tensor v = Tensor::zeros({3});
   CHECK_THROWS_WITH(ops::gemm(a, false, v, false, c), Catch::Contains("expected 2-D tensors"));
   Tensor x = Tensor::zeros({2, 2, 2});

@@ -9,6 +9,7 @@
 
 #include <cblas.h>
 
+#include <loom/core/memory.h>
 #include <loom/core/parallel.h>
 #include <loom/core/threads.h>
 
@@ -116,8 +117,26 @@ void gemm_typed(const GemmShape& g, const T* a, const T* b, T* c) {
 
 }  // namespace
 
+namespace {
+// bf16 operands widened to f32 (exact), an f32 GEMM, the result rounded to bf16 once (ops.h).
+void gemm_bf16(const GemmShape& g, const Tensor& a, const Tensor& b, Tensor& c) {
+  MemoryCategoryScope scratch(MemoryCategory::workspace);
+  auto widened = [](const Tensor& t) {
+    Tensor wide = Tensor::empty(t.shape(), DType::f32, t.device());
+    cast(t, wide);
+    return wide;
+  };
+  const Tensor wide_a = widened(a), wide_b = widened(b);
+  Tensor wide_c = g.beta != 0 ? widened(c) : Tensor::empty(c.shape(), DType::f32, c.device());
+  gemm_typed<float>(g, wide_a.data<float>(), wide_b.data<float>(), wide_c.data<float>());
+  cast(wide_c, c);
+}
+}  // namespace
+
 void gemm(const GemmShape& g, const Tensor& a, const Tensor& b, Tensor& c) {
-  if (a.dtype() == DType::f32)
+  if (a.dtype() == DType::bf16)
+    gemm_bf16(g, a, b, c);
+  else if (a.dtype() == DType::f32)
     gemm_typed<float>(g, a.data<float>(), b.data<float>(), c.data<float>());
   else
     gemm_typed<double>(g, a.data<double>(), b.data<double>(), c.data<double>());

@@ -27,7 +27,14 @@ void gemm(const GemmShape& g, const Tensor& a, const Tensor& b, Tensor& c) {
   const int device = a.device().index;
   cublasHandle_t handle = cublas(device);
   const ColumnMajor cm = column_major(g);
-  if (a.dtype() == DType::f32) {
+  if (a.dtype() == DType::bf16) {  // tensor cores, f32 accumulation, one rounding to bf16 (ops.h)
+    const float alpha = static_cast<float>(g.alpha), beta = static_cast<float>(g.beta);
+    LOOM_CUBLAS_CHECK(cublasGemmStridedBatchedEx(handle, op(g.transpose_b), op(g.transpose_a), cm.m, cm.n, cm.k, &alpha,
+                                                 b.raw_data(), CUDA_R_16BF, std::max(cm.lda, 1), g.stride_b,
+                                                 a.raw_data(), CUDA_R_16BF, std::max(cm.ldb, 1), g.stride_a, &beta,
+                                                 c.raw_data(), CUDA_R_16BF, cm.ldc, g.stride_c,
+                                                 static_cast<int>(g.batch), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  } else if (a.dtype() == DType::f32) {
     const float alpha = static_cast<float>(g.alpha), beta = static_cast<float>(g.beta);
     LOOM_CUBLAS_CHECK(cublasSgemmStridedBatched(handle, op(g.transpose_b), op(g.transpose_a), cm.m, cm.n, cm.k, &alpha,
                                                 b.data<float>(), std::max(cm.lda, 1), g.stride_b, a.data<float>(),
