@@ -1,7 +1,8 @@
 // `loom bench layers [--json]`: forward+backward time of loom's layers next to PyTorch's CPU
 // implementation on identical shapes and thread counts, in the same invocation: the command keeps
-// /usr/bin/python3 workers (Debian's python3-torch) and alternates loom's runs with PyTorch's one by
-// one, so both meet the same machine conditions. Each figure is the median (--best: the minimum) of
+// /usr/bin/python3 workers (Debian's python3-torch; --python another) and alternates loom's runs with
+// PyTorch's one by one, so both meet the same machine conditions. --device cuda puts both on GPU 0
+// (loom's CUDA layers, PyTorch's module on cuda:0), each run timed between device synchronisations. Each figure is the median (--best: the minimum) of
 // several runs after warm-up; ratio = loom_ms / torch_ms (below 1: loom faster). Both sides compute the input gradient
 // and accumulate parameter gradients, in training mode.
 #include <algorithm>
@@ -20,6 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <loom/core/device.h>
 #include <loom/core/error.h>
 #include <loom/core/rng.h>
 #include <loom/core/threads.h>
@@ -45,6 +47,8 @@ import torch
 
 torch.set_num_threads(int(sys.argv[1]))
 torch.manual_seed(0)
+device = torch.device(sys.argv[2])
+sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
 
 def build(c):
     k = c["layer"]
@@ -73,15 +77,17 @@ for line in sys.stdin:
     request = json.loads(line)
     if "case" in request:
         c = request["case"]
-        module = build(c).train()
-        x = (torch.rand(c["x"]) * 2 - 1).requires_grad_(True)
+        module = build(c).to(device).train()
+        x = (torch.rand(c["x"], device=device) * 2 - 1).requires_grad_(True)
         with torch.no_grad():
             g = torch.ones_like(forward(module, c["layer"], x))
         print("ready", flush=True)
     else:
         x.grad = None
+        sync()
         start = time.perf_counter()
         forward(module, c["layer"], x).backward(g)
+        sync()
         print((time.perf_counter() - start) * 1000.0, flush=True)
 )PY";
 
@@ -176,14 +182,14 @@ class TorchWorker {
   // OpenMP threads spinning between regions starve OpenBLAS's (an LSTM ran 3x slower at 2 threads
   // than at 1), while oneDNN's convolution is ~10% faster with spinning threads: the bench runs
   // PyTorch both ways and reports its better time per row.
-  TorchWorker(int threads, bool passive) {
+  TorchWorker(int threads, bool passive, const std::string& python, Device device) : python_(python) {
     int to_child[2], from_child[2];
     // Close-on-exec, so that a second worker does not inherit (and keep open) this one's pipes.
     LOOM_CHECK(::pipe2(to_child, O_CLOEXEC) == 0 && ::pipe2(from_child, O_CLOEXEC) == 0,
                "bench layers: cannot create pipes");
-    const std::string n = std::to_string(threads);
+    const std::string n = std::to_string(threads), where = device.is_cuda() ? "cuda:0" : "cpu";
     pid_ = ::fork();
-    LOOM_CHECK(pid_ >= 0, "bench layers: cannot start /usr/bin/python3");
+    LOOM_CHECK(pid_ >= 0, "bench layers: cannot start ", python);
     if (pid_ == 0) {
       ::dup2(to_child[0], STDIN_FILENO);
       ::dup2(from_child[1], STDOUT_FILENO);
@@ -199,7 +205,7 @@ class TorchWorker {
         ::setenv("OMP_WAIT_POLICY", "passive", 1);
       else
         ::unsetenv("OMP_WAIT_POLICY");
-      ::execl("/usr/bin/python3", "python3", "-c", kTorchWorker, n.c_str(), static_cast<char*>(nullptr));
+      ::execl(python.c_str(), "python3", "-c", kTorchWorker, n.c_str(), where.c_str(), static_cast<char*>(nullptr));
       std::_Exit(127);
     }
     ::close(to_child[0]);
@@ -222,34 +228,43 @@ class TorchWorker {
     std::fflush(to_);
     char line[256];
     LOOM_CHECK(std::fgets(line, sizeof line, from_) != nullptr,
-               "bench layers: the PyTorch side stopped; it needs /usr/bin/python3 with Debian's python3-torch");
+               "bench layers: the PyTorch side stopped; it needs ", python_,
+               " with torch (Debian's python3-torch for /usr/bin/python3; CUDA support for --device cuda)");
     return line;
   }
 
  private:
+  std::string python_;
   pid_t pid_ = -1;
   std::FILE* to_ = nullptr;
   std::FILE* from_ = nullptr;
 };
 
-// One loom forward + backward of a fresh context, in milliseconds.
+// One loom forward + backward of a fresh context on `device`, in milliseconds (the device drained
+// before and after).
 struct LoomRunner {
-  explicit LoomRunner(const BenchCase& c) : layer(c.build()), x(Tensor::empty(c.input)) {
+  LoomRunner(const BenchCase& c, Device device) : layer(c.build()), x(Tensor::empty(c.input)), device(device) {
     layer->initialize(1, 0, "bench");
+    layer->to(device);
     rng::uniform(x, 1, 1, -1, 1);
-    for (const Shape& s : layer->output_shapes({c.input})) grads.push_back(grads.empty() ? Tensor::full(s, 1.0) : Tensor());
+    x = x.to(device);
+    for (const Shape& s : layer->output_shapes({c.input}))
+      grads.push_back(grads.empty() ? Tensor::full(s, 1.0, DType::f32, device) : Tensor());
   }
   double run() {
     Context ctx;
     ctx.step = step++;
+    synchronize(device);
     Stopwatch watch;
     layer->forward({x}, ctx);
     layer->backward(grads, ctx);
+    synchronize(device);
     return watch.elapsed_ms();
   }
   LayerPtr layer;
   Tensor x;
   TensorList grads;
+  Device device;
   std::uint64_t step = 0;
 };
 
@@ -278,8 +293,8 @@ std::string loom_path(const BenchCase& c) {
 // Medians (or minima) for one case: loom's runs (its own choice, then each forced path of `paths`
 // that applies) alternate with those of both PyTorch workers, each side taking every position in
 // turn, so that all meet the same machine conditions however the load drifts.
-CaseTimes time_case(const BenchCase& c, std::vector<TorchWorker*>& torch, int warmup, int repeats, bool best,
-                    const std::vector<std::string>& paths) {
+CaseTimes time_case(const BenchCase& c, Device device, std::vector<TorchWorker*>& torch, int warmup, int repeats,
+                    bool best, const std::vector<std::string>& paths) {
   nlohmann::json spec = c.torch;
   spec["x"] = c.input.vec();
   for (TorchWorker* worker : torch) {
@@ -292,7 +307,7 @@ CaseTimes time_case(const BenchCase& c, std::vector<TorchWorker*>& torch, int wa
     if (loom_path(c) == path) loom_sides.push_back(path);
   }
   force_conv_path("");
-  LoomRunner loom(c);
+  LoomRunner loom(c, device);
   const int loom_count = static_cast<int>(loom_sides.size()), sides = loom_count + static_cast<int>(torch.size());
   std::vector<std::vector<double>> times(static_cast<std::size_t>(sides));
   for (int i = 0; i < warmup + repeats; ++i) {
@@ -328,6 +343,8 @@ CaseTimes time_case(const BenchCase& c, std::vector<TorchWorker*>& torch, int wa
 struct LayersBenchOptions {
   bool json = false, quick = false, conv_shapes = false, best = false;
   int threads = 0, warmup = 2, repeats = 9;
+  std::string device = "cpu";             // cpu or cuda (both sides on GPU 0)
+  std::string python = "/usr/bin/python3";  // the PyTorch side's interpreter
   std::string filter;               // only rows whose layer or shape contains it
   std::vector<std::string> paths;   // Conv2d paths to time as well (LOOM_CONV_PATH values)
 };
@@ -348,23 +365,26 @@ std::string forced_columns(const std::vector<std::string>& paths, const std::vec
 
 void run(const LayersBenchOptions& o) {
   set_num_threads(o.threads > 0 ? o.threads : default_num_threads());
+  const Device device = resolve_device_flag(o.device, 0);
+  LOOM_CHECK(o.paths.empty() || device.is_cpu(), "bench layers --paths: Conv2d's CPU paths, not with --device ", o.device);
   const std::vector<BenchCase> list = o.conv_shapes ? model_conv_cases(o.quick ? 2 : 8) : cases(o.quick);
   std::signal(SIGPIPE, SIG_IGN);  // a worker that died (no torch?) must give our error, not kill us
   std::vector<std::unique_ptr<TorchWorker>> workers;
-  workers.push_back(std::make_unique<TorchWorker>(num_threads(), false));
-  if (num_threads() > 1) workers.push_back(std::make_unique<TorchWorker>(num_threads(), true));  // else no pools
+  workers.push_back(std::make_unique<TorchWorker>(num_threads(), false, o.python, device));
+  if (num_threads() > 1 && device.is_cpu())  // one thread, or a GPU: no pools to tune
+    workers.push_back(std::make_unique<TorchWorker>(num_threads(), true, o.python, device));
   std::vector<TorchWorker*> torch;
   for (auto& worker : workers) torch.push_back(worker.get());
   nlohmann::json rows = nlohmann::json::array();
   if (!o.json)
-    std::printf("%-18s %-34s %10s %10s %7s  %-8s %-7s %s  (threads %d, %s of %d after %d warm-up)\n", "layer",
+    std::printf("%-18s %-34s %10s %10s %7s  %-8s %-7s %s  (%s, threads %d, %s of %d after %d warm-up)\n", "layer",
                 "shape", "loom ms", "torch ms", "ratio", "loom", "torch", o.paths.empty() ? "" : "forced paths (ms)",
-                num_threads(), o.best ? "best" : "median", o.repeats, o.warmup);
+                device.str().c_str(), num_threads(), o.best ? "best" : "median", o.repeats, o.warmup);
   for (const BenchCase& c : list) {
     if (!o.filter.empty() && (c.layer + " " + c.shape).find(o.filter) == std::string::npos) continue;
-    const CaseTimes t = time_case(c, torch, o.warmup, o.repeats, o.best, o.paths);
+    const CaseTimes t = time_case(c, device, torch, o.warmup, o.repeats, o.best, o.paths);
     const double ratio = t.loom_ms / t.torch_ms;
-    const std::string path = loom_path(c);
+    const std::string path = device.is_cpu() ? loom_path(c) : "";  // the CPU paths are the CPU's
     nlohmann::json row{{"layer", c.layer},          {"shape", c.shape}, {"loom_ms", t.loom_ms},
                        {"torch_ms", t.torch_ms},    {"ratio", ratio},   {"loom_path", path},
                        {"torch_setting", t.torch_setting}};
@@ -384,11 +404,14 @@ void run(const LayersBenchOptions& o) {
 }  // namespace
 
 void add_bench_layers_command(CLI::App& bench) {
-  CLI::App* cmd = bench.add_subcommand("layers", "forward+backward time of loom's layers next to PyTorch CPU");
+  CLI::App* cmd = bench.add_subcommand("layers", "forward+backward time of loom's layers next to PyTorch's (CPU or GPU)");
   static LayersBenchOptions o;
   cmd->add_flag("--json", o.json,
                 "print a JSON array of {layer, shape, loom_ms, torch_ms, ratio, loom_path, torch_setting}");
   cmd->add_option("--threads", o.threads, "CPU threads for both loom and PyTorch (default: loom's default)");
+  cmd->add_option("--device", o.device, "cpu, or cuda (both sides on GPU 0, each run timed between synchronisations)")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
+  cmd->add_option("--python", o.python, "the interpreter of the PyTorch side (needs torch; with CUDA for --device cuda)");
   cmd->add_option("--warmup", o.warmup, "untimed runs before measuring")->check(CLI::NonNegativeNumber);
   cmd->add_option("--repeats", o.repeats, "timed runs; the median is reported")->check(CLI::PositiveNumber);
   cmd->add_option("--filter", o.filter, "only the rows whose layer and shape contain this text");

@@ -24,6 +24,8 @@
 #   gemm        `loom bench gemm --device cuda`, f32 and bf16: loom's GEMM against cuBLAS called
 #               directly on the same buffers (target >= 0.95x at sizes >= 2048) and the % of the
 #               device's peak (bf16 target >= 60% of the H200's dense 989 TFLOP/s)
+#   layers      `loom bench layers --device cuda`: every row's forward+backward on the GPU against the
+#               same PyTorch module on cuda:0 (python3 on PATH, which must have torch with CUDA)
 #   gpt-torch   the gpt preset at GPT-2 small's width (dim 768, 12 heads, 12 layers, seq 256) trained
 #               by `loom train --device cuda` and by the same model in PyTorch eager on the GPU, same
 #               batch, optimizer and precision (fp32, then bf16): samples/s and tokens/s of each
@@ -32,7 +34,7 @@
 # (--reduce-backend auto gives each stage with one GPU per replica NCCL); on one GPU, ranks share
 # it and stay host-staged. Not yet in loom, so not checked here (issue 11): NCCL stage boundaries,
 # bf16 training on tensor cores (bf16 trains with f32 GEMMs on bf16-rounded values; bf16 tensors
-# have a tensor-core GEMM), `loom bench layers --device cuda`.
+# have a tensor-core GEMM).
 set -uo pipefail
 out=${1:?usage: scripts/gpu_check.sh OUT_DIR [BUILD_DIR]}
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -118,6 +120,12 @@ gemm_on_gpu() {
   "$build/apps/loom" bench gemm --device cuda --dtype bf16
 }
 
+layers_on_gpu() {
+  "$build/apps/loom" bench layers --device cuda --python "$(command -v python3)" --repeats 5 --json \
+    >"$out/bench-layers-cuda.json" || return 1
+  cat "$out/bench-layers-cuda.json"
+}
+
 # loom against PyTorch eager on the GPU; GPT_TORCH_SET overrides the model (smaller for a quick look).
 gpt_vs_torch() {
   local precision
@@ -130,7 +138,7 @@ gpt_vs_torch() {
 }
 
 export out root build
-export -f machine build_loom compare_losses train_on_gpu gpt_speed profile_on_gpu gemm_on_gpu gpt_vs_torch
+export -f machine build_loom compare_losses train_on_gpu gpt_speed profile_on_gpu gemm_on_gpu layers_on_gpu gpt_vs_torch
 step machine 60 machine
 step build 420 build_loom
 step gpu-tests 240 ctest --test-dir "$build" -L gpu --output-on-failure
@@ -138,6 +146,7 @@ step train 180 train_on_gpu
 step gpt-speed 120 gpt_speed
 step profile 120 profile_on_gpu
 step gemm 90 gemm_on_gpu
+step layers 120 layers_on_gpu
 step gpt-torch 180 gpt_vs_torch
 echo "summary: $summary"
 exit "$failed"

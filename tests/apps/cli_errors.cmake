@@ -139,8 +139,10 @@ expect_single_failure("unknown communication backend 'gloo'" bench allreduce --b
 if(NOT EXISTS /dev/nvidiactl)  # no GPU driver here: NCCL has nothing to run on
   expect_single_failure("--backend nccl: no CUDA device is visible" bench allreduce --backend nccl)
   expect_single_failure("--device cuda: " bench gemm --device cuda --dtype bf16)  # no backend, or no GPU
+  expect_single_failure("--device cuda: " bench layers --device cuda)
 endif()
 expect_single_failure("bench gemm --dtype bf16: the CPU comparison is f32 only" bench gemm --dtype bf16)
+expect_single_failure("it needs /nonexistent/python3 with torch" bench layers --quick --python /nonexistent/python3)
 # Bounded planning: a time limit that expires returns the best plan so far and says so.
 expect_single_success("dapple: time-limited" plan --profile ${WORK_DIR}/two_layers.json --cluster 2x8 --global-batch 64
                       --planner dapple --time-limit 0.000001)
