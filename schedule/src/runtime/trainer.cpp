@@ -366,7 +366,7 @@ std::string Trainer::describe() const {
   const detail::TrainerState& s = *state_;
   const RunShape& r = s.shape;
   return loom::detail::concat(s.spec.describe(), " | data ", s.config.data, " (", r.train_samples, " samples) | ",
-                              r.stages, r.stages > 1 ? " stages" : " stage", " x ", s.layout->describe(), " | schedule ",
+                              r.stages, r.stages > 1 ? " stages (" : " stage (", s.layout->describe(), ") | schedule ",
                               r.schedule, " | M=", r.microbatches, " | B=", r.global_batch, " | ", r.steps, " steps",
                               s.masters ? " | bf16" : "");
 }
