@@ -40,10 +40,6 @@ double table_peak(const std::string& name, DType dtype) {
   return 0;
 }
 
-void check_cublas(cublasStatus_t status, const char* what) {
-  LOOM_CHECK(status == CUBLAS_STATUS_SUCCESS, "bench gemm: ", what, " failed (cuBLAS status ", static_cast<int>(status), ")");
-}
-
 // The reference: cuBLAS on its own handle and the default stream, row-major as loom computes it
 // (c^T = op(b)^T op(a)^T in cuBLAS's column-major view).
 void direct(cublasHandle_t handle, const Problem& p, DType dtype, const Tensor& a, const Tensor& b, Tensor& c) {
@@ -52,25 +48,33 @@ void direct(cublasHandle_t handle, const Problem& p, DType dtype, const Tensor& 
   const cublasOperation_t opa = p.ta ? CUBLAS_OP_T : CUBLAS_OP_N, opb = p.tb ? CUBLAS_OP_T : CUBLAS_OP_N;
   const int m = static_cast<int>(p.n), n = static_cast<int>(p.m), k = static_cast<int>(p.k);
   if (dtype == DType::f32)
-    check_cublas(cublasSgemm(handle, opb, opa, m, n, k, &one, static_cast<const float*>(b.raw_data()), ldb,
-                             static_cast<const float*>(a.raw_data()), lda, &zero, static_cast<float*>(c.raw_data()), m),
-                 "cublasSgemm");
+    LOOM_CUBLAS_CHECK(cublasSgemm(handle, opb, opa, m, n, k, &one, static_cast<const float*>(b.raw_data()), ldb,
+                                  static_cast<const float*>(a.raw_data()), lda, &zero,
+                                  static_cast<float*>(c.raw_data()), m));
   else
-    check_cublas(cublasGemmEx(handle, opb, opa, m, n, k, &one, b.raw_data(), CUDA_R_16BF, ldb, a.raw_data(),
-                              CUDA_R_16BF, lda, &zero, c.raw_data(), CUDA_R_16BF, m, CUBLAS_COMPUTE_32F,
-                              CUBLAS_GEMM_DEFAULT),
-                 "cublasGemmEx");
+    LOOM_CUBLAS_CHECK(cublasGemmEx(handle, opb, opa, m, n, k, &one, b.raw_data(), CUDA_R_16BF, ldb, a.raw_data(),
+                                   CUDA_R_16BF, lda, &zero, c.raw_data(), CUDA_R_16BF, m, CUBLAS_COMPUTE_32F,
+                                   CUBLAS_GEMM_DEFAULT));
 }
+
+// The reference's own cuBLAS handle (not loom's), released however the bench ends.
+struct OwnHandle {
+  OwnHandle() { LOOM_CUBLAS_CHECK(cublasCreate(&handle)); }
+  ~OwnHandle() { cublasDestroy(handle); }
+  OwnHandle(const OwnHandle&) = delete;
+  OwnHandle& operator=(const OwnHandle&) = delete;
+  cublasHandle_t handle = nullptr;
+};
 
 template <typename Work>
 double best_ms_per_call(int calls, int blocks, Work&& work) {
   work();  // warm-up (cuBLAS picks its kernel, loom its workspace)
   double best = 1e300;
   for (int r = 0; r < blocks; ++r) {
-    cudaDeviceSynchronize();
+    LOOM_CUDA_CHECK(cudaDeviceSynchronize());
     Stopwatch watch;
     for (int i = 0; i < calls; ++i) work();
-    cudaDeviceSynchronize();
+    LOOM_CUDA_CHECK(cudaDeviceSynchronize());
     best = std::min(best, watch.elapsed_ms() / calls);
   }
   return best;
@@ -93,10 +97,9 @@ std::vector<Problem> problems() {
 void bench_gemm_cuda(bool json, DType dtype, int repeats, double peak_tflops) {
   const Device gpu = resolve_device_flag("cuda", 0);
   cudaDeviceProp props{};
-  cudaGetDeviceProperties(&props, gpu.index);
+  LOOM_CUDA_CHECK(cudaGetDeviceProperties(&props, gpu.index));
   const double peak = peak_tflops > 0 ? peak_tflops : table_peak(props.name, dtype);
-  cublasHandle_t handle = nullptr;
-  check_cublas(cublasCreate(&handle), "cublasCreate");
+  const OwnHandle own;
   nlohmann::json rows = nlohmann::json::array();
   if (!json)
     std::printf("%s, %s, peak %s TFLOP/s\n%6s %6s %6s %5s %12s %12s %7s %7s\n", props.name, dtype_name(dtype).data(),
@@ -111,7 +114,7 @@ void bench_gemm_cuda(bool json, DType dtype, int repeats, double peak_tflops) {
     const double flops = 2.0 * p.m * p.n * p.k;
     const int calls = std::max(3, static_cast<int>(repeats * 2e12 / flops / 8));
     const double loom_ms = best_ms_per_call(calls, 3, [&] { ops::gemm(ga, p.ta, gb, p.tb, gc); });
-    const double cublas_ms = best_ms_per_call(calls, 3, [&] { direct(handle, p, dtype, ga, gb, gc); });
+    const double cublas_ms = best_ms_per_call(calls, 3, [&] { direct(own.handle, p, dtype, ga, gb, gc); });
     const double loom_tf = flops / loom_ms / 1e9, cublas_tf = flops / cublas_ms / 1e9;
     const double of_peak = peak > 0 ? 100 * loom_tf / peak : 0;
     const std::string trans = std::string(p.ta ? "T" : "N") + (p.tb ? "T" : "N");
@@ -124,7 +127,6 @@ void bench_gemm_cuda(bool json, DType dtype, int repeats, double peak_tflops) {
                   loom_tf / cublas_tf, of_peak);
     std::fflush(stdout);
   }
-  cublasDestroy(handle);
   if (json) std::printf("%s\n", rows.dump(1).c_str());
 }
 
