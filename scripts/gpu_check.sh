@@ -8,8 +8,13 @@
 #
 # Usage: scripts/gpu_check.sh OUT_DIR [BUILD_DIR]     (BUILD_DIR default build-gpu/, reused if there)
 #   e.g. through the device tool:  scripts/gpu_check.sh "$OUT"
+# GPU_CHECK_BUDGET_S (default 540) bounds the whole run, so that it ends inside one device-tool
+# command (600 s at most) with every log written: each step's limit is cut to what is left, and
+# the steps that find nothing left are listed as "not run (budget)". The steps run in order of
+# what they decide (correctness first, then the figures).
 #
-# Steps (about 8 minutes on a 16-core H200 machine with a fresh build; less with a carried build):
+# Steps, in the order they run (their sum of limits exceeds the budget: a fresh build on the
+# 16-core H200 machine is expected to take 3-5 minutes, the rest is unmeasured):
 #   machine     nvidia-smi, nvcc and driver versions
 #   build       CUDA build (sm_90 + PTX by default; CUDAARCHS overrides), loom and the gpu tests
 #   gpu-tests   every ctest with label gpu: the CUDA runtime, every layer's CUDA forward/backward
@@ -18,18 +23,18 @@
 #               the device: the host-staged path)
 #   train       `loom train --device cuda` of the gpt preset at tiny size against `--device cpu`,
 #               and the same pipelined over 2 ranks sharing the GPU (host-staged), per-step losses
-#   gpt-speed   `loom train --device cuda` samples/s of the gpt preset at cpu size (a figure only)
-#   profile     `loom profile --device cuda` of the gpt preset: the same bytes per block as on the
-#               CPU (the device's ledger), and the per-block times
 #   gemm        `loom bench gemm --device cuda`, f32 and bf16: loom's GEMM against cuBLAS called
 #               directly on the same buffers (target >= 0.95x at sizes >= 2048) and the % of the
 #               device's peak (bf16 target >= 60% of the H200's dense 989 TFLOP/s)
-#   layers      `loom bench layers --device cuda`: every row's forward+backward on the GPU against the
-#               same PyTorch module on cuda:0 (python3 on PATH, which must have torch with CUDA)
 #   gpt-torch   the gpt preset at GPT-2 small's width (dim 768, 12 heads, 12 layers, seq 256) trained
 #               by `loom train --device cuda` and by the same model in PyTorch eager on the GPU, same
 #               batch, optimizer and precision (fp32, then bf16): samples/s and tokens/s of each
 #               (scripts/bench_presets_seq.py; the parameter counts must agree)
+#   layers      `loom bench layers --device cuda`: every row's forward+backward on the GPU against the
+#               same PyTorch module on cuda:0 (python3 on PATH, which must have torch with CUDA)
+#   profile     `loom profile --device cuda` of the gpt preset: the same bytes per block as on the
+#               CPU (the device's ledger), and the per-block times
+#   gpt-speed   `loom train --device cuda` samples/s of the gpt preset at cpu size (a figure only)
 # Where more than one GPU is visible, the gpu tests and `train` also reduce gradients over NCCL
 # (--reduce-backend auto gives each stage with one GPU per replica NCCL); on one GPU, ranks share
 # it and stay host-staged. Not yet in loom, so not checked here (issue 11): NCCL stage boundaries,
@@ -45,10 +50,19 @@ summary="$out/summary.txt"
 : >"$summary"
 failed=0
 
-# step NAME SECONDS COMMAND...: runs COMMAND with a time limit, its output in OUT_DIR/NAME.log.
+budget=${GPU_CHECK_BUDGET_S:-540}
+
+# step NAME SECONDS COMMAND...: runs COMMAND with a time limit (cut to the budget left), its output
+# in OUT_DIR/NAME.log.
 step() {
   local name=$1 limit=$2; shift 2
-  local start=$SECONDS
+  local start=$SECONDS left=$((budget - SECONDS))
+  if ((left < 10)); then
+    printf '%-10s %-22s %4d s\n' "$name" "not run (budget)" 0 | tee -a "$summary"
+    failed=1
+    return
+  fi
+  ((limit > left)) && limit=$left
   timeout "$limit" bash -c '"$@"' "$name" "$@" >"$out/$name.log" 2>&1  # bash -c: steps are functions
   local rc=$?
   local verdict=ok
@@ -143,10 +157,10 @@ step machine 60 machine
 step build 420 build_loom
 step gpu-tests 240 ctest --test-dir "$build" -L gpu --output-on-failure
 step train 180 train_on_gpu
-step gpt-speed 120 gpt_speed
-step profile 120 profile_on_gpu
 step gemm 90 gemm_on_gpu
-step layers 120 layers_on_gpu
 step gpt-torch 180 gpt_vs_torch
+step layers 120 layers_on_gpu
+step profile 120 profile_on_gpu
+step gpt-speed 120 gpt_speed
 echo "summary: $summary"
 exit "$failed"
