@@ -101,10 +101,12 @@ void bench_gemm_cuda(bool json, DType dtype, int repeats, double peak_tflops) {
   const double peak = peak_tflops > 0 ? peak_tflops : table_peak(props.name, dtype);
   const OwnHandle own;
   nlohmann::json rows = nlohmann::json::array();
-  if (!json)
+  if (!json) {
+    char peak_text[48] = "unknown (give --peak-tflops)";
+    if (peak > 0) std::snprintf(peak_text, sizeof peak_text, "%.1f", peak);
     std::printf("%s, %s, peak %s TFLOP/s\n%6s %6s %6s %5s %12s %12s %7s %7s\n", props.name, dtype_name(dtype).data(),
-                peak > 0 ? std::to_string(peak).c_str() : "unknown (--peak-tflops)", "m", "n", "k", "trans",
-                "loom TF/s", "cuBLAS TF/s", "ratio", "% peak");
+                peak_text, "m", "n", "k", "trans", "loom TF/s", "cuBLAS TF/s", "ratio", "% peak");
+  }
   for (const Problem& p : problems()) {
     Tensor a = Tensor::empty(p.ta ? Shape{p.k, p.m} : Shape{p.m, p.k}), b = Tensor::empty(p.tb ? Shape{p.n, p.k} : Shape{p.k, p.n});
     rng::uniform(a, 1, 1, -1, 1);
