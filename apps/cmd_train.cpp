@@ -92,6 +92,10 @@ void add_train_command(CLI::App& app) {
                   "gradient allreduce with --device cuda: auto (NCCL where every replica of a stage has its own GPU, "
                   "else host-staged MPI), nccl or mpi")
       ->capture_default_str();
+  cmd->add_option("--boundary-backend", o.boundary_backend,
+                  "stage-boundary transfers with --device cuda: auto (NCCL send/receive where every rank of both "
+                  "sides has its own GPU, else host-staged MPI), nccl or mpi")
+      ->capture_default_str();
   cmd->add_option("--threads", o.threads, "CPU math threads per rank (default: LOOM_NUM_THREADS or cores / local ranks)");
   cmd->add_option("--optimizer", o.optimizer, optimizer_kind_list() + " (sgd uses --momentum; 0 for plain SGD)")
       ->capture_default_str();

@@ -22,7 +22,8 @@
 #               Trainer on --device cuda against the CPU within 1e-4 for 10 steps (2 ranks sharing
 #               the device: the host-staged path)
 #   train       `loom train --device cuda` of the gpt preset at tiny size against `--device cpu`,
-#               and the same pipelined over 2 ranks sharing the GPU (host-staged), per-step losses
+#               and the same pipelined over 2 ranks sharing the GPU (host-staged), per-step losses;
+#               with 2+ GPUs also 2 stages with --boundary-backend nccl (NCCL send/receive)
 #   gemm        `loom bench gemm --device cuda`, f32 and bf16: loom's GEMM against cuBLAS called
 #               directly on the same buffers (target >= 0.95x at sizes >= 2048) and the % of the
 #               device's peak (bf16 target >= 60% of the H200's dense 989 TFLOP/s)
@@ -35,11 +36,11 @@
 #   profile     `loom profile --device cuda` of the gpt preset: the same bytes per block as on the
 #               CPU (the device's ledger), and the per-block times
 #   gpt-speed   `loom train --device cuda` samples/s of the gpt preset at cpu size (a figure only)
-# Where more than one GPU is visible, the gpu tests and `train` also reduce gradients over NCCL
-# (--reduce-backend auto gives each stage with one GPU per replica NCCL); on one GPU, ranks share
-# it and stay host-staged. Not yet in loom, so not checked here (issue 11): NCCL stage boundaries,
-# bf16 training on tensor cores (bf16 trains with f32 GEMMs on bf16-rounded values; bf16 tensors
-# have a tensor-core GEMM).
+# Where more than one GPU is visible, the gpu tests and `train` also reduce gradients and cross
+# stage boundaries over NCCL (--reduce-backend / --boundary-backend auto take NCCL where every rank
+# of the group has its own GPU); on one GPU, ranks share it and stay host-staged. Not yet in loom,
+# so not checked here (issue 11): bf16 training on tensor cores (bf16 trains with f32 GEMMs on
+# bf16-rounded values; bf16 tensors have a tensor-core GEMM).
 set -uo pipefail
 out=${1:?usage: scripts/gpu_check.sh OUT_DIR [BUILD_DIR]}
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -104,9 +105,16 @@ train_on_gpu() {
   "$loom" train "${common[@]}" --device cpu --metrics "$out/train-cpu.jsonl" || return 1
   "$loom" train "${common[@]}" --device cuda --metrics "$out/train-cuda.jsonl" || return 1
   compare_losses "$out/train-cuda.jsonl" "$out/train-cpu.jsonl" 1e-4 || return 1
+  # 2 stages: on one GPU both ranks share it (host-staged boundary); on two or more, each rank has
+  # its own and the boundary goes over NCCL send/receive (the log line says which).
   mpiexec --oversubscribe -n 2 "$loom" train "${common[@]}" --stages 2 --device cuda \
-    --metrics "$out/train-cuda-2stages.jsonl" || return 1
-  compare_losses "$out/train-cuda-2stages.jsonl" "$out/train-cpu.jsonl" 1e-4
+    --metrics "$out/train-cuda-2stages.jsonl" 2>&1 | tee "$out/train-cuda-2stages.log" || return 1
+  compare_losses "$out/train-cuda-2stages.jsonl" "$out/train-cpu.jsonl" 1e-4 || return 1
+  if [ "$(nvidia-smi -L 2>/dev/null | wc -l)" -ge 2 ]; then
+    mpiexec -n 2 "$loom" train "${common[@]}" --stages 2 --device cuda --boundary-backend nccl \
+      --metrics "$out/train-cuda-2stages-nccl.jsonl" || return 1
+    compare_losses "$out/train-cuda-2stages-nccl.jsonl" "$out/train-cpu.jsonl" 1e-4 || return 1
+  fi
 }
 
 gpt_speed() {

@@ -39,10 +39,10 @@ int DevicePlacement::sharing(int rank) const {
   return count;
 }
 
-std::string DevicePlacement::nccl_obstacle(const std::vector<int>& ranks) const {
+std::string DevicePlacement::direct_obstacle(const std::vector<int>& ranks) const {
   for (std::size_t i = 0; i < ranks.size(); ++i) {
     const Device device = device_of(ranks[i]);
-    if (!device.is_cuda()) return loom::detail::concat("the ranks compute on ", device.str(), ", not on a GPU");
+    if (device.is_cpu()) return loom::detail::concat("the ranks compute on ", device.str(), ", not on a device");
     for (std::size_t j = 0; j < i; ++j)
       if (node_of(ranks[j]) == node_of(ranks[i]) && device_of(ranks[j]) == device)
         return loom::detail::concat("ranks ", ranks[j], " and ", ranks[i], " share ", device.str(), " of node ",

@@ -1,10 +1,10 @@
 #include <loom/comm/nccl_communicator.h>
 
-#include <thread>
-
 #include <loom/comm/watchdog.h>
 #include <loom/core/cuda/context.h>
 #include <loom/core/error.h>
+
+#include "nccl_transport.h"
 
 namespace loom::comm {
 
@@ -48,17 +48,7 @@ class ScaledSum {
 
 NcclCommunicator::NcclCommunicator(MPI_Comm comm, Device device) : Communicator(comm), device_(device) {
   LOOM_CHECK(device.is_cuda(), "an NCCL communicator needs a CUDA device, not ", device.str());
-  LOOM_CUDA_CHECK(cudaSetDevice(device.index));
-  ncclUniqueId id;
-  if (rank() == 0) LOOM_NCCL_CHECK(ncclGetUniqueId(&id));
-  {
-    WatchdogScope watch("MPI_Bcast (NCCL id)", world_rank_of(0));
-    LOOM_MPI_CHECK(MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, mpi_comm()));
-  }
-  {
-    WatchdogScope watch("ncclCommInitRank");
-    LOOM_NCCL_CHECK(ncclCommInitRank(&nccl_, size(), id, rank()));
-  }
+  nccl_ = detail::join_nccl(mpi_comm(), device);
   LOOM_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   LOOM_CUDA_CHECK(cudaEventCreateWithFlags(&compute_done_, cudaEventDisableTiming));
 }
@@ -77,20 +67,7 @@ void NcclCommunicator::begin() {
 }
 
 void NcclCommunicator::finish(const char* what) {
-  WatchdogScope watch(what);
-  for (;;) {
-    const cudaError_t status = cudaStreamQuery(stream_);
-    if (status == cudaSuccess) return;
-    if (status != cudaErrorNotReady) LOOM_CUDA_CHECK(status);
-    ncclResult_t async = ncclSuccess;
-    LOOM_NCCL_CHECK(ncclCommGetAsyncError(nccl_, &async));
-    if (async != ncclSuccess) {
-      ncclCommAbort(nccl_);
-      nccl_ = nullptr;
-      LOOM_THROW("NCCL error ", ncclGetErrorString(async), " during ", what);
-    }
-    std::this_thread::yield();
-  }
+  detail::wait_for_nccl(nccl_, [this] { return cudaStreamQuery(stream_); }, what, -1);
 }
 
 void NcclCommunicator::allreduce(void* data, std::int64_t count, DType dtype, double scale) {

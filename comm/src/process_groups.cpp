@@ -1,5 +1,7 @@
 #include <loom/comm/process_groups.h>
 
+#include <algorithm>
+
 #include <loom/comm/runtime.h>
 #include <loom/comm/watchdog.h>
 #include <loom/core/error.h>
@@ -7,7 +9,7 @@
 namespace loom::comm {
 
 ProcessGroups::ProcessGroups(const ParallelLayout& layout, const Topology& topology, std::vector<Backend> reduce_backends,
-                             Device device)
+                             Device device, std::vector<BoundaryPath> boundary_paths)
     : layout_(layout), topology_(topology) {
   const int size = world_size(), rank = world_rank();
   if (reduce_backends.empty()) reduce_backends.assign(static_cast<std::size_t>(layout_.stages()), Backend::mpi);
@@ -36,13 +38,43 @@ ProcessGroups::ProcessGroups(const ParallelLayout& layout, const Topology& topol
     replicas_.emplace(position.stage, std::make_unique<ReduceGroup>(std::move(members), topology_));
   }
 
+  connect_boundaries(boundary_paths, device);
+}
+
+// The stage links of this rank. A device-direct boundary on CUDA gets an NCCL communicator per
+// direction over the ranks of both sides, split from the world (collective over every rank).
+void ProcessGroups::connect_boundaries(const std::vector<BoundaryPath>& paths, Device device) {
+  const int boundaries = std::max(layout_.stages() - 1, 0);
+  LOOM_CHECK(paths.empty() || static_cast<int>(paths.size()) == boundaries, paths.size(),
+             " boundary paths for the ", boundaries, " stage boundaries of the layout");
   {
     WatchdogScope watch("MPI_Comm_dup (stage links)");
     LOOM_MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &boundary_comm_));
   }
-  for (int s = 0; s + 1 < layout_.stages(); ++s)
-    if (holds(s) || holds(s + 1))
-      links_.emplace(s, std::make_unique<StageLink>(boundary_comm_, s, layout_.stage_ranks(s), layout_.stage_ranks(s + 1)));
+  for (int s = 0; s < boundaries; ++s) {
+    const bool direct = !paths.empty() && paths[static_cast<std::size_t>(s)] == BoundaryPath::device_direct;
+    LOOM_CHECK(!direct || !device.is_cpu(), "stage boundary ", s, ": device-direct transfers need a device, not cpu");
+    const bool mine = holds(s) || holds(s + 1);
+    std::unique_ptr<BoundaryTransport> forward, backward;
+    if (direct && device.is_cuda()) {
+      MPI_Comm members = MPI_COMM_NULL;
+      {
+        WatchdogScope watch("MPI_Comm_split (NCCL stage boundary)");
+        LOOM_MPI_CHECK(MPI_Comm_split(boundary_comm_, mine ? 0 : MPI_UNDEFINED, world_rank(), &members));
+      }
+      if (members != MPI_COMM_NULL) {
+        forward = make_nccl_transport(members, device);
+        backward = make_nccl_transport(members, device);
+        MPI_Comm_free(&members);
+      }
+    } else if (direct && mine) {
+      forward = make_mpi_transport(boundary_comm_, device, true);
+      backward = make_mpi_transport(boundary_comm_, device, true);
+    }
+    if (mine)
+      links_.emplace(s, std::make_unique<StageLink>(boundary_comm_, s, layout_.stage_ranks(s), layout_.stage_ranks(s + 1),
+                                                    std::move(forward), std::move(backward)));
+  }
 }
 
 ProcessGroups::~ProcessGroups() {

@@ -1,7 +1,9 @@
 #include <loom/core/device.h>
 
+#include <algorithm>
 #include <charconv>
 
+#include <loom/core/env.h>
 #include <loom/core/error.h>
 
 #ifdef LOOM_WITH_CUDA
@@ -52,6 +54,8 @@ Device parse_device_flag(std::string_view text) {
 
 Device resolve_device_flag(std::string_view text, int local_rank) {
   const Device device = parse_device_flag(text);
+  if (text == "sim")
+    return Device::sim(local_rank % static_cast<int>(std::max(1LL, env_count("LOOM_SIM_DEVICES", 1, 1 << 16))));
   if (!device.is_cuda()) return device;
   LOOM_CHECK(cuda_compiled(), "--device ", text, ": this build of loom has no CUDA backend (configure with -DLOOM_CUDA=ON)");
   const int gpus = cuda_device_count();

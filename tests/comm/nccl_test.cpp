@@ -1,6 +1,7 @@
 // The NCCL backend: every allreduce algorithm on CUDA buffers against the same reduction on the
-// host. Needs GPUs; without them (or in a build without CUDA) it says so and exits with 77, which
-// ctest reports as skipped.
+// host, and stage-boundary transfers over NCCL send/receive against the rows sent. Needs a GPU per
+// rank (NCCL puts at most one rank of a communicator on a GPU); without them (or in a build
+// without CUDA) it says so and exits with 77, which ctest reports as skipped.
 #include <cstdio>
 #include <cstdlib>
 
@@ -8,20 +9,30 @@
 
 #include <loom/comm/allreduce.h>
 #include <loom/comm/runtime.h>
+#include <loom/comm/stage_link.h>
 #include <loom/core/device.h>
 #include <loom/core/tensor.h>
 
 using namespace loom;
 using namespace loom::comm;
 
+namespace {
+
+// Exits with 77 (skipped) unless every rank has a GPU of its own.
+void require_a_gpu_per_rank() {
+  if (cuda_compiled() && cuda_device_count() >= world_size()) return;
+  std::printf("skipped: needs a GPU per rank (%s)\n",
+              !cuda_compiled() ? "built without CUDA" : cuda_device_count() == 0 ? "no CUDA device" : "too few GPUs");
+  std::fflush(stdout);
+  std::exit(77);
+}
+
+}  // namespace
+
 TEST_CASE("NCCL allreduce matches the MPI one") {
-  if (!cuda_compiled() || cuda_device_count() == 0) {
-    std::printf("skipped: no GPU (%s)\n", cuda_compiled() ? "no CUDA device" : "built without CUDA");
-    std::fflush(stdout);
-    std::exit(77);
-  }
+  require_a_gpu_per_rank();
   const int rank = world_rank();
-  const Device device = Device::cuda(rank % cuda_device_count());
+  const Device device = Device::cuda(rank);
   const Topology topology = Topology::detect();
   ReduceGroup host(make_communicator(Backend::mpi, MPI_COMM_WORLD), topology);
   ReduceGroup gpu(make_communicator(Backend::nccl, MPI_COMM_WORLD, device), topology);
@@ -40,4 +51,48 @@ TEST_CASE("NCCL allreduce matches the MPI one") {
       for (std::int64_t i = 0; i < count; ++i) worst = std::max(worst, static_cast<double>(std::abs(got[i] - want[i])));
       CHECK(worst <= 1e-5);
     }
+}
+
+// Rank 0 sends rank 1 three micro-batches of two tensors (f32 activations whose shape changes per
+// micro-batch, and i64 ids) forward over NCCL, rank 1 returns them negated backward; received
+// straight into device memory, waited for in reverse order, every value exact.
+TEST_CASE("a stage boundary over NCCL send/receive") {
+  require_a_gpu_per_rank();
+  const int rank = world_rank();
+  const Device device = Device::cuda(rank);
+  MPI_Comm comm = MPI_COMM_NULL, members = MPI_COMM_NULL;
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  MPI_Comm_split(comm, rank < 2 ? 0 : MPI_UNDEFINED, rank, &members);
+  if (members == MPI_COMM_NULL) return;
+  {
+    StageLink link(comm, 0, {0}, {1}, make_nccl_transport(members, device), make_nccl_transport(members, device));
+    CHECK(link.path() == BoundaryPath::device_direct);
+    auto rows_of = [&](int mb, double sign) {
+      const std::int64_t rows = 3 + mb, width = 2 + mb;
+      std::vector<float> values;
+      std::vector<std::int64_t> ids;
+      for (std::int64_t r = 0; r < rows; ++r) {
+        ids.push_back(mb * 100 + r);
+        for (std::int64_t c = 0; c < width; ++c) values.push_back(static_cast<float>(sign * (mb * 1000 + r * 10 + c)));
+      }
+      return TensorList{Tensor::from_vector(values, Shape{rows, width}).to(device),
+                        Tensor::from_vector(ids, Shape{rows}).to(device)};
+    };
+    const Direction out = rank == 0 ? Direction::forward : Direction::backward;
+    const Direction in = rank == 0 ? Direction::backward : Direction::forward;
+    std::vector<PendingReceive> receives;
+    for (int mb = 0; mb < 3; ++mb) receives.push_back(link.post_receive(in, mb, 3 + mb, device));
+    for (int mb = 0; mb < 3; ++mb) link.send(out, mb, rows_of(mb, rank == 0 ? 1.0 : -1.0), 3 + mb);
+    for (int mb = 2; mb >= 0; --mb) {
+      const TensorList got = receives[mb].wait();
+      const TensorList want = rows_of(mb, rank == 0 ? -1.0 : 1.0);
+      REQUIRE(got.size() == 2);
+      CHECK(got[0].device() == device);
+      CHECK(got[0].to_float_vector() == want[0].to_float_vector());
+      CHECK(got[1].to_double_vector() == want[1].to_double_vector());
+    }
+    link.flush();
+  }
+  MPI_Comm_free(&members);
+  MPI_Comm_free(&comm);
 }

@@ -151,6 +151,74 @@ TEST_CASE("device tensors cross a boundary host-staged", "[device][sim]") {
   MPI_Comm_free(&comm);
 }
 
+// Device-direct transfers (the sim device's stand-in for NCCL: every data message of a link and
+// direction has one tag, so messages match by order alone, as ncclSend/ncclRecv do): the rows go
+// straight from device memory to device memory, no host copy on either side, and waiting for the
+// receives in the reverse order still gives every micro-batch its own rows, because the link
+// starts the data receives in the order they were posted.
+TEST_CASE("device tensors cross a boundary device-direct, matched by order", "[device][sim]") {
+  const int rank = world_rank();
+  if (world_size() < 2) return;
+  const Device sim = Device::sim();
+  MPI_Comm comm;
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  {
+    StageLink link(comm, 9, {0}, {1}, make_mpi_transport(comm, sim, true), make_mpi_transport(comm, sim, true));
+    CHECK(link.path() == BoundaryPath::device_direct);
+    const std::int64_t host_before = memory_stats().live(MemoryCategory::communication);
+    const std::int64_t host_peak_before = memory_stats().peak(MemoryCategory::communication);
+    if (rank == 0) {
+      for (int mb = 0; mb < 3; ++mb) {
+        TensorList rows = make_rows(mb, Range{0, kRows[mb]}, 1.0);
+        for (Tensor& t : rows) t = t.to(sim);
+        link.send(Direction::forward, mb, rows, kRows[mb]);
+      }
+    } else if (rank == 1) {
+      std::vector<PendingReceive> receives;
+      for (int mb = 0; mb < 3; ++mb) receives.push_back(link.post_receive(Direction::forward, mb, kRows[mb], sim));
+      for (int mb = 2; mb >= 0; --mb) {
+        const TensorList received = receives[mb].wait();
+        for (const Tensor& t : received) CHECK(t.device() == sim);
+        check_rows(received, mb, Range{0, kRows[mb]}, 1.0);
+      }
+    }
+    link.flush();
+    CHECK(memory_stats().live(MemoryCategory::communication) == host_before);
+    CHECK(memory_stats().peak(MemoryCategory::communication) == host_peak_before);  // never staged through the host
+  }
+  MPI_Barrier(comm);
+  MPI_Comm_free(&comm);
+}
+
+// On an ordered boundary the receiver must post receives in the order the peer sends (the
+// executor does: both follow the schedule); posting them the other way round is caught by the
+// headers' sequence numbers, before any data is matched to the wrong micro-batch.
+TEST_CASE("an ordered boundary refuses receives posted out of the sender's order", "[device][sim]") {
+  const int rank = world_rank();
+  if (world_size() < 2) return;
+  const Device sim = Device::sim();
+  MPI_Comm comm;
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  {
+    StageLink link(comm, 10, {0}, {1}, make_mpi_transport(comm, sim, true), make_mpi_transport(comm, sim, true));
+    if (rank == 0) {
+      for (int mb = 0; mb < 2; ++mb) {
+        TensorList rows = make_rows(mb, Range{0, kRows[mb]}, 1.0);
+        for (Tensor& t : rows) t = t.to(sim);
+        link.send(Direction::forward, mb, rows, kRows[mb]);
+      }
+      link.flush();
+    } else if (rank == 1) {
+      PendingReceive second = link.post_receive(Direction::forward, 1, kRows[1], sim);
+      PendingReceive first = link.post_receive(Direction::forward, 0, kRows[0], sim);
+      CHECK_THROWS_WITH(second.wait(), Catch::Contains("stage link 10, forward micro-batch 1, from rank 0: transfer 1 "
+                                                       "of this direction arrived where 0 was expected"));
+    }
+  }
+  MPI_Barrier(comm);
+  MPI_Comm_free(&comm);
+}
+
 TEST_CASE("boundary misuse is a clear error") {
   const int size = world_size(), rank = world_rank();
   if (size < 2) return;

@@ -88,13 +88,16 @@ TEST_CASE("DevicePlacement: who shares a device, and where NCCL can connect rank
   CHECK(gpus.sharing(2) == 2);
   CHECK(gpus.sharing(1) == 1);
   CHECK(gpus.sharing(3) == 1);  // cuda:0 of node 1 is another GPU than cuda:0 of node 0
-  CHECK(gpus.nccl_obstacle({0, 1, 3, 4}).empty());
-  CHECK(gpus.nccl_obstacle({0, 3}).empty());
-  CHECK(gpus.nccl_obstacle({1, 0, 5, 2}) == "ranks 0 and 2 share cuda:0 of node 0");
+  CHECK(gpus.direct_obstacle({0, 1, 3, 4}).empty());
+  CHECK(gpus.direct_obstacle({0, 3}).empty());
+  CHECK(gpus.direct_obstacle({1, 0, 5, 2}) == "ranks 0 and 2 share cuda:0 of node 0");
   const DevicePlacement host({0, 0, 1}, {Device::cpu(), Device::cpu(), Device::cpu()});
   CHECK(host.sharing(0) == 2);
   CHECK(host.sharing(2) == 1);
-  CHECK(host.nccl_obstacle({0, 2}) == "the ranks compute on cpu, not on a GPU");
+  CHECK(host.direct_obstacle({0, 2}) == "the ranks compute on cpu, not on a device");
+  const DevicePlacement sims({0, 0, 0}, {Device::sim(0), Device::sim(1), Device::sim(0)});
+  CHECK(sims.direct_obstacle({0, 1}).empty());
+  CHECK(sims.direct_obstacle({0, 1, 2}) == "ranks 0 and 2 share sim:0 of node 0");
   CHECK_THROWS_WITH(DevicePlacement({0, 1}, {Device::cpu()}), Catch::Contains("2 nodes for 1 devices"));
 }
 

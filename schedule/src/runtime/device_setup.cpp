@@ -1,63 +1,109 @@
-// The Trainer's device choice (see device_setup.h).
+// The Trainer's device choice and communication plan (see device_setup.h).
 #include "device_setup.h"
+
+#include <algorithm>
 
 #include <loom/core/error.h>
 
 namespace loom::runtime::detail {
 
-void validate_reduce_backend(const std::string& text) {
-  LOOM_CHECK(text == "auto" || text == "mpi" || text == "nccl", "--reduce-backend '", text,
-             "': expected auto, mpi or nccl");
+void validate_backend_flag(const char* flag, const std::string& text) {
+  LOOM_CHECK(text == "auto" || text == "mpi" || text == "nccl", flag, " '", text, "': expected auto, mpi or nccl");
 }
 
 namespace {
 
-// "stages 0, 2" for the stages whose backend is `backend`, "" if none.
-std::string stages_on(const std::vector<comm::Backend>& backends, comm::Backend backend, const std::vector<bool>& reduce) {
+constexpr const char* kStaged = "host-staged over MPI (device -> host -> device)";
+
+// "0, 2": the indices whose entry is `value`, "" if none.
+template <typename T>
+std::string indices_of(const std::vector<T>& values, T value, const std::vector<bool>& counted) {
   std::string text;
-  for (std::size_t s = 0; s < backends.size(); ++s)
-    if (reduce[s] && backends[s] == backend) text += loom::detail::concat(text.empty() ? "" : ", ", s);
+  for (std::size_t i = 0; i < values.size(); ++i)
+    if (counted[i] && values[i] == value) text += loom::detail::concat(text.empty() ? "" : ", ", i);
+  return text;
+}
+
+std::vector<int> both_sides(const comm::ParallelLayout& layout, int boundary) {
+  std::vector<int> ranks = layout.stage_ranks(boundary);
+  for (int r : layout.stage_ranks(boundary + 1))
+    if (std::find(ranks.begin(), ranks.end(), r) == ranks.end()) ranks.push_back(r);
+  return ranks;
+}
+
+// The boundaries' paths and their half of the line.
+std::string plan_boundaries(const std::string& choice, Device device, const comm::ParallelLayout& layout,
+                            const comm::DevicePlacement& placement, std::vector<comm::BoundaryPath>& paths) {
+  const int count = std::max(layout.stages() - 1, 0);
+  paths.assign(static_cast<std::size_t>(count), comm::BoundaryPath::host_staged);
+  if (count == 0) return "one stage, no stage boundaries";
+  std::string why_not = choice == "mpi" ? "--boundary-backend mpi" : "";  // the first obstacle
+  for (int b = 0; b < count && choice != "mpi"; ++b) {
+    const std::string obstacle = placement.direct_obstacle(both_sides(layout, b));
+    LOOM_CHECK(choice != "nccl" || obstacle.empty(), "--boundary-backend nccl: stage boundary ", b, " (stages ", b,
+               " and ", b + 1, ") cannot use NCCL: ", obstacle,
+               " (NCCL puts at most one rank of a communicator on a GPU; use --boundary-backend auto or mpi)");
+    if (obstacle.empty()) paths[static_cast<std::size_t>(b)] = comm::BoundaryPath::device_direct;
+    if (!obstacle.empty() && why_not.empty()) why_not = obstacle;
+  }
+  const std::vector<bool> all(paths.size(), true);
+  const std::string direct = indices_of(paths, comm::BoundaryPath::device_direct, all);
+  const std::string staged = indices_of(paths, comm::BoundaryPath::host_staged, all);
+  const std::string on = device.is_cuda() ? "device to device on NCCL" : "device to device on NCCL's stand-in (MPI matched by order)";
+  if (staged.empty()) return loom::detail::concat("stage boundaries go ", on);
+  if (direct.empty()) return loom::detail::concat("stage boundaries are ", kStaged, ", because ", why_not);
+  return loom::detail::concat("stage boundaries ", direct, " go ", on, "; boundaries ", staged, " are ", kStaged,
+                              ", because ", why_not);
+}
+
+// Each stage's allreduce backend and its half of the line.
+std::string plan_reduce(const std::string& choice, Device device, const comm::ParallelLayout& layout,
+                        const comm::DevicePlacement& placement, std::vector<comm::Backend>& backends) {
+  backends.assign(static_cast<std::size_t>(layout.stages()), comm::Backend::mpi);
+  std::vector<bool> reduce(backends.size());
+  std::string why_not = device.is_sim() ? "the sim device has no device-to-device collectives"
+                        : choice == "mpi" ? "--reduce-backend mpi"
+                                          : "";
+  for (int s = 0; s < layout.stages(); ++s) {
+    reduce[static_cast<std::size_t>(s)] = layout.replicas(s) > 1;
+    if (!device.is_cuda() || choice == "mpi" || layout.replicas(s) == 1) continue;
+    const std::string obstacle = placement.direct_obstacle(layout.stage_ranks(s));
+    LOOM_CHECK(choice != "nccl" || obstacle.empty(), "--reduce-backend nccl: stage ", s, " cannot use NCCL: ", obstacle,
+               " (NCCL puts at most one rank of a communicator on a GPU; use --reduce-backend auto or mpi)");
+    if (obstacle.empty()) backends[static_cast<std::size_t>(s)] = comm::Backend::nccl;
+    if (!obstacle.empty() && why_not.empty()) why_not = obstacle;
+  }
+  const std::string on_nccl = indices_of(backends, comm::Backend::nccl, reduce);
+  const std::string on_mpi = indices_of(backends, comm::Backend::mpi, reduce);
+  if (on_nccl.empty() && on_mpi.empty()) return "no stage has replicas to reduce gradients with";
+  std::string text;
+  if (!on_nccl.empty()) text = "the gradient allreduce of stage(s) " + on_nccl + " runs on NCCL";
+  if (!on_mpi.empty())
+    text += loom::detail::concat(text.empty() ? "" : "; ", "the gradient allreduce of stage(s) ", on_mpi, " is ", kStaged,
+                                 ", because ", why_not);
   return text;
 }
 
 }  // namespace
 
-ReducePlan plan_reduction(const std::string& choice, Device device, const comm::ParallelLayout& layout,
-                          const comm::DevicePlacement& placement) {
-  validate_reduce_backend(choice);
-  LOOM_CHECK(choice != "nccl" || device.is_cuda(), "--reduce-backend nccl needs --device cuda (this run computes on ",
-             device.str(), ")");
-  ReducePlan plan;
-  plan.backends.assign(static_cast<std::size_t>(layout.stages()), comm::Backend::mpi);
+CommPlan plan_communication(const std::string& reduce_choice, const std::string& boundary_choice, Device device,
+                            const comm::ParallelLayout& layout, const comm::DevicePlacement& placement) {
+  validate_backend_flag("--reduce-backend", reduce_choice);
+  validate_backend_flag("--boundary-backend", boundary_choice);
+  LOOM_CHECK(reduce_choice != "nccl" || device.is_cuda(),
+             "--reduce-backend nccl needs --device cuda (this run computes on ", device.str(), ")");
+  LOOM_CHECK(boundary_choice != "nccl" || device.is_cuda(),
+             "--boundary-backend nccl needs --device cuda (this run computes on ", device.str(), ")");
+  CommPlan plan;
   if (device.is_cpu()) {
+    plan.reduce.assign(static_cast<std::size_t>(layout.stages()), comm::Backend::mpi);
+    plan.boundaries.assign(static_cast<std::size_t>(std::max(layout.stages() - 1, 0)), comm::BoundaryPath::host_staged);
     plan.line = "device cpu: stage boundaries and the gradient allreduce move host memory over MPI";
     return plan;
   }
-  std::vector<bool> reduce(plan.backends.size());
-  std::string why_not;  // the first obstacle of a stage left on MPI
-  for (int s = 0; s < layout.stages(); ++s) {
-    reduce[static_cast<std::size_t>(s)] = layout.replicas(s) > 1;
-    if (!device.is_cuda() || choice == "mpi" || layout.replicas(s) == 1) continue;
-    const std::string obstacle = placement.nccl_obstacle(layout.stage_ranks(s));
-    LOOM_CHECK(choice != "nccl" || obstacle.empty(), "--reduce-backend nccl: stage ", s, " cannot use NCCL: ", obstacle,
-               " (NCCL puts at most one rank of a communicator on a GPU; use --reduce-backend auto or mpi)");
-    if (obstacle.empty()) plan.backends[static_cast<std::size_t>(s)] = comm::Backend::nccl;
-    if (!obstacle.empty() && why_not.empty()) why_not = obstacle;
-  }
-  const std::string staged = device.is_sim() ? "the sim device has no device-to-device transport"
-                                             : "NCCL send/receive is not on the Trainer's path yet";
-  const std::string on_nccl = stages_on(plan.backends, comm::Backend::nccl, reduce);
-  const std::string on_mpi = stages_on(plan.backends, comm::Backend::mpi, reduce);
-  const std::string mpi_because = device.is_sim() ? staged : choice == "mpi" ? "--reduce-backend mpi" : why_not;
-  const std::string path = "host-staged over MPI (device -> host -> device), because ";
-  if (on_nccl.empty() && mpi_because == staged) {
-    plan.line = loom::detail::concat("device ", device.str(), ": stage boundaries and the gradient allreduce are ", path, staged);
-    return plan;
-  }
-  plan.line = loom::detail::concat("device ", device.str(), ": stage boundaries are ", path, staged);
-  if (!on_nccl.empty()) plan.line += "; the gradient allreduce of stage(s) " + on_nccl + " runs on NCCL";
-  if (!on_mpi.empty()) plan.line += "; the gradient allreduce of stage(s) " + on_mpi + " is " + path + mpi_because;
-  if (on_nccl.empty() && on_mpi.empty()) plan.line += "; no stage has replicas to reduce gradients with";
+  const std::string boundaries = plan_boundaries(boundary_choice, device, layout, placement, plan.boundaries);
+  const std::string reduce = plan_reduce(reduce_choice, device, layout, placement, plan.reduce);
+  plan.line = loom::detail::concat("device ", device.str(), ": ", boundaries, "; ", reduce);
   return plan;
 }
 

@@ -171,6 +171,15 @@ void Executor::read_rows(const ChunkState& chunk, MicrobatchState& state, const 
   if (chunk.last) state.targets = targets.defined() ? targets.to(options_.device) : targets;
 }
 
+// Between actions: starts the data receives whose headers have landed (so the rows arrive while
+// this rank computes) and reaps finished sends.
+void Executor::progress_links() {
+  for (auto& chunk : chunks_) {
+    if (!chunk->last) groups_.link(chunk->virtual_stage).progress();
+    if (!chunk->first) groups_.link(chunk->virtual_stage - 1).progress();
+  }
+}
+
 void Executor::flush_links() {
   for (auto& chunk : chunks_) {
     if (!chunk->last) groups_.link(chunk->virtual_stage).flush();
@@ -293,6 +302,7 @@ StepResult Executor::run(std::int64_t first_batch, const BatchReader& reader) {
     const double start = now_us();
     run_action(i, first_batch, reader, result);
     if (observer_) observer_({program[i], stage_, start, now_us()});
+    if (schedule::is_compute(program[i].op)) progress_links();
   }
   flush_links();
   stash_->check_empty();

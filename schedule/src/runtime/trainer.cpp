@@ -133,10 +133,11 @@ comm::DevicePlacement place_and_connect(detail::TrainerState& s, int rank) {
   std::vector<std::vector<int>> virtual_ranks;
   for (int v = 0; v < s.schedule.virtual_stages(); ++v) virtual_ranks.push_back(s.partition.ranks[v % s.shape.stages]);
   s.layout = std::make_unique<comm::ParallelLayout>(comm::ParallelLayout::from_table(virtual_ranks));
-  const detail::ReducePlan reduction = detail::plan_reduction(s.config.reduce_backend, s.device, *s.layout, placement);
-  if (rank == 0 && !s.device.is_cpu()) spdlog::info("{}", reduction.line);
+  const detail::CommPlan plan = detail::plan_communication(s.config.reduce_backend, s.config.boundary_backend, s.device,
+                                                           *s.layout, placement);
+  if (rank == 0 && !s.device.is_cpu()) spdlog::info("{}", plan.line);
   s.groups = std::make_unique<comm::ProcessGroups>(*s.layout, comm::Topology::detect(s.config.ranks_per_node),
-                                                   reduction.backends, s.device);
+                                                   plan.reduce, s.device, plan.boundaries);
   return placement;
 }
 
@@ -272,7 +273,8 @@ Trainer::Trainer(TrainerConfig config, ModelSpec model) : state_(std::make_uniqu
   comm::ensure_mpi();
   detail::validate_config(config);
   parse_device_flag(config.device);
-  detail::validate_reduce_backend(config.reduce_backend);
+  detail::validate_backend_flag("--reduce-backend", config.reduce_backend);
+  detail::validate_backend_flag("--boundary-backend", config.boundary_backend);
   parse_precision(config.precision);
   set_num_threads(config.threads > 0 ? config.threads : default_num_threads());
   state_->config = std::move(config);

@@ -6,7 +6,8 @@
 //                with its intra-node and inter-node sub-groups (reduce_group.h); a separate
 //                communicator, so the bucketer's progress thread never shares one with others
 //   link(s)      the boundary between stage s and s+1 (stage_link.h), over a world communicator
-//                reserved for boundary traffic
+//                reserved for boundary traffic, its rows host-staged over MPI or device-direct
+//                (NCCL on CUDA: a communicator per direction over the ranks of both sides)
 // A rank holds the groups of the stages it belongs to (several under interleaved schedules).
 #pragma once
 
@@ -26,9 +27,11 @@ class ProcessGroups {
  public:
   // Collective over MPI_COMM_WORLD. The layout must fit in the world. `reduce_backends` (one per
   // stage of the layout, or empty: all mpi) says what each stage's replica group reduces with: mpi
-  // on host memory, or nccl on `device` (this rank's GPU).
+  // on host memory, or nccl on `device` (this rank's GPU). `boundary_paths` (one per boundary,
+  // stages() - 1, or empty: all host-staged) says how the rows cross each stage boundary;
+  // device_direct needs `device` to be a device (cuda: NCCL, sim: its ordered MPI stand-in).
   ProcessGroups(const ParallelLayout& layout, const Topology& topology, std::vector<Backend> reduce_backends = {},
-                Device device = Device::cpu());
+                Device device = Device::cpu(), std::vector<BoundaryPath> boundary_paths = {});
   ~ProcessGroups();
   ProcessGroups(const ProcessGroups&) = delete;
   ProcessGroups& operator=(const ProcessGroups&) = delete;
@@ -45,6 +48,8 @@ class ProcessGroups {
   StageLink& link(int upstream_stage);
 
  private:
+  void connect_boundaries(const std::vector<BoundaryPath>& paths, Device device);
+
   ParallelLayout layout_;
   Topology topology_;
   std::unique_ptr<Communicator> world_;

@@ -44,7 +44,9 @@ int cuda_device_count();
 void synchronize(Device device);
 
 // A `--device` flag: cpu, cuda, cuda:N, sim or sim:N. Plain "cuda" is GPU local_rank % (GPUs
-// visible), so each rank of a node takes its own. Errors name --device and say why (malformed, no
+// visible), so each rank of a node takes its own; plain "sim" likewise takes sim:(local_rank %
+// LOOM_SIM_DEVICES), the number of sim devices a node pretends to have (default 1: all share one,
+// as ranks share the GPU of a one-GPU machine). Errors name --device and say why (malformed, no
 // CUDA backend in this build, no GPU visible, cuda:N past the GPUs visible). `parse_device_flag`
 // checks the text alone (no GPU query).
 Device parse_device_flag(std::string_view text);

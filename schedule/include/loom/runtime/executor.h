@@ -111,6 +111,7 @@ class Executor {
   void backward(ChunkState& chunk, const schedule::Action& action, bool final_for_batch);
   void send(ChunkState& chunk, const schedule::Action& action);
   void run_action(std::size_t index, std::int64_t first_batch, const BatchReader& reader, StepResult& result);
+  void progress_links();  // starts the data receives whose headers landed, reaps finished sends
   void flush_links();  // waits for every send of this rank's links and drops micro-batch state
   double loss_denominator(std::int64_t batch, const BatchReader& reader);
 

@@ -58,6 +58,11 @@ struct TrainerConfig {
   // of the stage has a GPU of its own, else host-staged over MPI), nccl (an error where it cannot)
   // or mpi (host-staged). Off CUDA always MPI.
   std::string reduce_backend = "auto";
+  // How activations and their gradients cross stage boundaries with --device cuda: auto (NCCL
+  // send/receive where every rank of both sides has a GPU of its own, else host-staged over MPI),
+  // nccl (an error where it cannot) or mpi (host-staged). Off CUDA MPI, except that sim runs with
+  // LOOM_SIM_DEVICES > 1 take NCCL's stand-in under auto (boundary_transport.h).
+  std::string boundary_backend = "auto";
   std::string optimizer = "sgd";  // sgd | momentum | adam | adamw (layers/optimizer_kind.h)
   double lr = 0.05;
   double momentum = 0.9;
