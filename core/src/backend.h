@@ -21,6 +21,7 @@ enum class RandomKind { uniform, normal, bernoulli };
 
 #define LOOM_BACKEND_FUNCTIONS                                                                       \
   void gemm(const GemmShape& g, const Tensor& a, const Tensor& b, Tensor& c);                         \
+  void gemm_bf16_operands(const GemmShape& g, const Tensor& a, const Tensor& b, Tensor& c);           \
   void gemm_pointers(const GemmShape& g, DType dtype, const std::vector<const void*>& a,               \
                      const std::vector<const void*>& b, const std::vector<void*>& c);                 \
   void fill(Tensor& out, double value);                                                              \
@@ -41,6 +42,8 @@ enum class RandomKind { uniform, normal, bernoulli };
 
 namespace cpu {
 LOOM_BACKEND_FUNCTIONS
+// out[i] = bf16(source[i]) in f32 storage, for `count` floats (source == out allowed).
+void round_to_bf16(const float* source, float* out, std::int64_t count);
 // Host allocator caching large blocks (cpu_memory.cpp): returns (pointer, rounded block size);
 // new_system_allocation set on a miss. deallocate and release_cache return the bytes given back
 // to the system.

@@ -78,6 +78,22 @@ GemmShape gemm_shape(const char* op, const Tensor& a, bool ta, const Tensor& b, 
 
 }  // namespace
 
+namespace {
+thread_local bool t_bf16_gemm = false;
+
+// gemm's f32 path under a Bf16GemmScope: operands rounded to bf16, f32 accumulation and result.
+void dispatch_gemm(const GemmShape& g, const Tensor& a, const Tensor& b, Tensor& c) {
+  if (t_bf16_gemm && a.dtype() == DType::f32)
+    LOOM_DISPATCH(a.device(), gemm_bf16_operands(g, a, b, c));
+  else
+    LOOM_DISPATCH(a.device(), gemm(g, a, b, c));
+}
+}  // namespace
+
+Bf16GemmScope::Bf16GemmScope(bool on) : previous_(t_bf16_gemm) { t_bf16_gemm = on; }
+Bf16GemmScope::~Bf16GemmScope() { t_bf16_gemm = previous_; }
+bool bf16_gemm_active() { return t_bf16_gemm; }
+
 void gemm(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b, Tensor& c, double alpha,
           double beta) {
   check_same("gemm", a, b);
@@ -86,7 +102,7 @@ void gemm(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b, 
   LOOM_CHECK(a.rank() == 2 && b.rank() == 2 && c.rank() == 2, "gemm: expected 2-D tensors, got a ",
              a.shape().str(), ", b ", b.shape().str(), ", c ", c.shape().str());
   const GemmShape g = gemm_shape("gemm", a, transpose_a, b, transpose_b, c, alpha, beta);
-  LOOM_DISPATCH(a.device(), gemm(g, a, b, c));
+  dispatch_gemm(g, a, b, c);
 }
 
 Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b) {
@@ -112,7 +128,7 @@ void gemm_strided_batched(const Tensor& a, bool transpose_a, const Tensor& b, bo
   g.stride_a = a.size(1) * a.size(2);
   g.stride_b = b.size(1) * b.size(2);
   g.stride_c = c.size(1) * c.size(2);
-  LOOM_DISPATCH(a.device(), gemm(g, a, b, c));
+  dispatch_gemm(g, a, b, c);
 }
 
 void gemm_batched(const std::vector<Tensor>& a, bool transpose_a, const std::vector<Tensor>& b, bool transpose_b,

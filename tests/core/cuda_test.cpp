@@ -97,6 +97,25 @@ TEST_CASE("CUDA bf16 gemm (cuBLAS tensor cores) equals the CPU's within one bf16
     }
 }
 
+TEST_CASE("CUDA f32 gemm under Bf16GemmScope (bf16 x bf16 -> f32 tensor cores) equals the CPU's", "[cuda][gpu][bf16]") {
+  // Both round the operands to bf16 and accumulate in f32: they differ only by the order of the sums.
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      Tensor a = random_cpu(ta ? Shape{2, 512, 96} : Shape{2, 96, 512}, 4);
+      Tensor b = random_cpu(tb ? Shape{2, 80, 512} : Shape{2, 512, 80}, 5);
+      Tensor c = random_cpu({2, 96, 80}, 6);
+      Tensor cg = c.to(Device::cuda(0));
+      const ops::Bf16GemmScope math;
+      ops::gemm_strided_batched(a, ta, b, tb, c, 1.5, 0.5);
+      ops::gemm_strided_batched(a.to(Device::cuda(0)), ta, b.to(Device::cuda(0)), tb, cg, 1.5, 0.5);
+      const std::vector<float> cpu = c.to_float_vector(), gpu = cg.to(Device::cpu()).to_float_vector();
+      double worst = 0;
+      for (std::size_t i = 0; i < cpu.size(); ++i) worst = std::max(worst, std::abs(double{gpu[i]} - cpu[i]));
+      INFO("ta " << ta << " tb " << tb);
+      CHECK(worst <= 1e-4);
+    }
+}
+
 TEST_CASE("the CUDA allocator caches blocks and counts exact bytes", "[cuda][gpu][memory]") {
   const Device gpu = Device::cuda(0);
   const MemoryStats before = memory_stats(gpu);

@@ -133,6 +133,18 @@ void gemm_bf16(const GemmShape& g, const Tensor& a, const Tensor& b, Tensor& c) 
 }
 }  // namespace
 
+// f32 operands rounded to bf16 (rounded copies), an f32 GEMM into the f32 c (ops.h, Bf16GemmScope).
+void gemm_bf16_operands(const GemmShape& g, const Tensor& a, const Tensor& b, Tensor& c) {
+  MemoryCategoryScope scratch(MemoryCategory::workspace);
+  const auto rounded = [](const Tensor& t) {
+    Tensor copy = Tensor::empty(t.shape(), DType::f32, t.device());
+    round_to_bf16(t.data<float>(), copy.data<float>(), t.numel());
+    return copy;
+  };
+  const Tensor rounded_a = rounded(a), rounded_b = rounded(b);
+  gemm_typed<float>(g, rounded_a.data<float>(), rounded_b.data<float>(), c.data<float>());
+}
+
 void gemm(const GemmShape& g, const Tensor& a, const Tensor& b, Tensor& c) {
   if (a.dtype() == DType::bf16)
     gemm_bf16(g, a, b, c);

@@ -36,8 +36,11 @@ void StageRunner::at_block_boundary(const TensorList& tensors) const {
   if (options_.precision == Precision::bf16) round_to_bf16_(tensors);
 }
 
+ops::Bf16GemmScope StageRunner::block_math() const { return ops::Bf16GemmScope(options_.precision == Precision::bf16); }
+
 TensorList StageRunner::chain_forward(const TensorList& inputs, Context& ctx) {
   MemoryCategoryScope scope(MemoryCategory::activations);  // as Sequential::forward
+  const ops::Bf16GemmScope math = block_math();
   at_block_boundary(inputs);  // the first stage's data (received boundary tensors are rounded already)
   TensorList x = inputs;
   for (std::size_t b = 0; b < chain_.size(); ++b) {
@@ -93,6 +96,7 @@ TensorList StageRunner::backward(int microbatch, TensorList grad_outputs, const 
   Microbatch& mb = at(microbatch);
   TensorList grad = start_backward(mb, std::move(grad_outputs));
   MemoryCategoryScope scope(MemoryCategory::workspace);
+  const ops::Bf16GemmScope math = block_math();
   for (std::size_t b = chain_.size(); b-- > 0;) {
     grad = chain_.block(b).backward(grad, mb.ctx.child(b));
     at_block_boundary(grad);
@@ -107,6 +111,7 @@ TensorList StageRunner::backward_input(int microbatch, TensorList grad_outputs) 
   TensorList grad = start_backward(mb, std::move(grad_outputs));
   MemoryCategoryScope scope(MemoryCategory::workspace);
   MemoryCategoryScope kept(MemoryCategory::activations);  // as Sequential::backward_input
+  const ops::Bf16GemmScope math = block_math();
   for (std::size_t b = chain_.size(); b-- > 0;) {
     grad = chain_.block(b).backward_input(grad, mb.ctx.child(b));
     at_block_boundary(grad);
@@ -117,6 +122,7 @@ TensorList StageRunner::backward_input(int microbatch, TensorList grad_outputs) 
 void StageRunner::backward_weight(int microbatch, const BlockDone& on_block_done) {
   Microbatch& mb = at(microbatch);
   MemoryCategoryScope scope(MemoryCategory::workspace);
+  const ops::Bf16GemmScope math = block_math();
   if (on_block_done) {
     for (std::size_t b = chain_.size(); b-- > 0;) {
       chain_.block(b).backward_weight(mb.ctx.child(b));

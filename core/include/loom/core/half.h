@@ -29,9 +29,10 @@ LOOM_HD float bits_float(std::uint32_t u) {
 
 LOOM_HD std::uint16_t float_to_bf16(float f) {
   const std::uint32_t u = float_bits(f);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((u >> 16) | 0x40u);  // quiet NaN
-  const std::uint32_t rounding = 0x7fffu + ((u >> 16) & 1u);
-  return static_cast<std::uint16_t>((u + rounding) >> 16);
+  const std::uint32_t nearest_even = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+  const std::uint32_t quiet_nan = (u >> 16) | 0x40u;
+  // A select rather than a branch, so that loops over it vectorise.
+  return static_cast<std::uint16_t>((u & 0x7fffffffu) > 0x7f800000u ? quiet_nan : nearest_even);
 }
 LOOM_HD float bf16_to_float(std::uint16_t h) { return bits_float(static_cast<std::uint32_t>(h) << 16); }
 

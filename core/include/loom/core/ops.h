@@ -26,8 +26,29 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a = false, bool t
 void gemm_strided_batched(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b, Tensor& c,
                           double alpha = 1.0, double beta = 0.0);
 // Pointer batch: independent 2-D problems of equal shape, c[i] = alpha op(a[i]) op(b[i]) + beta c[i].
+// Always exact (not affected by Bf16GemmScope).
 void gemm_batched(const std::vector<Tensor>& a, bool transpose_a, const std::vector<Tensor>& b,
                   bool transpose_b, std::vector<Tensor>& c, double alpha = 1.0, double beta = 0.0);
+
+// bf16 compute for f32 tensors: while a Bf16GemmScope(true) is alive on this thread, gemm and
+// gemm_strided_batched of f32 tensors round both operands to bf16 (round_to_bf16_'s rule) and
+// multiply with f32 accumulation into the f32 c (alpha, beta in f32): on a GPU the operands cast to
+// bf16 and cuBLAS's bf16 x bf16 -> f32 tensor-core GEMM; on the CPU (and sim) rounded f32 copies
+// and an f32 GEMM, which computes the same numbers up to the order of the f32 sums (a product of
+// two bf16 values is exact in f32). bf16 training (runtime/precision.h) runs its blocks under it;
+// Bf16GemmScope(false) restores exact f32 inside (code that must not round, e.g. a CPU-only path
+// whose GPU counterpart is not a GEMM). Scopes nest.
+class Bf16GemmScope {
+ public:
+  explicit Bf16GemmScope(bool on = true);
+  ~Bf16GemmScope();
+  Bf16GemmScope(const Bf16GemmScope&) = delete;
+  Bf16GemmScope& operator=(const Bf16GemmScope&) = delete;
+
+ private:
+  bool previous_;
+};
+bool bf16_gemm_active();
 
 // ---- element-wise ----------------------------------------------------------------------------
 void fill(Tensor& out, double value);

@@ -8,11 +8,15 @@
 //   - the inputs and outputs of every block (so every stage-boundary tensor), the gradient of the
 //     loss and the gradients that leave every block backwards are rounded to bf16 in place
 //     (StageRunner), as a GPU kernel storing its result in bf16 would;
+//   - every GEMM of the blocks' forward and backward (linear layers, attention, LSTM gates) takes
+//     its operands rounded to bf16 and accumulates in f32 into an f32 result (ops::Bf16GemmScope,
+//     set by StageRunner): cuBLAS's bf16 tensor-core GEMM on a GPU, rounded copies and an f32 GEMM
+//     on the CPU; convolutions stay f32 (cuDNN's FMA math on a GPU, as on the CPU);
 //   - parameter gradients accumulate in fp32; the loss, its reductions and the optimizer are fp32.
 // A product of two bf16 values is exact in f32 (8 + 8 significand bits fit in 24), so an f32 GEMM
 // on bf16-rounded operands is a bf16 GEMM with f32 accumulation: the CPU computes what bf16
 // tensor cores do, up to the order of the f32 sums, which is why CPU tests prove the numerics.
-// Inside a block (attention scores, the MLP's hidden layer) values stay f32.
+// Between GEMMs inside a block (softmax, GELU, layer norm) values stay f32.
 #pragma once
 
 #include <loom/layers/layer.h>

@@ -21,6 +21,7 @@
 #include <functional>
 #include <map>
 
+#include <loom/core/ops.h>
 #include <loom/layers/chain.h>
 #include <loom/runtime/precision.h>
 
@@ -81,6 +82,8 @@ class StageRunner {
   // What the precision does between blocks, forward and backward: bf16 rounds in place
   // (runtime/precision.h), fp32 leaves the tensors as they are.
   void at_block_boundary(const TensorList& tensors) const;
+  // The GEMM precision of the blocks' forward and backward: bf16 operands under --precision bf16.
+  ops::Bf16GemmScope block_math() const;
   // The gradient backward starts from: the loss's (last stage) or the received one.
   TensorList start_backward(Microbatch& mb, TensorList grad_outputs);
   Microbatch& at(int microbatch);
