@@ -46,6 +46,7 @@ GradientBucketer::GradientBucketer(ReduceGroup& group, std::vector<Tensor> gradi
     bucket_of_[i] = static_cast<int>(buckets_.size()) - 1;
   }
   MemoryCategoryScope category(MemoryCategory::communication);
+  const PinnedHostScope staging(gradient_device);  // host buckets of GPU gradients: page-locked
   for (Bucket& bucket : buckets_) {
     bucket.flat = Tensor::empty(Shape{bucket.bytes / static_cast<std::int64_t>(dtype_size(bucket.dtype))}, bucket.dtype, device);
     bucket.pending = static_cast<int>(bucket.members.size());
@@ -143,6 +144,9 @@ void GradientBucketer::run_bucket(int index) {
   }
   test_pause_at(PausePhase::allreduce);
   allreduce(group_, bucket.flat, options_.op, options_.algorithm);
+  // Staged from pinned host buckets, these copies are queued without waiting (ops::copy). The next
+  // step's packing copies above are queued behind them on the same stream and waited for before
+  // the allreduce writes the bucket again, so the host never overwrites a bucket still being read.
   for (std::size_t m = 0; m < bucket.members.size(); ++m) {
     Tensor gradient = gradients_[bucket.members[m]];
     if (gradient.numel() == 0) continue;

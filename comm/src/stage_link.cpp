@@ -137,6 +137,7 @@ struct ReceiveState {
     const Header& first = headers[0];
     const std::int64_t count = first[kTensorCount];
     MemoryCategoryScope category(MemoryCategory::communication);
+    const PinnedHostScope staging(device);  // host-staged for a GPU: wait() copies to it without waiting
     tensors.clear();
     for (int t = 0; t < count; ++t) {
       const std::int64_t* words = &first[kTensors + t * kTensorWords];
@@ -299,6 +300,7 @@ void StageLink::send(Direction direction, std::int64_t microbatch, const TensorL
   MemoryCategoryScope category(MemoryCategory::communication);  // host copies of device tensors
   TensorList sent;
   for (const Tensor& tensor : tensors) {
+    const PinnedHostScope staging(tensor.device());  // a GPU's rows come back by direct DMA
     LOOM_CHECK(tensor.defined() && tensor.rank() >= 1 && tensor.size(0) == mine.size(), "stage link ", link_, ": ",
                direction_name(direction), " micro-batch ", microbatch, " tensor ", tensor.shape().str(),
                " should hold this replica's ", mine.size(), " of ", rows, " rows in dim 0");

@@ -73,8 +73,14 @@ void* allocate(int device, std::size_t bytes, std::size_t& block_bytes, bool& ne
 void memory_info(int device, std::int64_t& free_bytes, std::int64_t& total_bytes);
 void deallocate(int device, void* data, std::size_t block_bytes);
 std::int64_t release_cache(int device);  // bytes returned to the driver
-// Copies between any combination of host and device memory (synchronous).
-void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, std::size_t bytes);
+// Copies between any combination of host and device memory on the device's loom stream; returns
+// at once when `wait` is false (the caller knows the source stays valid: device memory, or a
+// pinned host block), after the copy otherwise.
+void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, std::size_t bytes, bool wait);
+// Page-locked host memory (cuda_pinned.cpp): as allocate, and the bytes given back to the system.
+void* allocate_pinned(std::size_t bytes, std::size_t& block_bytes, bool& new_system_allocation);
+std::int64_t deallocate_pinned(void* data, std::size_t bytes);
+std::int64_t release_pinned_cache();
 }  // namespace cuda
 #endif
 

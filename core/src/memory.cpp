@@ -33,6 +33,7 @@ DeviceLedger& ledger(Device device) {
 
 thread_local MemoryCategory t_category = MemoryCategory::other;
 thread_local bool t_meta = false;
+thread_local bool t_pinned = false;
 
 [[maybe_unused]] [[noreturn]] void no_cuda(Device device) {
   LOOM_THROW("tensor on ", device.str(), " but this build of loom has no CUDA backend (configure with -DLOOM_CUDA=ON)");
@@ -118,6 +119,10 @@ MemoryCategory current_memory_category() { return t_category; }
 MemoryCategoryScope::MemoryCategoryScope(MemoryCategory category) : previous_(t_category) { t_category = category; }
 MemoryCategoryScope::~MemoryCategoryScope() { t_category = previous_; }
 
+PinnedHostScope::PinnedHostScope(Device device) : previous_(t_pinned) { t_pinned = device.is_cuda(); }
+PinnedHostScope::~PinnedHostScope() { t_pinned = previous_; }
+bool pinned_host_active() { return t_pinned; }
+
 MetaScope::MetaScope() : previous_(t_meta) { t_meta = true; }
 MetaScope::~MetaScope() { t_meta = previous_; }
 bool meta_build_active() { return t_meta; }
@@ -138,6 +143,9 @@ void empty_cache(Device device) {
   std::int64_t released = 0;
   if (device.is_cpu()) {
     released = cpu::release_cache();
+#ifdef LOOM_WITH_CUDA
+    released += cuda::release_pinned_cache();
+#endif
   } else if (device.is_sim()) {
     return;  // the sim allocator caches nothing
   } else {
@@ -159,7 +167,14 @@ Allocation allocate(Device device, std::size_t bytes) {
   }
   std::size_t reserved = 0;
   bool system_allocation = true;
-  if (device.is_cpu()) {
+  if (device.is_cpu() && t_pinned) {
+#ifdef LOOM_WITH_CUDA
+    allocation.data = cuda::allocate_pinned(bytes, reserved, system_allocation);
+    allocation.pinned = true;
+#else
+    no_cuda(Device::cuda());
+#endif
+  } else if (device.is_cpu()) {
     allocation.data = cpu::allocate(bytes, reserved, system_allocation);
   } else if (device.is_sim()) {
     allocation.data = sim::allocate(bytes, reserved);
@@ -190,7 +205,11 @@ Allocation allocate(Device device, std::size_t bytes) {
 void deallocate(const Allocation& allocation) {
   if (allocation.meta) return;
   std::int64_t released = 0;
-  if (allocation.device.is_cpu()) {
+  if (allocation.pinned) {
+#ifdef LOOM_WITH_CUDA
+    released = cuda::deallocate_pinned(allocation.data, allocation.bytes);
+#endif
+  } else if (allocation.device.is_cpu()) {
     released = cpu::deallocate(allocation.data, allocation.bytes);
   } else if (allocation.device.is_sim()) {
     released = sim::deallocate(allocation.data, allocation.bytes);

@@ -176,7 +176,10 @@ void copy(const Tensor& source, Tensor& out) {
     return;
   }
 #ifdef LOOM_WITH_CUDA
-  cuda::copy_bytes(out.raw_data(), out.device(), source.raw_data(), source.device(), source.nbytes());
+  // The host waits only where it must: when it reads the result, or when the source is pageable
+  // host memory or another GPU's. A pinned source block outlives queued copies (memory.h).
+  const bool queued = out.device().is_cuda() && (source.device() == out.device() || source.is_pinned());
+  cuda::copy_bytes(out.raw_data(), out.device(), source.raw_data(), source.device(), source.nbytes(), !queued);
 #else
   LOOM_THROW("copy between ", source.device().str(), " and ", out.device().str(),
              ": this build of loom has no CUDA backend");

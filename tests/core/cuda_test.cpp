@@ -129,3 +129,32 @@ TEST_CASE("the CUDA allocator caches blocks and counts exact bytes", "[cuda][gpu
   Tensor t = Tensor::empty({1000}, DType::f32, gpu);
   CHECK(memory_stats(gpu).live_bytes - before.live_bytes == 4000);
 }
+
+TEST_CASE("pinned host staging: page-locked, counted on the host, copies to the GPU queued safely", "[cuda][gpu][memory]") {
+  const Device gpu = Device::cuda(0);
+  const std::int64_t n = 1 << 22;  // 16 MiB
+  const MemoryStats before = memory_stats(Device::cpu());
+  Tensor on_gpu = Tensor::empty({n}, DType::f32, gpu);
+  std::vector<float> expected;
+  {
+    const PinnedHostScope staging(gpu);
+    Tensor host = Tensor::empty({n});
+    REQUIRE(host.is_pinned());
+    CHECK(memory_stats(Device::cpu()).live_bytes == before.live_bytes + n * 4);
+    for (std::int64_t i = 0; i < n; ++i) host.data<float>()[i] = static_cast<float>(i % 1000);
+    expected.assign(host.data<float>(), host.data<float>() + n);
+    // Keep the stream busy, so that the copy below is still queued when its source is freed.
+    Tensor a = random_cpu({2048, 2048}, 1).to(gpu), c = Tensor::empty({2048, 2048}, DType::f32, gpu);
+    for (int i = 0; i < 20; ++i) ops::gemm(a, false, a, false, c);
+    on_gpu.copy_from(host);  // queued: the host does not wait
+  }
+  {
+    // Same size, same scope: the freed block comes back only once the copy has read it.
+    const PinnedHostScope staging(gpu);
+    Tensor reused = Tensor::empty({n});
+    std::fill(reused.data<float>(), reused.data<float>() + n, -1.0f);
+  }
+  const std::vector<float> got = on_gpu.to(Device::cpu()).to_float_vector();
+  CHECK(got == expected);
+  CHECK(memory_stats(Device::cpu()).live_bytes == before.live_bytes);
+}

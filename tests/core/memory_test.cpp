@@ -100,3 +100,30 @@ TEST_CASE("the CPU allocator reuses freed large blocks and gives them back on em
   }
   CHECK(memory_stats().reserved_bytes == start.reserved_bytes);
 }
+
+TEST_CASE("PinnedHostScope pins host memory only for a CUDA device", "[memory][pinned]") {
+  CHECK_FALSE(pinned_host_active());
+  for (Device device : {Device::cpu(), Device::sim()}) {
+    const PinnedHostScope staging(device);
+    CHECK_FALSE(pinned_host_active());
+    const Tensor host = Tensor::empty({64});
+    CHECK_FALSE(host.is_pinned());
+    CHECK(host.to(Device::sim()).to(Device::cpu()).defined());
+  }
+  {
+    const PinnedHostScope staging(Device::cuda());
+    CHECK(pinned_host_active());
+    {
+      const PinnedHostScope nested(Device::cpu());  // scopes nest
+      CHECK_FALSE(pinned_host_active());
+    }
+    CHECK(pinned_host_active());
+    const Tensor on_device = Tensor::empty({4}, DType::f32, Device::sim());  // device memory stays as it is
+    CHECK_FALSE(on_device.is_pinned());
+    if (cuda_device_count() == 0) {
+      // No GPU to pin for (a CPU-only build, or no device): a host allocation is a clear error.
+      CHECK_THROWS_AS(Tensor::empty({64}), Error);
+    }
+  }
+  CHECK_FALSE(pinned_host_active());
+}

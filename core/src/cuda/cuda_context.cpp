@@ -1,6 +1,7 @@
 #include <loom/core/cuda/context.h>
 
 #include <array>
+#include <atomic>
 #include <mutex>
 
 #include <loom/core/error.h>
@@ -12,6 +13,7 @@ constexpr int kMaxDevices = 64;
 
 struct DeviceHandles {
   std::once_flag once;
+  std::atomic<bool> ready{false};
   cudaStream_t stream = nullptr;
   cublasHandle_t cublas = nullptr;
   cudnnHandle_t cudnn = nullptr;
@@ -32,6 +34,7 @@ DeviceHandles& get(int device) {
     LOOM_CUBLAS_CHECK(cublasSetStream(h.cublas, h.stream));
     LOOM_CUDNN_CHECK(cudnnCreate(&h.cudnn));
     LOOM_CUDNN_CHECK(cudnnSetStream(h.cudnn, h.stream));
+    h.ready = true;
   });
   return h;
 }
@@ -41,5 +44,12 @@ cudaStream_t stream(int device) { return get(device).stream; }
 cublasHandle_t cublas(int device) { return get(device).cublas; }
 cudnnHandle_t cudnn(int device) { return get(device).cudnn; }
 void synchronize(int device) { LOOM_CUDA_CHECK(cudaStreamSynchronize(stream(device))); }
+
+std::vector<int> devices_in_use() {
+  std::vector<int> devices;
+  for (int d = 0; d < kMaxDevices; ++d)
+    if (handles()[d].ready) devices.push_back(d);
+  return devices;
+}
 
 }  // namespace loom::cuda

@@ -96,12 +96,11 @@ std::int64_t release_cache(int device) {
   return released;
 }
 
-void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, std::size_t bytes) {
+void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, std::size_t bytes, bool wait) {
   const int device = dst_device.is_cuda() ? dst_device.index : src_device.index;
   cudaStream_t s = stream(device);
-  cudaMemcpyKind kind = cudaMemcpyDefault;
-  LOOM_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, kind, s));
-  LOOM_CUDA_CHECK(cudaStreamSynchronize(s));
+  LOOM_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s));
+  if (wait) LOOM_CUDA_CHECK(cudaStreamSynchronize(s));
 }
 
 }  // namespace loom::cuda

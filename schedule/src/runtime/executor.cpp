@@ -161,8 +161,12 @@ void Executor::read_rows(const ChunkState& chunk, MicrobatchState& state, const 
   if (!chunk.first && !chunk.last) return;
   TensorList inputs;
   Tensor targets;
-  reader({state.rows.batch, state.rows.first, state.rows.count, chunk.first, chunk.last}, inputs, targets);
-  // The data is read into host memory; a rank computing on a device copies its rows there.
+  {
+    // The data is read into host memory (pinned for a GPU) and a rank computing on a device copies
+    // its rows there (from pinned memory without waiting: the copy runs ahead of the compute).
+    const PinnedHostScope staging(options_.device);
+    reader({state.rows.batch, state.rows.first, state.rows.count, chunk.first, chunk.last}, inputs, targets);
+  }
   if (chunk.first) {
     for (Tensor& input : inputs)
       if (input.defined()) input = input.to(options_.device);

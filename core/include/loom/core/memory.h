@@ -76,6 +76,27 @@ class MetaScope {
 };
 bool meta_build_active();
 
+// Host staging for a GPU: while a PinnedHostScope(device) with a CUDA `device` is alive on a
+// thread, that thread's host (cpu) allocations come from page-locked memory (cudaHostAlloc, cached;
+// charged to the host's ledger like any host tensor). A copy from such a tensor to the GPU is
+// queued without waiting (ops::copy), and one back to it is a direct DMA. The runtime opens it
+// where it stages for a device: the data readers' batches, the host side of host-staged stage
+// boundaries and gradient buckets. With any other device it does nothing, so callers need not ask.
+// A pinned tensor must not be written by the host while a copy from it may be queued (a fresh
+// tensor is safe: a freed pinned block is reused only once the device work queued before its
+// release has run, fenced_block_cache.h).
+class PinnedHostScope {
+ public:
+  explicit PinnedHostScope(Device device);
+  ~PinnedHostScope();
+  PinnedHostScope(const PinnedHostScope&) = delete;
+  PinnedHostScope& operator=(const PinnedHostScope&) = delete;
+
+ private:
+  bool previous_;
+};
+bool pinned_host_active();
+
 // One allocation owned by a Storage; the allocator returns it to its pool on destruction.
 struct Allocation {
   void* data = nullptr;
@@ -83,6 +104,7 @@ struct Allocation {
   Device device;
   MemoryCategory category = MemoryCategory::other;
   bool meta = false;  // made under a MetaScope: no memory behind it
+  bool pinned = false;  // page-locked host memory (PinnedHostScope)
 };
 
 // Allocates `bytes` on `device`, charged to the current category. Zero bytes is valid.

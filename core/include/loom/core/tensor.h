@@ -33,6 +33,7 @@ class Storage {
   Device device() const { return allocation_.device; }
   MemoryCategory category() const { return allocation_.category; }
   bool meta() const { return allocation_.meta; }
+  bool pinned() const { return allocation_.pinned; }
 
  private:
   Allocation allocation_;
@@ -58,6 +59,7 @@ class Tensor {
 
   bool defined() const { return storage_ != nullptr; }
   bool is_meta() const { return storage_ && storage_->meta(); }  // made under a MetaScope (memory.h)
+  bool is_pinned() const { return storage_ && storage_->pinned(); }  // page-locked host memory (PinnedHostScope)
   const Shape& shape() const { return shape_; }
   int rank() const { return shape_.rank(); }
   std::int64_t size(int dim) const { return shape_[dim]; }

@@ -7,6 +7,8 @@
 #include <cuda_runtime.h>
 #include <cudnn.h>
 
+#include <vector>
+
 namespace loom::cuda {
 
 // Makes `device` current on this thread and returns its loom stream.
@@ -15,6 +17,8 @@ cublasHandle_t cublas(int device);  // bound to stream(device)
 cudnnHandle_t cudnn(int device);    // bound to stream(device)
 // Blocks until all loom work on `device` is done.
 void synchronize(int device);
+// The devices whose loom stream exists (this process has queued work there).
+std::vector<int> devices_in_use();
 
 // Grid size for a grid-stride loop over n elements.
 inline unsigned int blocks_for(long long n, unsigned int threads = 256) {
