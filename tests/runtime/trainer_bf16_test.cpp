@@ -1,4 +1,5 @@
 // bf16 training (runtime/precision.h) under mpiexec -n 4, on the tiny gpt preset:
+//   - boundary tensors cross stages as bf16 (half the bytes) and widen back to f32 exactly;
 //   - pipelined over 4 stages it equals, bit for bit, a one-rank bf16 run written here with plain
 //     layer calls: the test's own fp32 master copy, parameters rounded to bf16 after each step,
 //     inputs, block outputs, the loss gradient and every block's input gradient rounded, the
@@ -15,6 +16,7 @@
 #include <loom/layers/optimizer.h>
 #include <loom/models/dataset.h>
 #include <loom/models/model.h>
+#include <loom/runtime/precision.h>
 #include <loom/runtime/trainer.h>
 #include <mpi.h>
 
@@ -140,6 +142,27 @@ std::vector<double> train(const runtime::TrainerConfig& config, bool* bf16_value
 }
 
 }  // namespace
+
+TEST_CASE("bf16: boundary tensors cross as bf16 and widen back exactly; fp32 sends them as they are",
+          "[runtime][bf16]") {
+  Tensor activations = Tensor::from_vector<float>({1.0f, -3.14159f, 1e-20f, 65504.5f, -0.0f, 7.0e30f}, {2, 3});
+  ops::round_to_bf16_(activations);  // as at every block boundary of a bf16 run
+  const Tensor tokens = Tensor::from_vector<std::int64_t>({3, 1, 4}, {3});
+  const TensorList list = {activations, tokens, Tensor()};
+  const TensorList wire = runtime::to_boundary(list, runtime::Precision::bf16);
+  REQUIRE(wire.size() == 3);
+  CHECK(wire[0].dtype() == DType::bf16);
+  CHECK(wire[0].nbytes() * 2 == activations.nbytes());  // half the bytes on the link
+  CHECK(wire[1].same_storage(tokens));                 // token ids pass through
+  CHECK_FALSE(wire[2].defined());
+  const TensorList back = runtime::from_boundary(wire, runtime::Precision::bf16);
+  CHECK(back[0].dtype() == DType::f32);
+  CHECK(back[0].to_double_vector() == activations.to_double_vector());  // nothing lost
+  CHECK(back[1].same_storage(tokens));
+  const TensorList plain = runtime::to_boundary(list, runtime::Precision::fp32);
+  CHECK(plain[0].same_storage(activations));
+  CHECK(runtime::from_boundary(plain, runtime::Precision::fp32)[0].same_storage(activations));
+}
 
 TEST_CASE("bf16: 4 pipeline stages equal the one-rank bf16 run bit for bit", "[runtime][bf16][mpi]") {
   REQUIRE(comm::world_size() == 4);

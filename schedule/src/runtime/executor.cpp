@@ -240,13 +240,16 @@ void Executor::backward(ChunkState& chunk, const Action& action, bool final_for_
 
 void Executor::send(ChunkState& chunk, const Action& action) {
   MicrobatchState& state = chunk.microbatches.at(action.microbatch);
+  const MemoryCategoryScope category(MemoryCategory::communication);  // bf16 copies on their way out
   if (action.op == Op::SendActivation) {
     groups_.link(chunk.virtual_stage)
-        .send(comm::Direction::forward, action.microbatch, state.outputs, state.rows.microbatch_rows);
+        .send(comm::Direction::forward, action.microbatch, to_boundary(state.outputs, options_.precision),
+              state.rows.microbatch_rows);
     state.outputs.clear();
   } else {
     groups_.link(chunk.virtual_stage - 1)
-        .send(comm::Direction::backward, action.microbatch, state.grad_inputs, state.rows.microbatch_rows);
+        .send(comm::Direction::backward, action.microbatch, to_boundary(state.grad_inputs, options_.precision),
+              state.rows.microbatch_rows);
     state.grad_inputs.clear();
   }
 }
@@ -257,12 +260,14 @@ void Executor::run_action(std::size_t index, std::int64_t first_batch, const Bat
   switch (a.op) {
     case Op::RecvActivation: {
       MicrobatchState& state = chunks_[a.chunk]->microbatches.at(a.microbatch);
-      state.inputs = state.activation_receive.wait();
+      const MemoryCategoryScope category(MemoryCategory::communication);  // as the received tensors
+      state.inputs = from_boundary(state.activation_receive.wait(), options_.precision);
       break;
     }
     case Op::RecvGradient: {
       MicrobatchState& state = chunks_[a.chunk]->microbatches.at(a.microbatch);
-      state.grad_outputs = state.gradient_receive.wait();
+      const MemoryCategoryScope category(MemoryCategory::communication);  // as the received tensors
+      state.grad_outputs = from_boundary(state.gradient_receive.wait(), options_.precision);
       break;
     }
     case Op::Forward:
@@ -328,7 +333,8 @@ void Executor::evaluate(std::int64_t batch, std::int64_t batch_size, const Batch
     ChunkState& chunk = *chunks_[a.chunk];
     MicrobatchState& state = chunk.microbatches.at(a.microbatch);
     if (a.op == Op::RecvActivation) {
-      state.inputs = state.activation_receive.wait();
+      const MemoryCategoryScope category(MemoryCategory::communication);  // as the received tensors
+      state.inputs = from_boundary(state.activation_receive.wait(), options_.precision);
     } else if (a.op == Op::SendActivation) {
       send(chunk, a);
     } else {

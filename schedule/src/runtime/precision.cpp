@@ -18,4 +18,30 @@ void round_to_bf16_(const TensorList& tensors) {
     if (t.defined() && t.dtype() == DType::f32) ops::round_to_bf16_(t);
 }
 
+namespace {
+// Every defined tensor of dtype `from` cast to `to`; the others as they are.
+TensorList cast_all(const TensorList& tensors, DType from, DType to) {
+  TensorList out;
+  out.reserve(tensors.size());
+  for (const Tensor& t : tensors) {
+    if (!t.defined() || t.dtype() != from) {
+      out.push_back(t);
+      continue;
+    }
+    Tensor cast = Tensor::empty(t.shape(), to, t.device());
+    ops::cast(t, cast);
+    out.push_back(cast);
+  }
+  return out;
+}
+}  // namespace
+
+TensorList to_boundary(const TensorList& tensors, Precision precision) {
+  return precision == Precision::bf16 ? cast_all(tensors, DType::f32, DType::bf16) : tensors;
+}
+
+TensorList from_boundary(const TensorList& tensors, Precision precision) {
+  return precision == Precision::bf16 ? cast_all(tensors, DType::bf16, DType::f32) : tensors;
+}
+
 }  // namespace loom::runtime

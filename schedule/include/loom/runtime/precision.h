@@ -36,4 +36,11 @@ const char* precision_name(Precision precision);
 // have none).
 void round_to_bf16_(const TensorList& tensors);
 
+// What crosses a stage boundary. Under bf16 every f32 boundary tensor already holds bf16 values
+// (rounded at each block boundary), so it travels as a bf16 tensor: half the bytes on the link,
+// nothing lost; the receiver widens it back to f32. fp32 sends the tensors as they are. Tensors of
+// other dtypes (token ids) and undefined ones pass through. Charged to the current category.
+TensorList to_boundary(const TensorList& tensors, Precision precision);
+TensorList from_boundary(const TensorList& tensors, Precision precision);
+
 }  // namespace loom::runtime
