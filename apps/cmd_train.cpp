@@ -107,8 +107,12 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--warmup-steps", o.warmup_steps, "linear learning-rate warm-up steps")->capture_default_str();
   cmd->add_option("--clip-norm", o.clip_norm, "clip the global gradient norm to this value (0: off)");
   cmd->add_option("--precision", o.precision,
-                  "fp32, or bf16: bf16 compute (parameters, block outputs and boundary gradients rounded) with fp32 "
-                  "master weights, accumulation and optimizer")
+                  "fp32, bf16 or fp16: 16-bit compute (parameters, block outputs, boundary tensors and GEMM operands "
+                  "rounded) with fp32 master weights, accumulation and optimizer; fp16 scales the loss dynamically")
+      ->capture_default_str();
+  cmd->add_option("--loss-scale", o.loss_scale, "fp16: the initial loss scale (halved on overflow)")->capture_default_str();
+  cmd->add_option("--loss-scale-window", o.loss_scale_window,
+                  "fp16: good steps in a row before the loss scale doubles")
       ->capture_default_str();
   cmd->add_flag("--recompute", o.recompute, "recompute activations in backward instead of keeping them");
   cmd->add_option("--ranks-per-node", o.ranks_per_node, "pretend nodes of K ranks (or a list like 3,3,2)");

@@ -53,6 +53,7 @@ class Progress {
 
   void step(const runtime::StepReport& r) {
     samples_since_log_ += shape_.global_batch;
+    skipped_since_log_ += r.skipped ? 1 : 0;
     if (r.step % o_.log_every != 0 && r.step != shape_.steps) return;
     const double rate = static_cast<double>(samples_since_log_) / std::max(1e-9, since_log_.elapsed_ms() / 1000.0);
     samples_since_log_ = 0;
@@ -63,17 +64,24 @@ class Progress {
       nlohmann::json device_by_stage = nlohmann::json::array();
       for (const DeviceMemoryInfo& d : r.stage_device_memory)
         device_by_stage.push_back({{"free_bytes", d.free_bytes}, {"total_bytes", d.total_bytes}});
-      write({{"step", r.step}, {"loss", r.loss}, {"lr", r.lr}, {"samples_per_s", rate},
-             {"peak_bytes", peaks_json(r.peaks)}, {"peak_bytes_by_stage", by_stage},
-             {"device_memory_by_stage", device_by_stage}});
+      nlohmann::json line = {{"step", r.step}, {"loss", r.loss}, {"lr", r.lr}, {"samples_per_s", rate},
+                             {"peak_bytes", peaks_json(r.peaks)}, {"peak_bytes_by_stage", by_stage},
+                             {"device_memory_by_stage", device_by_stage}};
+      if (fp16_) {
+        line["loss_scale"] = r.loss_scale;
+        line["skipped"] = r.skipped;
+      }
+      write(line);
     }
     if (bar_) {
       draw_bar(r, rate);
     } else if (!o_.quiet) {
-      std::printf("step %lld | loss %.5f | lr %.4g | %.0f samples/s | peak %s (activations %s)\n",
+      std::printf("step %lld | loss %.5f | lr %.4g | %.0f samples/s | peak %s (activations %s)%s\n",
                   static_cast<long long>(r.step), r.loss, r.lr, rate,
                   bytes_text(static_cast<double>(r.peaks[kMemoryCategoryCount])).c_str(),
-                  bytes_text(static_cast<double>(r.peaks[static_cast<std::size_t>(MemoryCategory::activations)])).c_str());
+                  bytes_text(static_cast<double>(r.peaks[static_cast<std::size_t>(MemoryCategory::activations)])).c_str(),
+                  fp16_ ? loss_scale_text(r).c_str() : "");
+      skipped_since_log_ = 0;
       std::fflush(stdout);
     }
   }
@@ -106,6 +114,21 @@ class Progress {
                  static_cast<long long>(in_epoch), static_cast<long long>(per_epoch), r.loss, rate,
                  format_duration(eta).c_str(), tty_ ? "" : "\n");
   }
+  // fp16: " | loss scale S", and how many steps since the last line were skipped for overflow.
+  std::string loss_scale_text(const runtime::StepReport& r) const {
+    int exponent = 0;
+    const bool power_of_two = std::frexp(r.loss_scale, &exponent) == 0.5;
+    char text[96];
+    if (power_of_two)
+      std::snprintf(text, sizeof text, " | loss scale 2^%d", exponent - 1);
+    else
+      std::snprintf(text, sizeof text, " | loss scale %g", r.loss_scale);
+    std::string line = text;
+    if (skipped_since_log_ > 0)
+      line += loom::detail::concat(", ", skipped_since_log_, skipped_since_log_ == 1 ? " step" : " steps",
+                                   " skipped (fp16 overflow)");
+    return line;
+  }
   void end_bar_line() {
     if (bar_ && tty_) std::fprintf(stderr, "\n");
   }
@@ -121,7 +144,8 @@ class Progress {
   std::unique_ptr<std::ofstream> metrics_;
   bool bar_ = false;
   const bool tty_ = isatty(fileno(stderr));
-  std::int64_t first_step_ = 0, samples_since_log_ = 0;
+  std::int64_t first_step_ = 0, samples_since_log_ = 0, skipped_since_log_ = 0;
+  const bool fp16_ = o_.precision == "fp16";
   Stopwatch total_, since_log_;
 };
 

@@ -20,7 +20,7 @@
 #   gpu-tests   every ctest with label gpu: the CUDA runtime, every layer's CUDA forward/backward
 #               against the CPU (fp32, 1e-4 relative), NCCL between 2 ranks where 2 GPUs exist, the
 #               Trainer on --device cuda against the CPU within 1e-4 for 10 steps (2 ranks sharing
-#               the device: the host-staged path), and the same in bf16 within 1e-2
+#               the device: the host-staged path), and the same in bf16 and fp16 within 1e-2
 #   train       `loom train --device cuda` of the gpt preset at tiny size against `--device cpu`,
 #               and the same pipelined over 2 ranks sharing the GPU (host-staged), per-step losses;
 #               with 2+ GPUs also 2 stages with --boundary-backend nccl (NCCL send/receive)
@@ -39,7 +39,8 @@
 # Where more than one GPU is visible, the gpu tests and `train` also reduce gradients and cross
 # stage boundaries over NCCL (--reduce-backend / --boundary-backend auto take NCCL where every rank
 # of the group has its own GPU); on one GPU, ranks share it and stay host-staged. bf16 training
-# runs its GEMMs on tensor cores (ops::Bf16GemmScope: bf16 x bf16 -> f32) with f32 storage.
+# runs its GEMMs on tensor cores (ops::GemmOperandScope: bf16 x bf16 -> f32) with f32 storage, fp16
+# the same with f16 operands and dynamic loss scaling.
 set -uo pipefail
 out=${1:?usage: scripts/gpu_check.sh OUT_DIR [BUILD_DIR]}
 root=$(cd "$(dirname "$0")/.." && pwd)

@@ -21,7 +21,7 @@ enum class RandomKind { uniform, normal, bernoulli };
 
 #define LOOM_BACKEND_FUNCTIONS                                                                       \
   void gemm(const GemmShape& g, const Tensor& a, const Tensor& b, Tensor& c);                         \
-  void gemm_bf16_operands(const GemmShape& g, const Tensor& a, const Tensor& b, Tensor& c);           \
+  void gemm_rounded_operands(const GemmShape& g, const Tensor& a, const Tensor& b, Tensor& c, DType operands); \
   void gemm_pointers(const GemmShape& g, DType dtype, const std::vector<const void*>& a,               \
                      const std::vector<const void*>& b, const std::vector<void*>& c);                 \
   void fill(Tensor& out, double value);                                                              \
@@ -29,7 +29,7 @@ enum class RandomKind { uniform, normal, bernoulli };
   void binary(char op, const Tensor& a, const Tensor& b, Tensor& out);                               \
   void add_scaled(const Tensor& a, double alpha, const Tensor& b, double beta, Tensor& out);         \
   void scale(Tensor& x, double alpha);                                                               \
-  void round_to_bf16(Tensor& x);                                                                     \
+  void round_to(Tensor& x, DType storage);                                                           \
   double dot(const Tensor& a, const Tensor& b);                                                      \
   void bias_add(Tensor& x, const Tensor& bias);                                                      \
   void bias_grad(const Tensor& grad, Tensor& grad_bias);                                             \
@@ -42,8 +42,9 @@ enum class RandomKind { uniform, normal, bernoulli };
 
 namespace cpu {
 LOOM_BACKEND_FUNCTIONS
-// out[i] = bf16(source[i]) in f32 storage, for `count` floats (source == out allowed).
-void round_to_bf16(const float* source, float* out, std::int64_t count);
+// out[i] = storage(source[i]) in f32 storage (storage bf16 or f16), for `count` floats (source ==
+// out allowed).
+void round_to(const float* source, float* out, std::int64_t count, DType storage);
 // Host allocator caching large blocks (cpu_memory.cpp): returns (pointer, rounded block size);
 // new_system_allocation set on a miss. deallocate and release_cache return the bytes given back
 // to the system.

@@ -79,20 +79,24 @@ GemmShape gemm_shape(const char* op, const Tensor& a, bool ta, const Tensor& b, 
 }  // namespace
 
 namespace {
-thread_local bool t_bf16_gemm = false;
+thread_local DType t_gemm_operands = DType::f32;
 
-// gemm's f32 path under a Bf16GemmScope: operands rounded to bf16, f32 accumulation and result.
+// gemm's f32 path under a GemmOperandScope: operands rounded to 16 bits, f32 accumulation and result.
 void dispatch_gemm(const GemmShape& g, const Tensor& a, const Tensor& b, Tensor& c) {
-  if (t_bf16_gemm && a.dtype() == DType::f32)
-    LOOM_DISPATCH(a.device(), gemm_bf16_operands(g, a, b, c));
+  if (t_gemm_operands != DType::f32 && a.dtype() == DType::f32)
+    LOOM_DISPATCH(a.device(), gemm_rounded_operands(g, a, b, c, t_gemm_operands));
   else
     LOOM_DISPATCH(a.device(), gemm(g, a, b, c));
 }
 }  // namespace
 
-Bf16GemmScope::Bf16GemmScope(bool on) : previous_(t_bf16_gemm) { t_bf16_gemm = on; }
-Bf16GemmScope::~Bf16GemmScope() { t_bf16_gemm = previous_; }
-bool bf16_gemm_active() { return t_bf16_gemm; }
+GemmOperandScope::GemmOperandScope(DType operands) : previous_(t_gemm_operands) {
+  LOOM_CHECK(operands == DType::f32 || operands == DType::bf16 || operands == DType::f16,
+             "GemmOperandScope: operands of f32, bf16 or f16, not ", dtype_name(operands));
+  t_gemm_operands = operands;
+}
+GemmOperandScope::~GemmOperandScope() { t_gemm_operands = previous_; }
+DType gemm_operand_dtype() { return t_gemm_operands; }
 
 void gemm(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b, Tensor& c, double alpha,
           double beta) {
@@ -236,11 +240,13 @@ void scale(Tensor& x, double alpha) {
   LOOM_DISPATCH(x.device(), scale(x, alpha));
 }
 
-void round_to_bf16_(Tensor& x) {
-  check_defined("round_to_bf16_", x, "x");
-  LOOM_CHECK(x.dtype() == DType::f32, "round_to_bf16_: expected an f32 tensor, got ", dtype_name(x.dtype()), " ",
-             x.shape().str());
-  LOOM_DISPATCH(x.device(), round_to_bf16(x));
+void round_to_(Tensor& x, DType storage) {
+  check_defined("round_to_", x, "x");
+  LOOM_CHECK(x.dtype() == DType::f32, "round_to_", dtype_name(storage), "_: expected an f32 tensor, got ",
+             dtype_name(x.dtype()), " ", x.shape().str());
+  LOOM_CHECK(storage == DType::bf16 || storage == DType::f16, "round_to_: rounds to bf16 or f16, not ",
+             dtype_name(storage));
+  LOOM_DISPATCH(x.device(), round_to(x, storage));
 }
 
 double dot(const Tensor& a, const Tensor& b) {

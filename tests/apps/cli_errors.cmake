@@ -36,7 +36,12 @@ expect_failure("not divisible by 4 micro-batches" train --stages 2 --global-batc
 expect_failure("unknown model 'resnet'" train --model resnet --stages 2 --steps 1)
 expect_failure("unknown dataset 'imagenet'" train --data imagenet --stages 2 --steps 1)
 expect_failure("unknown schedule '1f1b'" train --schedule 1f1b --stages 2 --steps 1)
-expect_failure("--precision must be fp32 or bf16, got 'fp16'" train --precision fp16 --stages 2 --steps 1)
+expect_failure("--precision must be fp32, bf16 or fp16, got 'fp8'" train --precision fp8 --stages 2 --steps 1)
+expect_failure("--precision fp16 needs a synchronous schedule (gpipe, dapple, interleaved, zb-h1), not pipedream"
+               train --precision fp16 --schedule pipedream --stages 2 --steps 1)
+expect_failure("--loss-scale must be in [2^-24, 2^64], got 0" train --precision fp16 --loss-scale 0 --stages 2 --steps 1)
+expect_failure("--loss-scale-window must be at least 1, got 0" train --precision fp16 --loss-scale-window 0 --stages 2
+               --steps 1)
 expect_failure("/nonexistent/file.txt: cannot open" train --model gpt --data text:/nonexistent/file.txt --stages 2 --steps 1)
 expect_failure("bad_plan.json" train --plan ${WORK_DIR}/bad_plan.json --steps 1)
 expect_failure("not 'mlp'" train --model mlp --plan ${WORK_DIR}/other_plan.json --steps 1)

@@ -69,13 +69,16 @@ TEST_CASE("CUDA random numbers equal the CPU ones bit for bit", "[cuda][gpu][rng
   CHECK(gpu_values.to_float_vector() == cpu_values.to_float_vector());
 }
 
-TEST_CASE("CUDA bf16 rounding equals the CPU's bit for bit", "[cuda][gpu][bf16]") {
-  Tensor x = random_cpu({4096}, 5);
-  ops::scale(x, 1e-3);  // values of every exponent band down to small ones
-  Tensor xg = x.to(Device::cuda(0));
-  ops::round_to_bf16_(x);
-  ops::round_to_bf16_(xg);
-  CHECK(ops::max_abs_error(xg.to(Device::cpu()), x) == 0.0);
+TEST_CASE("CUDA bf16 and f16 rounding equal the CPU's bit for bit", "[cuda][gpu][bf16][f16]") {
+  for (DType storage : {DType::bf16, DType::f16}) {
+    Tensor x = random_cpu({4096}, 5);
+    ops::scale(x, 1e-3);  // values of every exponent band down to small ones (f16 subnormals too)
+    Tensor xg = x.to(Device::cuda(0));
+    ops::round_to_(x, storage);
+    ops::round_to_(xg, storage);
+    INFO(dtype_name(storage));
+    CHECK(ops::max_abs_error(xg.to(Device::cpu()), x) == 0.0);
+  }
 }
 
 TEST_CASE("CUDA bf16 gemm (cuBLAS tensor cores) equals the CPU's within one bf16 step", "[cuda][gpu][bf16]") {
@@ -97,21 +100,23 @@ TEST_CASE("CUDA bf16 gemm (cuBLAS tensor cores) equals the CPU's within one bf16
     }
 }
 
-TEST_CASE("CUDA f32 gemm under Bf16GemmScope (bf16 x bf16 -> f32 tensor cores) equals the CPU's", "[cuda][gpu][bf16]") {
-  // Both round the operands to bf16 and accumulate in f32: they differ only by the order of the sums.
+TEST_CASE("CUDA f32 gemm under GemmOperandScope (bf16 / f16 x itself -> f32 tensor cores) equals the CPU's",
+          "[cuda][gpu][bf16][f16]") {
+  // Both round the operands to 16 bits and accumulate in f32: they differ only by the order of the sums.
+  for (DType operands : {DType::bf16, DType::f16})
   for (bool ta : {false, true})
     for (bool tb : {false, true}) {
       Tensor a = random_cpu(ta ? Shape{2, 512, 96} : Shape{2, 96, 512}, 4);
       Tensor b = random_cpu(tb ? Shape{2, 80, 512} : Shape{2, 512, 80}, 5);
       Tensor c = random_cpu({2, 96, 80}, 6);
       Tensor cg = c.to(Device::cuda(0));
-      const ops::Bf16GemmScope math;
+      const ops::GemmOperandScope math(operands);
       ops::gemm_strided_batched(a, ta, b, tb, c, 1.5, 0.5);
       ops::gemm_strided_batched(a.to(Device::cuda(0)), ta, b.to(Device::cuda(0)), tb, cg, 1.5, 0.5);
       const std::vector<float> cpu = c.to_float_vector(), gpu = cg.to(Device::cpu()).to_float_vector();
       double worst = 0;
       for (std::size_t i = 0; i < cpu.size(); ++i) worst = std::max(worst, std::abs(double{gpu[i]} - cpu[i]));
-      INFO("ta " << ta << " tb " << tb);
+      INFO(dtype_name(operands) << " ta " << ta << " tb " << tb);
       CHECK(worst <= 1e-4);
     }
 }

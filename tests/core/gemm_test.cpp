@@ -76,21 +76,22 @@ TEST_CASE("gemm in bf16: f32 accumulation, one rounding, on the CPU and the sim 
                                                     0.25 * 1.5 + 3.0 * 0.25, 0.25 * -2.0 + 3.0 * 3.0});
 }
 
-// Under ops::Bf16GemmScope an f32 gemm rounds its operands to bf16 and accumulates in f32 into
-// f32: against the double product of the rounded operands it is within the f32 sum's error, it is
-// not the exact f32 product (the operands here are not bf16 values), scope(false) inside restores
-// exact f32, and the inputs are left unchanged.
-TEST_CASE("gemm under Bf16GemmScope: bf16 operands, f32 accumulation and result", "[gemm][bf16]") {
+// Under ops::GemmOperandScope(bf16 or f16) an f32 gemm rounds its operands to that type and
+// accumulates in f32 into f32: against the double product of the rounded operands it is within
+// the f32 sum's error, it is not the exact f32 product (the operands here are not 16-bit values),
+// GemmOperandScope(f32) inside restores exact f32, and the inputs are left unchanged.
+TEST_CASE("gemm under GemmOperandScope: bf16 or f16 operands, f32 accumulation and result", "[gemm][bf16][f16]") {
   const long m = 19, n = 23, k = 257, batch = 2;
-  const auto rounded = [](const Tensor& t) {
-    Tensor r = t.clone();
-    ops::round_to_bf16_(r);
-    return r.to_double_vector();
-  };
+  for (DType operands : {DType::bf16, DType::f16})
   for (Device device : {Device::cpu(), Device::sim()})
     for (bool ta : {false, true})
       for (bool tb : {false, true}) {
-        INFO(device.str() << " ta " << ta << " tb " << tb);
+        INFO(dtype_name(operands) << " " << device.str() << " ta " << ta << " tb " << tb);
+        const auto rounded = [operands](const Tensor& t) {
+          Tensor r = t.clone();
+          ops::round_to_(r, operands);
+          return r.to_double_vector();
+        };
         const Tensor a = test::random_tensor(ta ? Shape{batch, k, m} : Shape{batch, m, k}, DType::f32, 4);
         const Tensor b = test::random_tensor(tb ? Shape{batch, n, k} : Shape{batch, k, n}, DType::f32, 5);
         const Tensor c = test::random_tensor({batch, m, n}, DType::f32, 6);
@@ -98,13 +99,13 @@ TEST_CASE("gemm under Bf16GemmScope: bf16 operands, f32 accumulation and result"
         const std::vector<double> ra = rounded(a), rb = rounded(b), cv = c.to_double_vector();
         Tensor mixed = c.clone().to(device), exact = c.clone().to(device);
         {
-          const ops::Bf16GemmScope math;
-          CHECK(ops::bf16_gemm_active());
+          const ops::GemmOperandScope math(operands);
+          CHECK(ops::gemm_operand_dtype() == operands);
           ops::gemm_strided_batched(a.to(device), ta, b.to(device), tb, mixed, 0.5, -1.5);
-          const ops::Bf16GemmScope off(false);
+          const ops::GemmOperandScope off(DType::f32);
           ops::gemm_strided_batched(a.to(device), ta, b.to(device), tb, exact, 0.5, -1.5);
         }
-        CHECK_FALSE(ops::bf16_gemm_active());
+        CHECK(ops::gemm_operand_dtype() == DType::f32);
         CHECK(a.to_double_vector() == a_before);
         const std::vector<double> got = mixed.to(Device::cpu()).to_double_vector();
         const std::vector<double> plain = exact.to(Device::cpu()).to_double_vector();
@@ -120,7 +121,7 @@ TEST_CASE("gemm under Bf16GemmScope: bf16 operands, f32 accumulation and result"
           }
         }
         CHECK(worst < 2e-5);  // f32 accumulation of k = 257 products of magnitude < 1
-        CHECK(moved > 1e-3);  // the rounding of the operands shows
+        CHECK(moved > (operands == DType::bf16 ? 1e-3 : 1e-4));  // the rounding of the operands shows (f16: 3 bits finer)
       }
 }
 

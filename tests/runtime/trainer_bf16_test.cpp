@@ -3,141 +3,35 @@
 //   - pipelined over 4 stages it equals, bit for bit, a one-rank bf16 run written here with plain
 //     layer calls: the test's own fp32 master copy, parameters rounded to bf16 after each step,
 //     inputs, block outputs, the loss gradient and every block's input gradient rounded, the
-//     blocks run under ops::Bf16GemmScope (their GEMMs on bf16 operands);
+//     blocks run under ops::GemmOperandScope (their GEMMs on bf16 operands;
+//     mixed_precision_reference.h);
 //   - after 200 steps of Adam its loss is within 2% of the fp32 run's (measured with bf16 GEMM
 //     operands: 2.5001 against 2.5164 on one machine, 2.4744 against 2.5152 on an AVX-512 EPYC,
 //     1.6%), and not equal to it (rounding happens), and its parameters are
 //     bf16 values;
 //   - a resume from a bf16 checkpoint (the fp32 masters) continues the curve bit for bit, and a
 //     resume with another --precision is refused by name.
-#include <loom/comm/partition.h>
 #include <loom/comm/runtime.h>
 #include <loom/core/ops.h>
-#include <loom/layers/optimizer.h>
-#include <loom/models/dataset.h>
-#include <loom/models/model.h>
 #include <loom/runtime/precision.h>
 #include <loom/runtime/trainer.h>
-#include <mpi.h>
 
 #include <catch2/catch.hpp>
 #include <cmath>
-#include <cstring>
 #include <filesystem>
 
+#include "mixed_precision_reference.h"
 #include "run_dir.h"
 
 using namespace loom;
+using test::gpt_run;
 
 namespace {
-
-runtime::TrainerConfig gpt_run(const std::string& precision, std::int64_t steps) {
-  runtime::TrainerConfig c;
-  c.model = "gpt";
-  c.size = "tiny";
-  c.stages = 4;
-  c.microbatches = 4;
-  c.global_batch = 16;
-  c.steps = steps;
-  c.optimizer = "sgd";
-  c.momentum = 0.0;
-  c.lr = 0.5;
-  c.lr_schedule = "constant";
-  c.seed = 11;
-  c.threads = 1;
-  c.precision = precision;
-  return c;
-}
-
-void round_all(const TensorList& tensors) {
-  for (Tensor t : tensors)
-    if (t.defined() && t.dtype() == DType::f32) ops::round_to_bf16_(t);
-}
-
-// The one-rank bf16 reference: SGD (momentum 0) on fp32 masters, micro-batches
-// as the Trainer reads them.
-std::vector<double> bf16_sequentially(const runtime::TrainerConfig& c) {
-  const ModelSpec spec = make_model(c.model, c.overrides, parse_model_size(c.size));
-  auto data = open_dataset("synthetic", DatasetSplit::train, spec.data, c.seed);
-  auto model = spec.build_all();
-  model->initialize(c.seed);
-  LayerPtr loss = spec.make_loss();
-  std::vector<Parameter> masters;
-  std::vector<Parameter*> weights;
-  for (const NamedParameter& p : trainable_parameters(*model)) {
-    masters.push_back({p.parameter->name, p.parameter->value.clone(), p.parameter->grad, p.parameter->init, true});
-    weights.push_back(p.parameter);
-  }
-  std::vector<NamedParameter> named;
-  for (Parameter& m : masters) named.push_back({m.name, &m});
-  Sgd sgd(named, SgdOptions{0.0, 0.0, false, 0.0});
-  const auto publish = [&] {
-    for (std::size_t i = 0; i < weights.size(); ++i) {
-      ops::copy(masters[i].value, weights[i]->value);
-      ops::round_to_bf16_(weights[i]->value);
-    }
-  };
-  publish();
-  const std::vector<std::int64_t> order = epoch_order(data->size(), c.seed, 0);
-  std::vector<double> losses;
-  for (std::int64_t step = 0; step < c.steps; ++step) {
-    double total = 0;
-    for (int j = 0; j < c.microbatches; ++j) {
-      const comm::Range rows = comm::even_split(c.global_batch, c.microbatches, j);
-      const std::vector<std::int64_t> indices(order.begin() + step * c.global_batch + rows.begin,
-                                              order.begin() + step * c.global_batch + rows.end);
-      Tensor x, y;
-      data->read(indices, x, y);
-      Context ctx, loss_ctx;
-      for (Context* context : {&ctx, &loss_ctx}) {
-        context->seed = c.seed;
-        context->step = static_cast<std::uint64_t>(step);
-        context->first_sample = rows.begin;
-      }
-      loss_ctx.loss_denominator = static_cast<double>(c.global_batch * spec.targets_per_sample);
-      TensorList h = {x};
-      round_all(h);
-      {
-        const ops::Bf16GemmScope math;  // the blocks' GEMMs on bf16 operands
-        for (std::size_t b = 0; b < model->size(); ++b) {
-          h = model->block(b).forward(h, ctx.child(b));
-          round_all(h);
-        }
-      }
-      const Tensor value = loss->forward({h[0], y}, loss_ctx)[0];
-      total += value.item();
-      TensorList g = {loss->backward({Tensor::full({}, 1.0, value.dtype(), value.device())}, loss_ctx)[0]};
-      round_all(g);
-      const ops::Bf16GemmScope math;
-      for (std::size_t b = model->size(); b-- > 0;) {
-        g = model->block(b).backward(g, ctx.child(b));
-        round_all(g);
-      }
-    }
-    losses.push_back(total);
-    sgd.step(c.lr);
-    sgd.zero_grad();
-    publish();
-  }
-  return losses;
-}
 
 std::vector<double> train(const runtime::TrainerConfig& config, bool* bf16_values = nullptr) {
   runtime::Trainer trainer(config);
   const std::vector<double> losses = trainer.run().losses;
-  if (bf16_values) {
-    *bf16_values = true;
-    for (Chain* chunk : trainer.chunks())
-      for (const NamedParameter& p : trainable_parameters(*chunk))
-        for (float v : p.parameter->value.to_float_vector()) {
-          std::uint32_t bits;
-          std::memcpy(&bits, &v, 4);
-          *bf16_values = *bf16_values && (bits & 0xffffu) == 0;
-        }
-    int all = *bf16_values ? 1 : 0;
-    MPI_Allreduce(MPI_IN_PLACE, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    *bf16_values = all == 1;
-  }
+  if (bf16_values) *bf16_values = test::parameters_are(trainer, DType::bf16);
   return losses;
 }
 
@@ -167,7 +61,7 @@ TEST_CASE("bf16: boundary tensors cross as bf16 and widen back exactly; fp32 sen
 TEST_CASE("bf16: 4 pipeline stages equal the one-rank bf16 run bit for bit", "[runtime][bf16][mpi]") {
   REQUIRE(comm::world_size() == 4);
   const runtime::TrainerConfig config = gpt_run("bf16", 4);
-  const std::vector<double> reference = bf16_sequentially(config);
+  const std::vector<double> reference = test::mixed_precision_sequentially(config);
   const std::vector<double> pipelined = train(config);
   REQUIRE(pipelined.size() == 4);
   for (std::size_t k = 0; k < reference.size(); ++k) {
@@ -221,5 +115,7 @@ TEST_CASE("bf16: a resume continues bit for bit; another --precision is refused"
                     Catch::Contains("manifest.json") &&
                         Catch::Contains("trained with --precision bf16, this run has --precision fp32"));
   resumed.precision = "fp16";
-  CHECK_THROWS_WITH(runtime::Trainer(resumed), Catch::Contains("--precision must be fp32 or bf16, got 'fp16'"));
+  CHECK_THROWS_WITH(runtime::Trainer(resumed), Catch::Contains("trained with --precision bf16, this run has --precision fp16"));
+  resumed.precision = "fp8";
+  CHECK_THROWS_WITH(runtime::Trainer(resumed), Catch::Contains("--precision must be fp32, bf16 or fp16, got 'fp8'"));
 }

@@ -2,8 +2,8 @@
 // with 77, which ctest reports as skipped). Under mpiexec -n 2 both ranks take their GPU from the
 // local rank (one GPU: both share it, the host-staged path), train the tiny mlp and gpt 2 stages x
 // 1 replica for 10 steps, and every loss is within 1e-4 (relative) of the same run on the CPU; with
-// --precision bf16 (tensor-core GEMMs on the GPU, rounded copies on the CPU) within 1e-2: the f32
-// sums' order differs, and a value next to a bf16 rounding boundary may land one bf16 step (2^-8)
+// --precision bf16 or fp16 (tensor-core GEMMs on the GPU, rounded copies on the CPU) within 1e-2:
+// the f32 sums' order differs, and a value next to a rounding boundary may land one 16-bit step
 // apart, which training carries on.
 #include <cmath>
 #include <cstdio>
@@ -18,14 +18,14 @@
 
 using namespace loom;
 
-TEST_CASE("Trainer --device cuda trains like the CPU (fp32 within 1e-4, bf16 within 1e-2)",
+TEST_CASE("Trainer --device cuda trains like the CPU (fp32 within 1e-4, bf16 and fp16 within 1e-2)",
           "[runtime][device][gpu][mpi]") {
   if (!cuda_compiled() || cuda_device_count() == 0) {
     std::printf("skipped: no GPU (%s)\n", cuda_compiled() ? "no CUDA device" : "built without CUDA");
     std::fflush(stdout);
     std::exit(77);
   }
-  for (const std::string precision : {"fp32", "bf16"}) {
+  for (const std::string precision : {"fp32", "bf16", "fp16"}) {
     const double tolerance = precision == "fp32" ? 1e-4 : 1e-2;
     for (const std::string model : {"mlp", "gpt"}) {
       INFO("model " << model << ", precision " << precision);

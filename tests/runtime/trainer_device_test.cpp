@@ -245,3 +245,26 @@ TEST_CASE("Trainer on distinct sim devices: device-direct boundaries equal the C
     }
   }
 }
+
+// bf16 and fp16 on the sim device: the casts of 16-bit boundary tensors, the rounding, the masters
+// and (fp16) the loss scale's skip decision all stay on the device, host-staged and device-direct,
+// and train exactly as on the CPU.
+TEST_CASE("Trainer in bf16 and fp16 on sim devices equals the CPU run", "[runtime][device][sim][mpi]") {
+  REQUIRE(comm::world_size() == 4);
+  for (const std::string precision : {"bf16", "fp16"}) {
+    INFO("precision " << precision);
+    runtime::TrainerConfig cpu = config_for("gpt", "cpu"), sim = config_for("gpt", "sim");
+    cpu.precision = sim.precision = precision;
+    const Run reference = train(cpu);
+    CHECK(train(sim).losses == reference.losses);  // one shared sim device: host-staged boundaries
+    setenv("LOOM_SIM_DEVICES", "4", 1);
+    std::vector<double> losses;
+    {
+      runtime::Trainer trainer(sim);
+      CHECK(trainer.groups().link(0).path() == comm::BoundaryPath::device_direct);
+      losses = trainer.run({}).losses;
+    }
+    unsetenv("LOOM_SIM_DEVICES");
+    CHECK(losses == reference.losses);
+  }
+}

@@ -70,10 +70,15 @@ void scale(Tensor& x, double alpha) {
   });
 }
 
-void round_to_bf16(Tensor& x) { round_to_bf16(static_cast<const float*>(x.raw_data()), static_cast<float*>(x.raw_data()), x.numel()); }
+void round_to(Tensor& x, DType storage) {
+  round_to(static_cast<const float*>(x.raw_data()), static_cast<float*>(x.raw_data()), x.numel(), storage);
+}
 
-void round_to_bf16(const float* source, float* out, std::int64_t count) {
-  for (std::int64_t i = 0; i < count; ++i) out[i] = half::bf16_to_float(half::float_to_bf16(source[i]));
+void round_to(const float* source, float* out, std::int64_t count, DType storage) {
+  if (storage == DType::bf16)
+    for (std::int64_t i = 0; i < count; ++i) out[i] = half::bf16_to_float(half::float_to_bf16(source[i]));
+  else
+    for (std::int64_t i = 0; i < count; ++i) out[i] = half::f16_to_float(half::float_to_f16(source[i]));
 }
 
 double dot(const Tensor& a, const Tensor& b) {

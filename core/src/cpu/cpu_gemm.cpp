@@ -133,12 +133,13 @@ void gemm_bf16(const GemmShape& g, const Tensor& a, const Tensor& b, Tensor& c) 
 }
 }  // namespace
 
-// f32 operands rounded to bf16 (rounded copies), an f32 GEMM into the f32 c (ops.h, Bf16GemmScope).
-void gemm_bf16_operands(const GemmShape& g, const Tensor& a, const Tensor& b, Tensor& c) {
+// f32 operands rounded to bf16 or f16 (rounded copies), an f32 GEMM into the f32 c (ops.h,
+// GemmOperandScope).
+void gemm_rounded_operands(const GemmShape& g, const Tensor& a, const Tensor& b, Tensor& c, DType operands) {
   MemoryCategoryScope scratch(MemoryCategory::workspace);
-  const auto rounded = [](const Tensor& t) {
+  const auto rounded = [operands](const Tensor& t) {
     Tensor copy = Tensor::empty(t.shape(), DType::f32, t.device());
-    round_to_bf16(t.data<float>(), copy.data<float>(), t.numel());
+    round_to(t.data<float>(), copy.data<float>(), t.numel(), operands);
     return copy;
   };
   const Tensor rounded_a = rounded(a), rounded_b = rounded(b);

@@ -49,18 +49,20 @@ void gemm(const GemmShape& g, const Tensor& a, const Tensor& b, Tensor& c) {
   }
 }
 
-// f32 operands cast to bf16, cuBLAS's bf16 x bf16 -> f32 GEMM on tensor cores (ops.h, Bf16GemmScope).
-void gemm_bf16_operands(const GemmShape& g, const Tensor& a, const Tensor& b, Tensor& c) {
+// f32 operands cast to bf16 or f16, cuBLAS's 16-bit x 16-bit -> f32 GEMM on tensor cores (ops.h,
+// GemmOperandScope).
+void gemm_rounded_operands(const GemmShape& g, const Tensor& a, const Tensor& b, Tensor& c, DType operands) {
   if (g.m == 0 || g.n == 0) return;
   MemoryCategoryScope scratch(MemoryCategory::workspace);
-  Tensor a16 = Tensor::empty(a.shape(), DType::bf16, a.device()), b16 = Tensor::empty(b.shape(), DType::bf16, b.device());
+  const cudaDataType_t type = operands == DType::bf16 ? CUDA_R_16BF : CUDA_R_16F;
+  Tensor a16 = Tensor::empty(a.shape(), operands, a.device()), b16 = Tensor::empty(b.shape(), operands, b.device());
   cast(a, a16);
   cast(b, b16);
   const ColumnMajor cm = column_major(g);
   const float alpha = static_cast<float>(g.alpha), beta = static_cast<float>(g.beta);
   LOOM_CUBLAS_CHECK(cublasGemmStridedBatchedEx(cublas(a.device().index), op(g.transpose_b), op(g.transpose_a), cm.m, cm.n,
-                                               cm.k, &alpha, b16.raw_data(), CUDA_R_16BF, std::max(cm.lda, 1), g.stride_b,
-                                               a16.raw_data(), CUDA_R_16BF, std::max(cm.ldb, 1), g.stride_a, &beta,
+                                               cm.k, &alpha, b16.raw_data(), type, std::max(cm.lda, 1), g.stride_b,
+                                               a16.raw_data(), type, std::max(cm.ldb, 1), g.stride_a, &beta,
                                                c.raw_data(), CUDA_R_32F, cm.ldc, g.stride_c, static_cast<int>(g.batch),
                                                CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }

@@ -48,9 +48,12 @@ __global__ void scale_kernel(T* x, T alpha, long long n) {
   LOOM_GRID_STRIDE(i, n) x[i] *= alpha;
 }
 
-// The CPU's rounding function (half.h), element by element: bf16 values in f32 storage.
+// The CPU's rounding functions (half.h), element by element: bf16 or f16 values in f32 storage.
 __global__ void round_to_bf16_kernel(float* x, long long n) {
   LOOM_GRID_STRIDE(i, n) x[i] = half::bf16_to_float(half::float_to_bf16(x[i]));
+}
+__global__ void round_to_f16_kernel(float* x, long long n) {
+  LOOM_GRID_STRIDE(i, n) x[i] = half::f16_to_float(half::float_to_f16(x[i]));
 }
 
 // One block: deterministic tree reduction of a*b in double.
@@ -220,10 +223,11 @@ void scale(Tensor& x, double alpha) {
   check_launch();
 }
 
-void round_to_bf16(Tensor& x) {
+void round_to(Tensor& x, DType storage) {
   const long long n = x.numel();
   if (n == 0) return;
-  round_to_bf16_kernel<<<blocks_for(n), kThreads, 0, stream_of(x)>>>(static_cast<float*>(x.raw_data()), n);
+  auto* kernel = storage == DType::bf16 ? round_to_bf16_kernel : round_to_f16_kernel;
+  kernel<<<blocks_for(n), kThreads, 0, stream_of(x)>>>(static_cast<float*>(x.raw_data()), n);
   check_launch();
 }
 

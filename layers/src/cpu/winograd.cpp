@@ -278,7 +278,7 @@ Tensor transform_filter(const Tensor& weight, bool backward_data) {
 bool chunks_in_parallel(std::size_t chunks) { return chunks >= 2 * static_cast<std::size_t>(num_threads()); }
 
 void convolve(const Tensor& x, const Tensor& u, std::int64_t padding, const Tensor& bias, Tensor& y) {
-  const ops::Bf16GemmScope exact(false);  // a convolution: f32 under bf16 training, as cuDNN's on a GPU
+  const ops::GemmOperandScope exact(DType::f32);  // a convolution: f32 under mixed precision, as cuDNN's on a GPU
   const std::int64_t batch = x.size(0), in = x.size(1), out = u.size(1);
   const Tiling g(x.size(2), x.size(3), padding);
   const std::vector<Chunk> chunks = plan_chunks(batch, g, std::max(in, out), x.element_size());
@@ -306,7 +306,7 @@ void convolve(const Tensor& x, const Tensor& u, std::int64_t padding, const Tens
 }
 
 void accumulate_filter_gradient(const Tensor& x, const Tensor& grad_y, std::int64_t padding, Tensor& weight_grad) {
-  const ops::Bf16GemmScope exact(false);  // a convolution: f32 under bf16 training, as cuDNN's on a GPU
+  const ops::GemmOperandScope exact(DType::f32);  // a convolution: f32 under mixed precision, as cuDNN's on a GPU
   const std::int64_t batch = x.size(0), in = x.size(1), out = grad_y.size(1);
   const Tiling g(x.size(2), x.size(3), padding);
   const std::vector<Chunk> chunks = plan_chunks(batch, g, std::max(in, out), x.element_size());

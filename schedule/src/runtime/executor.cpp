@@ -107,7 +107,7 @@ Executor::Executor(const schedule::Schedule& schedule, int stage, comm::ProcessG
     state->replica = replica_index(groups, state->virtual_stage);
     LOOM_CHECK(!state->last || loss != nullptr, "executor: the last virtual stage needs a loss layer");
     state->runner = std::make_unique<StageRunner>(*chunks[c], state->last ? loss : nullptr,
-                                                  StageRunnerOptions{options_.seed, options_.recompute, options_.precision});
+                                                  StageRunnerOptions{options_.seed, options_.recompute, options_.precision, options_.loss_scale});
     std::vector<Tensor> gradients;
     for (std::size_t b = 0; b < chunks[c]->size(); ++b) {
       state->block_gradients.emplace_back();

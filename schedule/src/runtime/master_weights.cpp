@@ -7,7 +7,7 @@
 
 namespace loom::runtime {
 
-MasterWeights::MasterWeights(const std::vector<NamedParameter>& parameters) {
+MasterWeights::MasterWeights(const std::vector<NamedParameter>& parameters, DType values) : values_(values) {
   MemoryCategoryScope scope(MemoryCategory::parameters);
   for (const NamedParameter& p : parameters) {
     auto master = std::make_unique<Parameter>();
@@ -32,7 +32,7 @@ std::vector<NamedParameter> MasterWeights::parameters() {
 void MasterWeights::publish() {
   for (std::size_t i = 0; i < masters_.size(); ++i) {
     ops::copy(masters_[i]->value, model_[i]->value);
-    ops::round_to_bf16_(model_[i]->value);
+    ops::round_to_(model_[i]->value, values_);
   }
 }
 

@@ -47,15 +47,29 @@ OptimizerStep::OptimizerStep(const OptimizerConfig& config, std::vector<NamedPar
   schedule_.total_steps = total_steps;
 }
 
-double OptimizerStep::clip_factor() {
-  if (clip_norm_ <= 0) return 1.0;
+double OptimizerStep::global_sum_of_squares() {
   double sum_of_squares = contributes_norm_ ? optimizer_->grad_sum_of_squares() : 0.0;
   if (norm_group_) norm_group_->allreduce(&sum_of_squares, 1, DType::f64);
+  return sum_of_squares;
+}
+
+double OptimizerStep::clip_factor() {
+  if (clip_norm_ <= 0) return 1.0;
+  const double sum_of_squares = global_sum_of_squares();
   LOOM_CHECK(std::isfinite(sum_of_squares), "the global gradient norm is not finite (", sum_of_squares,
              "); training diverged (lower --lr)");
   return clip_scale(sum_of_squares, clip_norm_);
 }
 
 void OptimizerStep::operator()(std::int64_t step) { optimizer_->step(schedule_.at(step), clip_factor()); }
+
+bool OptimizerStep::step_unscaled(std::int64_t step, double loss_scale) {
+  // A non-finite gradient anywhere makes the global sum of squares inf or NaN on every rank.
+  const double sum_of_squares = global_sum_of_squares();
+  if (!std::isfinite(sum_of_squares)) return false;
+  const double clip = clip_norm_ > 0 ? clip_scale(sum_of_squares / (loss_scale * loss_scale), clip_norm_) : 1.0;
+  optimizer_->step(schedule_.at(step), clip / loss_scale);
+  return true;
+}
 
 }  // namespace loom::runtime

@@ -8,14 +8,32 @@ namespace loom::runtime {
 Precision parse_precision(const std::string& name) {
   if (name == "fp32") return Precision::fp32;
   if (name == "bf16") return Precision::bf16;
-  LOOM_THROW("--precision must be fp32 or bf16, got '", name, "'");
+  if (name == "fp16") return Precision::fp16;
+  LOOM_THROW("--precision must be fp32, bf16 or fp16, got '", excerpt(name), "'");
 }
 
-const char* precision_name(Precision precision) { return precision == Precision::bf16 ? "bf16" : "fp32"; }
+const char* precision_name(Precision precision) {
+  switch (precision) {
+    case Precision::fp32: return "fp32";
+    case Precision::bf16: return "bf16";
+    case Precision::fp16: return "fp16";
+  }
+  return "?";
+}
 
-void round_to_bf16_(const TensorList& tensors) {
+DType value_dtype(Precision precision) {
+  switch (precision) {
+    case Precision::fp32: return DType::f32;
+    case Precision::bf16: return DType::bf16;
+    case Precision::fp16: return DType::f16;
+  }
+  return DType::f32;
+}
+
+void round_to_precision_(const TensorList& tensors, Precision precision) {
+  if (precision == Precision::fp32) return;
   for (Tensor t : tensors)  // a handle: the storage is shared, rounded in place
-    if (t.defined() && t.dtype() == DType::f32) ops::round_to_bf16_(t);
+    if (t.defined() && t.dtype() == DType::f32) ops::round_to_(t, value_dtype(precision));
 }
 
 namespace {
@@ -37,11 +55,11 @@ TensorList cast_all(const TensorList& tensors, DType from, DType to) {
 }  // namespace
 
 TensorList to_boundary(const TensorList& tensors, Precision precision) {
-  return precision == Precision::bf16 ? cast_all(tensors, DType::f32, DType::bf16) : tensors;
+  return precision == Precision::fp32 ? tensors : cast_all(tensors, DType::f32, value_dtype(precision));
 }
 
 TensorList from_boundary(const TensorList& tensors, Precision precision) {
-  return precision == Precision::bf16 ? cast_all(tensors, DType::bf16, DType::f32) : tensors;
+  return precision == Precision::fp32 ? tensors : cast_all(tensors, value_dtype(precision), DType::f32);
 }
 
 }  // namespace loom::runtime

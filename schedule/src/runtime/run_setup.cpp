@@ -6,6 +6,8 @@
 #include <loom/comm/parallel_layout.h>
 #include <loom/comm/partition.h>
 #include <loom/core/error.h>
+#include <loom/runtime/loss_scaler.h>
+#include <loom/runtime/precision.h>
 #include <loom/schedule/schedule_kind.h>
 
 namespace loom::runtime::detail {
@@ -31,6 +33,8 @@ void validate_config(const TrainerConfig& o) {
   LOOM_CHECK(o.plan.empty() || o.schedule.empty(), "--schedule ", o.schedule, " and --plan ", o.plan,
              " do not go together: the plan names its schedule (edit the plan, or drop --plan)");
   if (!o.schedule.empty()) schedule::parse_schedule_kind(o.schedule);
+  parse_precision(o.precision);
+  validate(LossScalerOptions{o.loss_scale, o.loss_scale_window});
 }
 
 StagePartition partition_from_config(const TrainerConfig& o, const ModelSpec& spec, int world, int chunks) {

@@ -33,14 +33,14 @@ const Tensor& StageRunner::loss(int microbatch) const {
 }
 
 void StageRunner::at_block_boundary(const TensorList& tensors) const {
-  if (options_.precision == Precision::bf16) round_to_bf16_(tensors);
+  round_to_precision_(tensors, options_.precision);
 }
 
-ops::Bf16GemmScope StageRunner::block_math() const { return ops::Bf16GemmScope(options_.precision == Precision::bf16); }
+ops::GemmOperandScope StageRunner::block_math() const { return ops::GemmOperandScope(value_dtype(options_.precision)); }
 
 TensorList StageRunner::chain_forward(const TensorList& inputs, Context& ctx) {
   MemoryCategoryScope scope(MemoryCategory::activations);  // as Sequential::forward
-  const ops::Bf16GemmScope math = block_math();
+  const ops::GemmOperandScope math = block_math();
   at_block_boundary(inputs);  // the first stage's data (received boundary tensors are rounded already)
   TensorList x = inputs;
   for (std::size_t b = 0; b < chain_.size(); ++b) {
@@ -84,8 +84,9 @@ TensorList StageRunner::start_backward(Microbatch& mb, TensorList grad_outputs) 
   MemoryCategoryScope scope(MemoryCategory::workspace);
   if (!loss_) return grad_outputs;
   const Tensor& value = mb.loss.at(0);
-  Tensor one = Tensor::full({}, 1.0, value.dtype(), value.device());
-  TensorList grad = {loss_->backward({one}, mb.loss_ctx).at(0)};
+  const double scale = options_.loss_scale ? *options_.loss_scale : 1.0;
+  Tensor seed = Tensor::full({}, scale, value.dtype(), value.device());
+  TensorList grad = {loss_->backward({seed}, mb.loss_ctx).at(0)};
   at_block_boundary(grad);
   mb.loss_ctx.clear();
   mb.loss.clear();
@@ -96,7 +97,7 @@ TensorList StageRunner::backward(int microbatch, TensorList grad_outputs, const 
   Microbatch& mb = at(microbatch);
   TensorList grad = start_backward(mb, std::move(grad_outputs));
   MemoryCategoryScope scope(MemoryCategory::workspace);
-  const ops::Bf16GemmScope math = block_math();
+  const ops::GemmOperandScope math = block_math();
   for (std::size_t b = chain_.size(); b-- > 0;) {
     grad = chain_.block(b).backward(grad, mb.ctx.child(b));
     at_block_boundary(grad);
@@ -111,7 +112,7 @@ TensorList StageRunner::backward_input(int microbatch, TensorList grad_outputs) 
   TensorList grad = start_backward(mb, std::move(grad_outputs));
   MemoryCategoryScope scope(MemoryCategory::workspace);
   MemoryCategoryScope kept(MemoryCategory::activations);  // as Sequential::backward_input
-  const ops::Bf16GemmScope math = block_math();
+  const ops::GemmOperandScope math = block_math();
   for (std::size_t b = chain_.size(); b-- > 0;) {
     grad = chain_.block(b).backward_input(grad, mb.ctx.child(b));
     at_block_boundary(grad);
@@ -122,7 +123,7 @@ TensorList StageRunner::backward_input(int microbatch, TensorList grad_outputs) 
 void StageRunner::backward_weight(int microbatch, const BlockDone& on_block_done) {
   Microbatch& mb = at(microbatch);
   MemoryCategoryScope scope(MemoryCategory::workspace);
-  const ops::Bf16GemmScope math = block_math();
+  const ops::GemmOperandScope math = block_math();
   if (on_block_done) {
     for (std::size_t b = chain_.size(); b-- > 0;) {
       chain_.block(b).backward_weight(mb.ctx.child(b));

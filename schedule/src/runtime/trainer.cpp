@@ -23,6 +23,7 @@
 #include <loom/core/timer.h>
 #include <loom/planner/plan_file.h>
 #include <loom/runtime/executor.h>
+#include <loom/runtime/loss_scaler.h>
 #include <loom/runtime/master_weights.h>
 #include <loom/runtime/optimizer_step.h>
 #include <loom/runtime/trace_recorder.h>
@@ -52,7 +53,8 @@ struct TrainerState {
   std::vector<Chain*> chunks;
   LayerPtr loss;
   bool first_replica = false;  // replica 0 of every stage it holds: counts in the norm, writes checkpoints
-  std::unique_ptr<MasterWeights> masters;  // bf16 only: the fp32 weights the optimizer updates
+  std::unique_ptr<MasterWeights> masters;  // bf16, fp16: the fp32 weights the optimizer updates
+  std::unique_ptr<LossScaler> scaler;      // fp16 only
   std::unique_ptr<OptimizerStep> optimizer;
   CheckpointLayout checkpoint_layout;
   std::vector<NamedParameter> checkpoint_parameters;  // buffers too (BatchNorm statistics)
@@ -87,6 +89,9 @@ void resolve(detail::TrainerState& s, int world) {
   }
   LOOM_CHECK(s.shape.microbatches >= 1, "--microbatches must be at least 1, got ", s.shape.microbatches);
   const schedule::ScheduleKind kind = schedule::parse_schedule_kind(s.shape.schedule);
+  LOOM_CHECK(parse_precision(o.precision) != Precision::fp16 || !schedule::is_asynchronous(kind), "--precision fp16 ",
+             "needs a synchronous schedule (gpipe, dapple, interleaved, zb-h1), not ", s.shape.schedule,
+             ": its loss scaling skips whole steps on every rank (use --precision bf16)");
   s.shape.chunks = kind == schedule::ScheduleKind::interleaved ? o.chunks : 1;
   s.partition = plan ? detail::partition_from_plan(*plan, o.plan, s.spec, world)
                      : detail::partition_from_config(o, s.spec, world, s.shape.chunks);
@@ -168,12 +173,13 @@ void build(detail::TrainerState& s, int rank) {
   s.loss = s.spec.make_loss();
   s.loss->to(s.device);
   const Precision precision = parse_precision(o.precision);
-  if (precision == Precision::bf16) {
-    s.masters = std::make_unique<MasterWeights>(trainable);
+  if (precision != Precision::fp32) {
+    s.masters = std::make_unique<MasterWeights>(trainable, value_dtype(precision));
     trainable = s.masters->parameters();
     s.checkpoint_parameters = with_masters(s.checkpoint_parameters, trainable);
     s.masters->publish();
   }
+  if (precision == Precision::fp16) s.scaler = std::make_unique<LossScaler>(LossScalerOptions{o.loss_scale, o.loss_scale_window});
   s.optimizer = std::make_unique<OptimizerStep>(detail::optimizer_config(o), trainable, s.shape.steps,
                                                 &s.groups->world(), s.first_replica);
 
@@ -184,12 +190,19 @@ void build(detail::TrainerState& s, int rank) {
   eo.count_targets = s.spec.data.task == TokenTask::masked && s.spec.data.input_dtype == DType::i64;
   eo.recompute = o.recompute;
   eo.precision = precision;
+  eo.loss_scale = s.scaler ? s.scaler->scale_address() : nullptr;
   eo.device = s.device;
   eo.buckets.bucket_bytes = static_cast<std::int64_t>(o.bucket_mb * 1024 * 1024);
   eo.buckets.algorithm = comm::parse_algorithm(o.allreduce);
   eo.buckets.op = comm::ReduceOp::sum;  // losses are already divided by the global batch
   Executor::StepFunction step = std::ref(*s.optimizer);
-  if (s.masters)  // the layers compute with the updated masters rounded to bf16
+  if (s.scaler)  // fp16: unscale, or skip the step where any gradient overflowed; then rescale
+    step = [optimizer = s.optimizer.get(), masters = s.masters.get(), scaler = s.scaler.get()](std::int64_t batch) {
+      const bool stepped = optimizer->step_unscaled(batch, scaler->scale());
+      scaler->update(!stepped);
+      if (stepped) masters->publish();
+    };
+  else if (s.masters)  // the layers compute with the updated masters rounded to 16 bits
     step = [optimizer = s.optimizer.get(), masters = s.masters.get()](std::int64_t batch) {
       (*optimizer)(batch);
       masters->publish();
@@ -208,7 +221,7 @@ void build(detail::TrainerState& s, int rank) {
 void resume(detail::TrainerState& s) {
   const TrainerConfig& o = s.config;
   const ResumePoint point = load_training_checkpoint(s.groups->world(), o.resume, s.checkpoint_layout,
-                                                     s.checkpoint_parameters, s.optimizer->optimizer());
+                                                     s.checkpoint_parameters, s.optimizer->optimizer(), s.scaler.get());
   if (s.masters) s.masters->publish();  // the loaded masters, rounded for the layers
   s.first_step = point.step;
   s.resumed_from = point.directory;
@@ -275,7 +288,6 @@ Trainer::Trainer(TrainerConfig config, ModelSpec model) : state_(std::make_uniqu
   parse_device_flag(config.device);
   detail::validate_backend_flag("--reduce-backend", config.reduce_backend);
   detail::validate_backend_flag("--boundary-backend", config.boundary_backend);
-  parse_precision(config.precision);
   set_num_threads(config.threads > 0 ? config.threads : default_num_threads());
   state_->config = std::move(config);
   state_->spec = std::move(model);
@@ -307,7 +319,8 @@ TrainSummary Trainer::run(const TrainerHooks& hooks) {
       summary.samples += s.shape.global_batch;
       ++s.step;
       if (hooks.on_step)
-        hooks.on_step({s.step, loss, s.optimizer->learning_rate(s.step - 1), peaks, memory.peaks, memory.device});
+        hooks.on_step({s.step, loss, s.optimizer->learning_rate(s.step - 1), peaks, memory.peaks, memory.device,
+                       s.scaler ? s.scaler->last_scale() : 1.0, s.scaler && s.scaler->last_skipped()});
     }
     if (s.data->has_test() && s.step % s.shape.steps_per_epoch == 0) {
       const std::int64_t epoch = s.step / s.shape.steps_per_epoch;
@@ -320,7 +333,8 @@ TrainSummary Trainer::run(const TrainerHooks& hooks) {
     if (!s.config.checkpoint.empty() && (crossed || s.step == s.shape.steps)) {
       const std::string saved =
           save_training_checkpoint(world, s.config.checkpoint, s.checkpoint_layout, s.step, s.checkpoint_parameters,
-                                   s.optimizer->optimizer(), s.first_replica, s.config.keep_checkpoints);
+                                   s.optimizer->optimizer(), s.first_replica, s.config.keep_checkpoints,
+                                   s.scaler.get());
       if (hooks.on_checkpoint) hooks.on_checkpoint({saved, s.step});
     }
   }
@@ -370,7 +384,7 @@ std::string Trainer::describe() const {
   return loom::detail::concat(s.spec.describe(), " | data ", s.config.data, " (", r.train_samples, " samples) | ",
                               r.stages, r.stages > 1 ? " stages (" : " stage (", s.layout->describe(), ") | schedule ",
                               r.schedule, " | M=", r.microbatches, " | B=", r.global_batch, " | ", r.steps, " steps",
-                              s.masters ? " | bf16" : "");
+                              s.masters ? std::string(" | ") + s.config.precision : "");
 }
 
 }  // namespace loom::runtime

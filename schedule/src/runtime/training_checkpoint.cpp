@@ -164,13 +164,29 @@ void check_precision(const nlohmann::json& manifest, const fs::path& path, const
              ", this run has --precision ", layout.precision, " (resume with the same --precision)");
 }
 
-nlohmann::json manifest_json(const CheckpointLayout& layout, std::int64_t step) {
-  return {{"format", kFormat},           {"step", step},
-          {"model", layout.model},       {"settings", layout.settings},
-          {"stages", layout.stages},     {"chunks", layout.chunks},
-          {"global_batch", layout.global_batch}, {"seed", layout.seed},
-          {"lr_schedule", layout.lr_schedule},   {"total_steps", layout.total_steps},
-          {"precision", layout.precision}};
+nlohmann::json manifest_json(const CheckpointLayout& layout, std::int64_t step, const LossScaler* scaler) {
+  nlohmann::json manifest = {{"format", kFormat},           {"step", step},
+                             {"model", layout.model},       {"settings", layout.settings},
+                             {"stages", layout.stages},     {"chunks", layout.chunks},
+                             {"global_batch", layout.global_batch}, {"seed", layout.seed},
+                             {"lr_schedule", layout.lr_schedule},   {"total_steps", layout.total_steps},
+                             {"precision", layout.precision}};
+  if (scaler) manifest["loss_scale"] = {{"scale", scaler->scale()}, {"good_steps", scaler->good_steps()}};
+  return manifest;
+}
+
+// fp16: the loss scaler's state after the checkpoint's step (manifest_json).
+void restore_loss_scale(const nlohmann::json& manifest, const fs::path& path, LossScaler& scaler) {
+  const nlohmann::json* state = manifest.contains("loss_scale") ? &manifest["loss_scale"] : nullptr;
+  LOOM_CHECK(state && state->is_object() && state->contains("scale") && state->contains("good_steps"), path.string(),
+             ": missing or bad field 'loss_scale' (an fp16 checkpoint records {\"scale\": S, \"good_steps\": N})");
+  const nlohmann::json& scale = (*state)["scale"];
+  const nlohmann::json& good = (*state)["good_steps"];
+  LOOM_CHECK(scale.is_number() && scale.get<double>() >= kMinLossScale && scale.get<double>() <= kMaxLossScale &&
+                 good.is_number_integer() && good.get<std::int64_t>() >= 0,
+             path.string(), ": bad field 'loss_scale' ", excerpt(state->dump()),
+             " (scale a number in [2^-24, 2^64], good_steps an integer >= 0)");
+  scaler.restore(scale.get<double>(), good.get<std::int64_t>());
 }
 
 // Rank 0, before any stage writes: DIR exists and DIR/step-N does not (a leftover of a save at
@@ -205,8 +221,9 @@ void write_stage(const fs::path& step_directory, const CheckpointLayout& layout,
 }
 
 // Rank 0, once every stage's files are in place: the manifest, then DIR/latest (the commit).
-void commit(const fs::path& root, const fs::path& step_directory, const CheckpointLayout& layout, std::int64_t step) {
-  write_json(step_directory / kManifest, manifest_json(layout, step));
+void commit(const fs::path& root, const fs::path& step_directory, const CheckpointLayout& layout, std::int64_t step,
+            const LossScaler* scaler) {
+  write_json(step_directory / kManifest, manifest_json(layout, step, scaler));
   sync_directory(step_directory.string());
   write_file_atomically((root / kLatest).string(), step_directory.filename().string() + "\n");
   sync_directory(root.string());
@@ -233,7 +250,7 @@ void prune(const fs::path& root, std::int64_t step, int keep) {
 
 std::string save_training_checkpoint(comm::Communicator& world, const std::string& dir, const CheckpointLayout& layout,
                                      std::int64_t step, const std::vector<NamedParameter>& parameters,
-                                     Optimizer& optimizer, bool writer, int keep) {
+                                     Optimizer& optimizer, bool writer, int keep, const LossScaler* scaler) {
   LOOM_CHECK(keep >= 1, "keep_checkpoints must be at least 1, got ", keep);
   const fs::path root(dir), step_directory = root / step_directory_name(step);
   const bool coordinator = world.rank() == 0;
@@ -250,7 +267,7 @@ std::string save_training_checkpoint(comm::Communicator& world, const std::strin
   run_phase(world, [&] { if (writer) write_stage(step_directory, layout, step, parameters, optimizer); },
             step_directory.string() + ": another rank could not write its stage's checkpoint (its message says why)" + unchanged,
             discard);
-  run_phase(world, [&] { if (coordinator) commit(root, step_directory, layout, step); },
+  run_phase(world, [&] { if (coordinator) commit(root, step_directory, layout, step, scaler); },
             step_directory.string() + ": rank 0 could not commit the checkpoint (its message says why)" + unchanged, discard);
   if (coordinator) prune(root, step, keep);
   return step_directory.string();
@@ -258,7 +275,7 @@ std::string save_training_checkpoint(comm::Communicator& world, const std::strin
 
 namespace {
 std::int64_t load_stage(const std::string& dir, const CheckpointLayout& layout,
-                        const std::vector<NamedParameter>& parameters, Optimizer& optimizer) {
+                        const std::vector<NamedParameter>& parameters, Optimizer& optimizer, LossScaler* scaler) {
   const fs::path root(dir);
   const fs::path manifest_path = root / kManifest;
   const nlohmann::json manifest = read_json(manifest_path);
@@ -276,6 +293,7 @@ std::int64_t load_stage(const std::string& dir, const CheckpointLayout& layout,
   LOOM_CHECK(named < 0 || named == step, manifest_path.string(), ": says step ", step, " in the directory of step ", named);
   check_learning_rate_path(manifest, manifest_path, layout);
   check_precision(manifest, manifest_path, layout);
+  if (scaler) restore_loss_scale(manifest, manifest_path, *scaler);
 
   const fs::path stage_path = root / (stage_name(layout.stage) + ".json");
   const nlohmann::json stage = read_json(stage_path);
@@ -325,14 +343,15 @@ fs::path resume_directory(const fs::path& root) {
 }  // namespace
 
 ResumePoint load_training_checkpoint(comm::Communicator& world, const std::string& dir, const CheckpointLayout& layout,
-                                     const std::vector<NamedParameter>& parameters, Optimizer& optimizer) {
+                                     const std::vector<NamedParameter>& parameters, Optimizer& optimizer,
+                                     LossScaler* scaler) {
   // Every rank learns whether any failed, so that all stop together instead of some waiting in the
   // first pipeline transfer for a stage that gave up.
   ResumePoint point;
   run_phase(world,
             [&] {
               point.directory = resume_directory(dir).string();
-              point.step = load_stage(point.directory, layout, parameters, optimizer);
+              point.step = load_stage(point.directory, layout, parameters, optimizer, scaler);
             },
             dir + ": another rank could not load its stage's checkpoint (its message says why)");
   // Every rank must have loaded the same checkpoint (DIR must be on a file system they all see).

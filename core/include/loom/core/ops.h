@@ -26,29 +26,30 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a = false, bool t
 void gemm_strided_batched(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b, Tensor& c,
                           double alpha = 1.0, double beta = 0.0);
 // Pointer batch: independent 2-D problems of equal shape, c[i] = alpha op(a[i]) op(b[i]) + beta c[i].
-// Always exact (not affected by Bf16GemmScope).
+// Always exact (not affected by GemmOperandScope).
 void gemm_batched(const std::vector<Tensor>& a, bool transpose_a, const std::vector<Tensor>& b,
                   bool transpose_b, std::vector<Tensor>& c, double alpha = 1.0, double beta = 0.0);
 
-// bf16 compute for f32 tensors: while a Bf16GemmScope(true) is alive on this thread, gemm and
-// gemm_strided_batched of f32 tensors round both operands to bf16 (round_to_bf16_'s rule) and
-// multiply with f32 accumulation into the f32 c (alpha, beta in f32): on a GPU the operands cast to
-// bf16 and cuBLAS's bf16 x bf16 -> f32 tensor-core GEMM; on the CPU (and sim) rounded f32 copies
-// and an f32 GEMM, which computes the same numbers up to the order of the f32 sums (a product of
-// two bf16 values is exact in f32). bf16 training (runtime/precision.h) runs its blocks under it;
-// Bf16GemmScope(false) restores exact f32 inside (code that must not round, e.g. a CPU-only path
-// whose GPU counterpart is not a GEMM). Scopes nest.
-class Bf16GemmScope {
+// Reduced-precision compute for f32 tensors: while a GemmOperandScope(bf16) or (f16) is alive on
+// this thread, gemm and gemm_strided_batched of f32 tensors round both operands to that type
+// (round_to_'s rule) and multiply with f32 accumulation into the f32 c (alpha, beta in f32): on a
+// GPU the operands cast to bf16 / f16 and cuBLAS's 16-bit x 16-bit -> f32 tensor-core GEMM; on the
+// CPU (and sim) rounded f32 copies and an f32 GEMM, which computes the same numbers up to the order
+// of the f32 sums (a product of two bf16 or two f16 values is exact in f32: 8 + 8 or 11 + 11
+// significand bits fit in 24). Mixed-precision training (runtime/precision.h) runs its blocks
+// under it; GemmOperandScope(f32) restores exact f32 inside (code that must not round, e.g. a
+// CPU-only path whose GPU counterpart is not a GEMM). Scopes nest.
+class GemmOperandScope {
  public:
-  explicit Bf16GemmScope(bool on = true);
-  ~Bf16GemmScope();
-  Bf16GemmScope(const Bf16GemmScope&) = delete;
-  Bf16GemmScope& operator=(const Bf16GemmScope&) = delete;
+  explicit GemmOperandScope(DType operands);  // f32 (exact), bf16 or f16
+  ~GemmOperandScope();
+  GemmOperandScope(const GemmOperandScope&) = delete;
+  GemmOperandScope& operator=(const GemmOperandScope&) = delete;
 
  private:
-  bool previous_;
+  DType previous_;
 };
-bool bf16_gemm_active();
+DType gemm_operand_dtype();  // f32 outside any scope
 
 // ---- element-wise ----------------------------------------------------------------------------
 void fill(Tensor& out, double value);
@@ -62,10 +63,13 @@ void scale(Tensor& x, double alpha);                       // x *= alpha
 void add_scaled(const Tensor& a, double alpha, const Tensor& b, double beta, Tensor& out);  // alpha a + beta b
 double dot(const Tensor& a, const Tensor& b);              // sum of a*b, accumulated in double
 double sum_of_squares(const Tensor& x);                    // accumulated in double
-// x = bf16(x) in place, for an f32 x: each value rounded to the nearest bf16 (ties to even; NaN
-// stays NaN, beyond the largest bf16 becomes inf) and kept in f32 storage. The one rounding rule
-// of bf16 training (half.h's float_to_bf16, the same function on the CPU and in the CUDA kernel).
-void round_to_bf16_(Tensor& x);
+// x = storage(x) in place, for an f32 x and a 16-bit float `storage` (bf16 or f16): each value
+// rounded to the nearest one of that type (ties to even; NaN stays NaN, beyond the largest finite
+// value becomes inf; f16 keeps its subnormals) and kept in f32 storage. The one rounding rule of
+// mixed-precision training (half.h's float_to_bf16 / float_to_f16, the same functions on the CPU
+// and in the CUDA kernel).
+void round_to_(Tensor& x, DType storage);
+inline void round_to_bf16_(Tensor& x) { round_to_(x, DType::bf16); }
 
 // ---- bias ------------------------------------------------------------------------------------
 // x [..., n] += bias [n] (broadcast over the leading dims), in place.

@@ -55,7 +55,8 @@ struct ExecutorOptions {
   // the last stage counts them by reading the whole batch's targets once per batch.
   bool count_targets = false;
   bool recompute = false;  // forward without saving, recompute just before backward
-  Precision precision = Precision::fp32;  // bf16: the stage runners round (precision.h)
+  Precision precision = Precision::fp32;  // bf16, fp16: the stage runners round (precision.h)
+  const double* loss_scale = nullptr;     // fp16: the loss scale the last stage starts backward from
   // Where this rank's chunks compute: inputs and targets read from the (host) data are copied
   // there, and boundary tensors received over MPI are staged from host memory to it.
   Device device = Device::cpu();

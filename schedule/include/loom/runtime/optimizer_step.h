@@ -39,11 +39,16 @@ class OptimizerStep {
 
   // The update that completes global batch `step` (counted from 0 over the whole run).
   void operator()(std::int64_t step);
+  // The same for gradients scaled by `loss_scale` (fp16, loss_scaler.h): they are divided by it
+  // as the optimizer reads them (clipping sees the unscaled norm). Where any gradient of the world
+  // is not finite nothing is updated and it returns false, the same on every rank.
+  bool step_unscaled(std::int64_t step, double loss_scale);
   double learning_rate(std::int64_t step) const { return schedule_.at(step); }
   Optimizer& optimizer() { return *optimizer_; }
 
  private:
   double clip_factor();
+  double global_sum_of_squares();  // collective over norm_group
 
   std::unique_ptr<Optimizer> optimizer_;
   LrSchedule schedule_;

@@ -12,9 +12,10 @@
 // Passing `on_block_done` to backward / backward_weight runs the blocks one at a time and reports
 // each block, last to first, as soon as its parameter gradients are final: the gradient bucketer
 // is fed from that callback.
-// Under Precision::bf16 (precision.h) the runner rounds to bf16 the float inputs, every block's
-// outputs, the loss gradient and every gradient leaving a block backwards, so it always runs the
-// blocks one at a time; fp32 runs the chain as it is.
+// Under Precision::bf16 or fp16 (precision.h) the runner rounds to 16 bits the float inputs, every
+// block's outputs, the loss gradient and every gradient leaving a block backwards, so it always
+// runs the blocks one at a time; fp32 runs the chain as it is. The last stage's backward starts
+// from the loss gradient times the loss scale (1 but under fp16: loss_scaler.h).
 #pragma once
 
 #include <cstdint>
@@ -40,6 +41,8 @@ struct StageRunnerOptions {
   std::uint64_t seed = 0;
   bool recompute = false;
   Precision precision = Precision::fp32;
+  // The current loss scale (LossScaler::scale()), read at every backward of the last stage; null: 1.
+  const double* loss_scale = nullptr;
 };
 
 class StageRunner {
@@ -79,11 +82,11 @@ class StageRunner {
   TensorList run_forward(Microbatch& mb, const TensorList& inputs, bool save);
   // The chain's forward, block by block, with at_block_boundary on the inputs and each block's outputs.
   TensorList chain_forward(const TensorList& inputs, Context& ctx);
-  // What the precision does between blocks, forward and backward: bf16 rounds in place
+  // What the precision does between blocks, forward and backward: bf16 and fp16 round in place
   // (runtime/precision.h), fp32 leaves the tensors as they are.
   void at_block_boundary(const TensorList& tensors) const;
-  // The GEMM precision of the blocks' forward and backward: bf16 operands under --precision bf16.
-  ops::Bf16GemmScope block_math() const;
+  // The GEMM precision of the blocks' forward and backward: 16-bit operands under bf16 and fp16.
+  ops::GemmOperandScope block_math() const;
   // The gradient backward starts from: the loss's (last stage) or the received one.
   TensorList start_backward(Microbatch& mb, TensorList grad_outputs);
   Microbatch& at(int microbatch);

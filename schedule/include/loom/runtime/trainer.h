@@ -71,10 +71,13 @@ struct TrainerConfig {
   std::int64_t warmup_steps = 0;
   double clip_norm = 0.0;         // global gradient-norm clipping (0: off)
   bool recompute = false;
-  // fp32, or bf16: bf16 compute with fp32 master weights, fp32 accumulation and an fp32 optimizer
-  // (runtime/precision.h). Checkpoints hold the fp32 masters and record the precision; a resume
-  // must use the same one.
+  // fp32, bf16 or fp16: 16-bit compute with fp32 master weights, fp32 accumulation and an fp32
+  // optimizer (runtime/precision.h); fp16 also scales the loss dynamically (loss_scaler.h) and
+  // needs a synchronous schedule. Checkpoints hold the fp32 masters, record the precision (and
+  // the loss scale); a resume must use the same precision.
   std::string precision = "fp32";
+  double loss_scale = 65536.0;          // fp16: the initial loss scale
+  std::int64_t loss_scale_window = 2000;  // fp16: good steps in a row before the scale doubles
   std::string ranks_per_node;     // topology override (also LOOM_RANKS_PER_NODE)
   std::string allreduce = "hierarchical";
   double bucket_mb = 25.0;
@@ -97,6 +100,10 @@ struct StepReport {
   // Per pipeline stage, what its device reports now (cudaMemGetInfo; the host's MemAvailable for
   // cpu): the least free bytes over its replicas, and the total.
   std::vector<DeviceMemoryInfo> stage_device_memory;
+  // fp16 (loss_scaler.h): the loss scale this step's backward used, and whether its gradients
+  // overflowed so that no parameter changed. Other precisions: 1 and false.
+  double loss_scale = 1.0;
+  bool skipped = false;
 };
 struct EpochReport {
   std::int64_t epoch = 0;  // 1-based

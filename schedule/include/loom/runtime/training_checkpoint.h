@@ -26,6 +26,7 @@
 #include <loom/comm/communicator.h>
 #include <loom/layers/layer.h>
 #include <loom/layers/optimizer.h>
+#include <loom/runtime/loss_scaler.h>
 
 namespace loom::runtime {
 
@@ -40,17 +41,19 @@ struct CheckpointLayout {
   // The learning-rate path: a run resumed under a decaying schedule must have the same length.
   std::string lr_schedule = "constant";
   std::int64_t total_steps = 0;
-  // fp32 or bf16 (precision.h): a bf16 checkpoint holds the fp32 master weights; a resume must
-  // train in the precision that wrote it. Checkpoints without the field are fp32.
+  // fp32, bf16 or fp16 (precision.h): a bf16 or fp16 checkpoint holds the fp32 master weights; a
+  // resume must train in the precision that wrote it. Checkpoints without the field are fp32.
   std::string precision = "fp32";
 };
 
 // Collective over `world` (every rank of the run). `writer`: this rank writes its stage's files.
 // `keep`: complete checkpoints to keep (at least 1). Any rank's failure is a loom::Error on every
 // rank, and DIR/latest then still names the previous checkpoint. Returns the step directory.
+// `scaler` (fp16): its scale and good-step count go into the manifest ("loss_scale").
 std::string save_training_checkpoint(comm::Communicator& world, const std::string& dir, const CheckpointLayout& layout,
                                      std::int64_t step, const std::vector<NamedParameter>& parameters,
-                                     Optimizer& optimizer, bool writer, int keep);
+                                     Optimizer& optimizer, bool writer, int keep,
+                                     const LossScaler* scaler = nullptr);
 
 // Which checkpoint --resume DIR loads: the step directory DIR/latest names; else, when DIR holds
 // a manifest.json itself, DIR (a step directory given directly, or the single-directory layout
@@ -61,8 +64,10 @@ struct ResumePoint {
 };
 
 // Finds DIR's checkpoint, checks its manifests against `layout` and loads this stage's parameters
-// and optimizer state. Every problem is a loom::Error naming the file, on every rank.
+// and optimizer state, and (fp16) restores `scaler` from the manifest. Every problem is a
+// loom::Error naming the file, on every rank.
 ResumePoint load_training_checkpoint(comm::Communicator& world, const std::string& dir, const CheckpointLayout& layout,
-                                     const std::vector<NamedParameter>& parameters, Optimizer& optimizer);
+                                     const std::vector<NamedParameter>& parameters, Optimizer& optimizer,
+                                     LossScaler* scaler = nullptr);
 
 }  // namespace loom::runtime
