@@ -5,6 +5,7 @@
 // LOOM_TORCH_PYTHON when that Python has torch; and 200,000 random f32 bit
 // patterns against a second formulation of round-to-nearest-even written here
 // in double arithmetic. And round_to_(x, f16), fp16 training's rule, against a reference in double.
+#include <loom/core/half.h>
 #include <loom/core/ops.h>
 
 #include <algorithm>
@@ -201,4 +202,22 @@ TEST_CASE("round_to_(f16) is round to nearest even, with f16's subnormals and ov
   ops::round_to_(t, DType::f16);  // f16 values pass unchanged
   CHECK(t.to_double_vector() == once);
   CHECK_THROWS_WITH(ops::round_to_(t, DType::i32), Catch::Contains("rounds to bf16 or f16"));
+}
+
+TEST_CASE("f16 <-> f32 on all 65,536 f16 bit patterns", "[ops][f16]") {
+  std::size_t wrong_value = 0, wrong_round_trip = 0;
+  for (std::uint32_t h = 0; h < 65536; ++h) {
+    const std::uint32_t exponent = (h >> 10) & 0x1fu, mantissa = h & 0x3ffu;
+    const double sign = (h & 0x8000u) ? -1.0 : 1.0;
+    const double want = exponent == 0    ? sign * std::ldexp(static_cast<double>(mantissa), -24)
+                        : exponent == 31 ? (mantissa ? NAN : sign * INFINITY)
+                                         : sign * std::ldexp(1.0 + mantissa / 1024.0, static_cast<int>(exponent) - 15);
+    const float got = half::f16_to_float(static_cast<std::uint16_t>(h));
+    const bool nan = exponent == 31 && mantissa != 0;
+    wrong_value += nan ? !std::isnan(got) : !(static_cast<double>(got) == want && std::signbit(got) == std::signbit(want));
+    const std::uint16_t back = half::float_to_f16(got);
+    wrong_round_trip += back != (nan ? static_cast<std::uint16_t>((h & 0x8000u) | 0x7e00u) : h);
+  }
+  CHECK(wrong_value == 0);
+  CHECK(wrong_round_trip == 0);  // every f16 value survives f32 and back; NaN becomes the quiet NaN
 }

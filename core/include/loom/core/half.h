@@ -36,36 +36,41 @@ LOOM_HD std::uint16_t float_to_bf16(float f) {
 }
 LOOM_HD float bf16_to_float(std::uint16_t h) { return bits_float(static_cast<std::uint32_t>(h) << 16); }
 
+// `condition ? a : b` as masks: GCC turns nested ternaries over mixed float and integer work back
+// into branches, and the loops over f16 conversions then do not vectorise.
+LOOM_HD std::uint32_t select_bits(bool condition, std::uint32_t a, std::uint32_t b) {
+  const std::uint32_t mask = 0u - static_cast<std::uint32_t>(condition);
+  return (a & mask) | (b & ~mask);
+}
+
+// f32 -> f16, round to nearest even: NaN stays a (quiet) NaN, 65520 and beyond become inf, values
+// under 2^-14 become f16 subnormals. Three branch-free candidates and selects, so that loops over
+// it vectorise: the normal case rebiases the exponent (127 -> 15) and rounds the 13 dropped bits to
+// even; the subnormal case adds 0.5, whose ulp is f16's smallest subnormal 2^-24, so the FPU's own
+// round-to-nearest-even leaves the f16 mantissa in the low bits.
 LOOM_HD std::uint16_t float_to_f16(float f) {
   const std::uint32_t u = float_bits(f);
-  const std::uint32_t sign = (u >> 16) & 0x8000u;
-  const std::uint32_t abs = u & 0x7fffffffu;
-  if (abs > 0x7f800000u) return static_cast<std::uint16_t>(sign | 0x7e00u);  // NaN
-  if (abs >= 0x477ff000u) return static_cast<std::uint16_t>(sign | 0x7c00u);  // overflow -> inf
-  if (abs < 0x38800000u) {  // subnormal or zero in f16: scale to integer units of 2^-24
-    const float magnitude = bits_float(abs);
-    const float scaled = magnitude * 16777216.0f;  // exact
-    // round to nearest even
-    std::uint32_t q = static_cast<std::uint32_t>(scaled);
-    const float rest = scaled - static_cast<float>(q);
-    if (rest > 0.5f || (rest == 0.5f && (q & 1u))) ++q;
-    return static_cast<std::uint16_t>(sign | q);
-  }
-  std::uint32_t exponent_mantissa = abs - 0x38000000u;  // rebias 127 -> 15
-  const std::uint32_t rounding = 0xfffu + ((exponent_mantissa >> 13) & 1u);
-  exponent_mantissa += rounding;
-  return static_cast<std::uint16_t>(sign | (exponent_mantissa >> 13));
+  const std::uint32_t sign = u & 0x80000000u;
+  const std::uint32_t magnitude = u ^ sign;
+  const std::uint32_t inf_or_nan = select_bits(magnitude > 0x7f800000u, 0x7e00u, 0x7c00u);
+  const std::uint32_t subnormal = float_bits(bits_float(magnitude) + 0.5f) - 0x3f000000u;
+  const std::uint32_t normal = (magnitude + 0xc8000fffu + ((magnitude >> 13) & 1u)) >> 13;
+  const std::uint32_t h = select_bits(magnitude >= 0x47800000u, inf_or_nan,
+                                      select_bits(magnitude < 0x38800000u, subnormal, normal));
+  return static_cast<std::uint16_t>(h | (sign >> 16));
 }
+// f16 -> f32, exact, the same way: a normal value rebiases its exponent (15 -> 127), inf and NaN
+// keep an all-ones exponent, a subnormal is its mantissa times 2^-24.
 LOOM_HD float f16_to_float(std::uint16_t h) {
   const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
-  const std::uint32_t exponent = (h >> 10) & 0x1fu;
-  const std::uint32_t mantissa = h & 0x3ffu;
-  if (exponent == 0) {
-    const float magnitude = static_cast<float>(mantissa) * (1.0f / 16777216.0f);
-    return sign ? -magnitude : magnitude;
-  }
-  if (exponent == 31) return bits_float(sign | 0x7f800000u | (mantissa << 13));
-  return bits_float(sign | ((exponent + 112u) << 23) | (mantissa << 13));
+  const std::uint32_t magnitude = h & 0x7fffu;
+  const std::uint32_t normal = (magnitude << 13) + 0x38000000u;
+  const std::uint32_t inf_or_nan = (magnitude << 13) + 0x70000000u;
+  const std::uint32_t subnormal =
+      float_bits(static_cast<float>(static_cast<std::int32_t>(magnitude)) * (1.0f / 16777216.0f));
+  const std::uint32_t bits =
+      select_bits(magnitude >= 0x7c00u, inf_or_nan, select_bits(magnitude < 0x0400u, subnormal, normal));
+  return bits_float(sign | bits);
 }
 
 }  // namespace loom::half
