@@ -8,8 +8,10 @@
 //   alive on stage 0 and K_1 = 1 on stage 1, so stage 0 holds more than 1.5x the activations of
 //   stage 1 (2 kept + one transient against 1 kept); GPipe keeps all M = 4 on stage 1, more than
 //   3x what DAPPLE keeps there.
+// Under --precision fp16 each record also carries the loss scale and whether the step was skipped.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -60,7 +62,9 @@ std::vector<RankPeaks> gather_rank_peaks(int stage) {
 }
 
 // Trains and returns, on rank 0, the metrics file's step records and every rank's own peaks.
-std::pair<std::vector<nlohmann::json>, std::vector<RankPeaks>> run(const std::string& schedule) {
+std::pair<std::vector<nlohmann::json>, std::vector<RankPeaks>> run(const std::string& schedule,
+                                                                 const std::string& precision = "fp32",
+                                                                 double loss_scale = 65536.0) {
   apps::TrainOptions o;
   o.model = "mlp";
   o.overrides = "input=48,hidden=64,layers=16,classes=10";  // 8 blocks per stage: one output is small
@@ -74,7 +78,10 @@ std::pair<std::vector<nlohmann::json>, std::vector<RankPeaks>> run(const std::st
   o.threads = 1;
   o.quiet = true;
   o.optimizer = "sgd";
-  o.metrics = (std::filesystem::path(LOOM_BINARY_DIR) / "tests" / "apps" / ("train_metrics_" + schedule + ".jsonl")).string();
+  o.precision = precision;
+  o.loss_scale = loss_scale;
+  o.metrics = (std::filesystem::path(LOOM_BINARY_DIR) / "tests" / "apps" /
+               ("train_metrics_" + schedule + "_" + precision + ".jsonl")).string();
   int stage = -1;
   apps::train(o, [&](const apps::TrainedStage& s) { stage = s.stage; });
   const std::vector<RankPeaks> ranks = gather_rank_peaks(stage);
@@ -137,4 +144,22 @@ TEST_CASE("loom train's metrics: peak memory per stage", "[train][memory][mpi]")
   CHECK(activations(dapple, 1) > 0);
   CHECK(static_cast<double>(activations(dapple, 0)) > 1.5 * static_cast<double>(activations(dapple, 1)));
   CHECK(static_cast<double>(activations(gpipe, 1)) > 3.0 * static_cast<double>(activations(dapple, 1)));
+}
+
+// fp16: every step record says the loss scale its backward used and whether it was skipped. From
+// 2^40 every step of this run overflows: 2^40, 2^39, 2^38, all skipped. fp32 records have neither.
+TEST_CASE("loom train's metrics: the fp16 loss scale and skipped steps", "[train][fp16][mpi]") {
+  comm::ensure_mpi();
+  const auto fp16 = run("dapple", "fp16", std::ldexp(1.0, 40)).first;
+  const auto fp32 = run("dapple").first;
+  if (comm::world_rank() != 0) return;
+  REQUIRE(fp16.size() == kSteps);
+  for (int k = 0; k < kSteps; ++k) {
+    INFO("step " << k + 1);
+    CHECK(fp16[k].at("loss_scale").get<double>() == std::ldexp(1.0, 40 - k));
+    CHECK(fp16[k].at("skipped").get<bool>());
+  }
+  REQUIRE(fp32.size() == kSteps);
+  CHECK_FALSE(fp32[0].contains("loss_scale"));
+  CHECK_FALSE(fp32[0].contains("skipped"));
 }
