@@ -116,6 +116,15 @@ inline std::vector<double> mixed_precision_sequentially(const runtime::TrainerCo
   return losses;
 }
 
+// The mean of the last `count` per-step losses: one global batch's loss varies from batch to batch
+// by more than the 16-bit rounding moves it, so curves are compared on this.
+inline double tail_mean(const std::vector<double>& losses, std::size_t count = 20) {
+  const std::size_t first = losses.size() > count ? losses.size() - count : 0;
+  double sum = 0;
+  for (std::size_t i = first; i < losses.size(); ++i) sum += losses[i];
+  return sum / static_cast<double>(losses.size() - first);
+}
+
 // Whether every trainable parameter the layers of `trainer` compute with is a `values` value
 // (bf16 or f16), on every rank.
 inline bool parameters_are(const runtime::Trainer& trainer, DType values) {

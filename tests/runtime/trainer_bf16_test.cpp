@@ -5,10 +5,10 @@
 //     inputs, block outputs, the loss gradient and every block's input gradient rounded, the
 //     blocks run under ops::GemmOperandScope (their GEMMs on bf16 operands;
 //     mixed_precision_reference.h);
-//   - after 200 steps of Adam its loss is within 2% of the fp32 run's (measured with bf16 GEMM
-//     operands: 2.5001 against 2.5164 on one machine, 2.4744 against 2.5152 on an AVX-512 EPYC,
-//     1.6%), and not equal to it (rounding happens), and its parameters are
-//     bf16 values;
+//   - over the last 20 of 200 steps of Adam its mean loss is within 2% of the fp32 run's (one
+//     batch's loss alone varies by more: the last step's was 2.0% apart in a clang ASan build;
+//     measured means 2.5169 against 2.5531 in Release, 2.5303 against 2.5527 under ASan on an
+//     AVX-512 EPYC), and not equal to it (rounding happens), and its parameters are bf16 values;
 //   - a resume from a bf16 checkpoint (the fp32 masters) continues the curve bit for bit, and a
 //     resume with another --precision is refused by name.
 #include <loom/comm/runtime.h>
@@ -72,7 +72,7 @@ TEST_CASE("bf16: 4 pipeline stages equal the one-rank bf16 run bit for bit", "[r
   CHECK(train(gpt_run("fp32", 4)) != pipelined);
 }
 
-TEST_CASE("bf16: the loss after 200 steps is within 2% of fp32's", "[runtime][bf16][mpi]") {
+TEST_CASE("bf16: the loss over the last 20 of 200 steps is within 2% of fp32's", "[runtime][bf16][mpi]") {
   constexpr std::int64_t kSteps = 200;
   runtime::TrainerConfig fp32 = gpt_run("fp32", kSteps), bf16 = gpt_run("bf16", kSteps);
   for (runtime::TrainerConfig* c : {&fp32, &bf16}) {
@@ -83,8 +83,9 @@ TEST_CASE("bf16: the loss after 200 steps is within 2% of fp32's", "[runtime][bf
   const std::vector<double> full = train(fp32);
   const std::vector<double> mixed = train(bf16, &bf16_values);
   REQUIRE(mixed.size() == static_cast<std::size_t>(kSteps));
-  const double last_full = full.back(), last_mixed = mixed.back();
-  INFO("fp32: " << full.front() << " -> " << last_full << ", bf16: " << mixed.front() << " -> " << last_mixed);
+  const double last_full = test::tail_mean(full), last_mixed = test::tail_mean(mixed);
+  INFO("fp32: " << full.front() << " -> " << full.back() << " (last 20 steps " << last_full << "), bf16: "
+                << mixed.front() << " -> " << mixed.back() << " (last 20 steps " << last_mixed << ")");
   CHECK(last_full < 0.8 * full.front());  // it trains
   CHECK(std::abs(last_mixed - last_full) <= 0.02 * last_full);
   CHECK(mixed != full);

@@ -6,7 +6,8 @@
 //   - from a loss scale of 2^40 the first steps overflow: they are skipped on every rank (the
 //     parameters stay as initialised) and the scale halves; over 40 steps the reported scales and
 //     skips follow the scaler's rule, and the good steps update the weights;
-//   - after 200 steps of Adam its loss is within 2% of fp32's;
+//   - over the last 20 of 200 steps of Adam its mean loss is within 2% of fp32's (measured 2.5627
+//     against 2.5531 in Release, 2.5793 against 2.5527 under ASan);
 //   - a resume continues bit for bit, the loss scale and its count of good steps included, and a
 //     checkpoint whose manifest lost its loss scale is refused by name.
 #include <loom/comm/runtime.h>
@@ -119,7 +120,7 @@ TEST_CASE("fp16: overflowing steps are skipped everywhere and the scale follows 
   CHECK(parameter_values(trainer) != initial);  // the good steps updated the weights
 }
 
-TEST_CASE("fp16: the loss after 200 steps is within 2% of fp32's", "[runtime][fp16][mpi]") {
+TEST_CASE("fp16: the loss over the last 20 of 200 steps is within 2% of fp32's", "[runtime][fp16][mpi]") {
   constexpr std::int64_t kSteps = 200;
   runtime::TrainerConfig fp32 = gpt_run("fp32", kSteps), fp16 = gpt_run("fp16", kSteps);
   for (runtime::TrainerConfig* c : {&fp32, &fp16}) {
@@ -129,11 +130,12 @@ TEST_CASE("fp16: the loss after 200 steps is within 2% of fp32's", "[runtime][fp
   const std::vector<double> full = train(fp32).losses;
   const Run mixed = train(fp16);
   REQUIRE(mixed.losses.size() == static_cast<std::size_t>(kSteps));
-  const double last_full = full.back(), last_mixed = mixed.losses.back();
+  const double last_full = test::tail_mean(full), last_mixed = test::tail_mean(mixed.losses);
   int skipped = 0;
   for (const runtime::StepReport& r : mixed.reports) skipped += r.skipped ? 1 : 0;
-  INFO("fp32: " << full.front() << " -> " << last_full << ", fp16: " << mixed.losses.front() << " -> " << last_mixed
-                << ", " << skipped << " steps skipped");
+  INFO("fp32: " << full.front() << " -> " << full.back() << " (last 20 steps " << last_full << "), fp16: "
+                << mixed.losses.front() << " -> " << mixed.losses.back() << " (last 20 steps " << last_mixed << "), "
+                << skipped << " steps skipped");
   CHECK(last_full < 0.8 * full.front());
   CHECK(std::abs(last_mixed - last_full) <= 0.02 * last_full);
   CHECK(mixed.losses != full);
