@@ -29,13 +29,13 @@ std::int64_t FencedBlockCache::give_back(void* block, std::size_t bytes, Fence f
   std::lock_guard lock(mutex_);
   entries_.push_back({block, bytes, std::move(fence)});
   cached_bytes_ += static_cast<std::int64_t>(bytes);
-  return trim();
+  return release_locked(static_cast<std::int64_t>(limit_bytes_), false);
 }
 
-std::int64_t FencedBlockCache::trim() {
+std::int64_t FencedBlockCache::release_locked(std::int64_t keep_bytes, bool all) {
   std::int64_t released = 0;
-  for (auto it = entries_.begin(); it != entries_.end() && cached_bytes_ > static_cast<std::int64_t>(limit_bytes_);)
-    if (it->passed()) {
+  for (auto it = entries_.begin(); it != entries_.end() && cached_bytes_ > keep_bytes;)
+    if (all || it->passed()) {
       release_(it->block);
       released += static_cast<std::int64_t>(it->bytes);
       cached_bytes_ -= static_cast<std::int64_t>(it->bytes);
@@ -48,17 +48,7 @@ std::int64_t FencedBlockCache::trim() {
 
 std::int64_t FencedBlockCache::release(bool all) {
   std::lock_guard lock(mutex_);
-  std::int64_t released = 0;
-  for (auto it = entries_.begin(); it != entries_.end();)
-    if (all || it->passed()) {
-      release_(it->block);
-      released += static_cast<std::int64_t>(it->bytes);
-      it = entries_.erase(it);
-    } else {
-      ++it;
-    }
-  cached_bytes_ -= released;
-  return released;
+  return release_locked(0, all);
 }
 
 std::int64_t FencedBlockCache::cached_bytes() const {

@@ -42,6 +42,15 @@ inline runtime::TrainerConfig gpt_run(const std::string& precision, std::int64_t
   return c;
 }
 
+// The same run for 200 steps of Adam at lr 0.01: long enough to compare a precision's loss curve
+// with fp32's (tail_mean).
+inline runtime::TrainerConfig gpt_adam_run(const std::string& precision) {
+  runtime::TrainerConfig c = gpt_run(precision, 200);
+  c.optimizer = "adam";
+  c.lr = 0.01;
+  return c;
+}
+
 inline void round_all(const TensorList& tensors, DType values) {
   for (Tensor t : tensors)
     if (t.defined() && t.dtype() == DType::f32) ops::round_to_(t, values);

@@ -73,16 +73,11 @@ TEST_CASE("bf16: 4 pipeline stages equal the one-rank bf16 run bit for bit", "[r
 }
 
 TEST_CASE("bf16: the loss over the last 20 of 200 steps is within 2% of fp32's", "[runtime][bf16][mpi]") {
-  constexpr std::int64_t kSteps = 200;
-  runtime::TrainerConfig fp32 = gpt_run("fp32", kSteps), bf16 = gpt_run("bf16", kSteps);
-  for (runtime::TrainerConfig* c : {&fp32, &bf16}) {
-    c->optimizer = "adam";
-    c->lr = 0.01;
-  }
+  const runtime::TrainerConfig fp32 = test::gpt_adam_run("fp32"), bf16 = test::gpt_adam_run("bf16");
   bool bf16_values = false;
   const std::vector<double> full = train(fp32);
   const std::vector<double> mixed = train(bf16, &bf16_values);
-  REQUIRE(mixed.size() == static_cast<std::size_t>(kSteps));
+  REQUIRE(mixed.size() == static_cast<std::size_t>(bf16.steps));
   const double last_full = test::tail_mean(full), last_mixed = test::tail_mean(mixed);
   INFO("fp32: " << full.front() << " -> " << full.back() << " (last 20 steps " << last_full << "), bf16: "
                 << mixed.front() << " -> " << mixed.back() << " (last 20 steps " << last_mixed << ")");

@@ -121,15 +121,10 @@ TEST_CASE("fp16: overflowing steps are skipped everywhere and the scale follows 
 }
 
 TEST_CASE("fp16: the loss over the last 20 of 200 steps is within 2% of fp32's", "[runtime][fp16][mpi]") {
-  constexpr std::int64_t kSteps = 200;
-  runtime::TrainerConfig fp32 = gpt_run("fp32", kSteps), fp16 = gpt_run("fp16", kSteps);
-  for (runtime::TrainerConfig* c : {&fp32, &fp16}) {
-    c->optimizer = "adam";
-    c->lr = 0.01;
-  }
+  const runtime::TrainerConfig fp32 = test::gpt_adam_run("fp32"), fp16 = test::gpt_adam_run("fp16");
   const std::vector<double> full = train(fp32).losses;
   const Run mixed = train(fp16);
-  REQUIRE(mixed.losses.size() == static_cast<std::size_t>(kSteps));
+  REQUIRE(mixed.losses.size() == static_cast<std::size_t>(fp16.steps));
   const double last_full = test::tail_mean(full), last_mixed = test::tail_mean(mixed.losses);
   int skipped = 0;
   for (const runtime::StepReport& r : mixed.reports) skipped += r.skipped ? 1 : 0;

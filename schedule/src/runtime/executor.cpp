@@ -254,20 +254,23 @@ void Executor::send(ChunkState& chunk, const Action& action) {
   }
 }
 
+TensorList Executor::received(comm::PendingReceive& receive) const {
+  const MemoryCategoryScope category(MemoryCategory::communication);
+  return from_boundary(receive.wait(), options_.precision);
+}
+
 void Executor::run_action(std::size_t index, std::int64_t first_batch, const BatchReader& reader, StepResult& result) {
   const Action& a = schedule_.programs.at(stage_)[index];
   if (pause_points_[index]) comm::test_pause_at(static_cast<comm::PausePhase>(pause_points_[index] - 1));
   switch (a.op) {
     case Op::RecvActivation: {
       MicrobatchState& state = chunks_[a.chunk]->microbatches.at(a.microbatch);
-      const MemoryCategoryScope category(MemoryCategory::communication);  // as the received tensors
-      state.inputs = from_boundary(state.activation_receive.wait(), options_.precision);
+      state.inputs = received(state.activation_receive);
       break;
     }
     case Op::RecvGradient: {
       MicrobatchState& state = chunks_[a.chunk]->microbatches.at(a.microbatch);
-      const MemoryCategoryScope category(MemoryCategory::communication);  // as the received tensors
-      state.grad_outputs = from_boundary(state.gradient_receive.wait(), options_.precision);
+      state.grad_outputs = received(state.gradient_receive);
       break;
     }
     case Op::Forward:
@@ -333,8 +336,7 @@ void Executor::evaluate(std::int64_t batch, std::int64_t batch_size, const Batch
     ChunkState& chunk = *chunks_[a.chunk];
     MicrobatchState& state = chunk.microbatches.at(a.microbatch);
     if (a.op == Op::RecvActivation) {
-      const MemoryCategoryScope category(MemoryCategory::communication);  // as the received tensors
-      state.inputs = from_boundary(state.activation_receive.wait(), options_.precision);
+      state.inputs = received(state.activation_receive);
     } else if (a.op == Op::SendActivation) {
       send(chunk, a);
     } else {

@@ -1,16 +1,14 @@
 // LossScaler (see loss_scaler.h).
 #include <loom/runtime/loss_scaler.h>
 
-#include <cmath>
 
 #include <loom/core/error.h>
 
 namespace loom::runtime {
 
 void validate(const LossScalerOptions& options) {
-  LOOM_CHECK(std::isfinite(options.initial_scale) && options.initial_scale >= kMinLossScale &&
-                 options.initial_scale <= kMaxLossScale,
-             "--loss-scale must be in [2^-24, 2^64], got ", options.initial_scale);
+  LOOM_CHECK(loss_scale_in_range(options.initial_scale), "--loss-scale must be in [2^-24, 2^64], got ",
+             options.initial_scale);
   LOOM_CHECK(options.window >= 1, "--loss-scale-window must be at least 1, got ", options.window);
 }
 

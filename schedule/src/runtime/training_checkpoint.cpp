@@ -182,8 +182,8 @@ void restore_loss_scale(const nlohmann::json& manifest, const fs::path& path, Lo
              ": missing or bad field 'loss_scale' (an fp16 checkpoint records {\"scale\": S, \"good_steps\": N})");
   const nlohmann::json& scale = (*state)["scale"];
   const nlohmann::json& good = (*state)["good_steps"];
-  LOOM_CHECK(scale.is_number() && scale.get<double>() >= kMinLossScale && scale.get<double>() <= kMaxLossScale &&
-                 good.is_number_integer() && good.get<std::int64_t>() >= 0,
+  LOOM_CHECK(scale.is_number() && loss_scale_in_range(scale.get<double>()) && good.is_number_integer() &&
+                 good.get<std::int64_t>() >= 0,
              path.string(), ": bad field 'loss_scale' ", excerpt(state->dump()),
              " (scale a number in [2^-24, 2^64], good_steps an integer >= 0)");
   scaler.restore(scale.get<double>(), good.get<std::int64_t>());

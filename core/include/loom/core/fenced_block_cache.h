@@ -45,7 +45,9 @@ class FencedBlockCache {
     Fence fence;
     bool passed() const { return !fence || fence(); }
   };
-  std::int64_t trim();  // with mutex_ held
+  // With mutex_ held: gives back blocks, oldest first, while the cache holds more than
+  // `keep_bytes` — those whose fence has passed, or every one when `all`. Returns the bytes.
+  std::int64_t release_locked(std::int64_t keep_bytes, bool all);
 
   std::size_t limit_bytes_;
   Release release_;

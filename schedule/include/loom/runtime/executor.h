@@ -111,6 +111,9 @@ class Executor {
                std::int64_t first_batch);
   void backward(ChunkState& chunk, const schedule::Action& action, bool final_for_batch);
   void send(ChunkState& chunk, const schedule::Action& action);
+  // Waits for a posted receive: the tensors widened back to f32 from a 16-bit precision's boundary
+  // dtype (precision.h), charged to communication as the received tensors are.
+  TensorList received(comm::PendingReceive& receive) const;
   void run_action(std::size_t index, std::int64_t first_batch, const BatchReader& reader, StepResult& result);
   void progress_links();  // starts the data receives whose headers landed, reaps finished sends
   void flush_links();  // waits for every send of this rank's links and drops micro-batch state

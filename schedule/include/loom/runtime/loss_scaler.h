@@ -15,6 +15,7 @@ namespace loom::runtime {
 // The scales loom allows: from fp16's smallest value, 2^-24, to 2^64.
 inline constexpr double kMinLossScale = 0x1p-24;
 inline constexpr double kMaxLossScale = 0x1p64;
+inline bool loss_scale_in_range(double scale) { return scale >= kMinLossScale && scale <= kMaxLossScale; }
 
 struct LossScalerOptions {
   double initial_scale = 65536.0;  // 2^16, as PyTorch
