@@ -115,7 +115,7 @@ void add_bench_gemm_command(CLI::App& bench) {
   cmd->add_option("--threads", threads, "BLAS threads (default: LOOM_NUM_THREADS or cores / local ranks)");
   cmd->add_option("--repeats", repeats, "timing effort (more = longer, steadier)")->check(CLI::PositiveNumber);
   cmd->callback([] {
-    if (device == "cuda") return bench_gemm_cuda(json, parse_dtype(dtype), repeats, peak_tflops);
+    if (parse_device_request(device).device.is_cuda()) return bench_gemm_cuda(json, parse_dtype(dtype), repeats, peak_tflops);
     LOOM_CHECK(dtype == "f32", "bench gemm --dtype ", dtype, ": the CPU comparison is f32 only (use --device cuda)");
     run(json, threads, repeats);
   });

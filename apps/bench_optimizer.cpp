@@ -16,6 +16,7 @@
 #include <loom/core/timer.h>
 #include <loom/layers/linear.h>
 #include <loom/layers/optimizer.h>
+#include <loom/layers/optimizer_kind.h>
 
 #include "commands.h"
 
@@ -42,10 +43,13 @@ std::vector<std::unique_ptr<Linear>> mlp_layers(const OptimizerBenchOptions& o) 
   return layers;
 }
 
-std::unique_ptr<Optimizer> make_optimizer(const std::string& kind, std::vector<NamedParameter> params) {
-  if (kind == "sgd") return std::make_unique<Sgd>(std::move(params));
-  if (kind == "momentum") return std::make_unique<Sgd>(std::move(params), SgdOptions{.momentum = 0.9});
-  if (kind == "adam") return std::make_unique<Adam>(std::move(params));
+std::unique_ptr<Optimizer> make_optimizer(OptimizerKind kind, std::vector<NamedParameter> params) {
+  switch (kind) {
+    case OptimizerKind::sgd: return std::make_unique<Sgd>(std::move(params));
+    case OptimizerKind::momentum: return std::make_unique<Sgd>(std::move(params), SgdOptions{.momentum = 0.9});
+    case OptimizerKind::adam: return std::make_unique<Adam>(std::move(params));
+    case OptimizerKind::adamw: break;
+  }
   return std::make_unique<Adam>(std::move(params), AdamOptions{.weight_decay = 0.01, .decoupled_weight_decay = true});
 }
 
@@ -61,8 +65,9 @@ void run(const OptimizerBenchOptions& o) {
   if (!o.json)
     std::printf("%-10s %12s %12s %12s   (threads %d, best of %d after %d warm-up)\n", "optimizer", "parameters",
                 "step ms", "median ms", num_threads(), o.repeats, o.warmup);
-  for (const std::string kind : {"sgd", "momentum", "adam", "adamw"}) {
-    auto optimizer = make_optimizer(kind, params);
+  for (const std::string_view name : kOptimizerKindNames) {
+    const std::string kind(name);
+    auto optimizer = make_optimizer(parse_optimizer_kind(name), params);
     std::vector<double> ms;
     for (int i = 0; i < o.warmup + o.repeats; ++i) {
       Stopwatch watch;

@@ -60,7 +60,8 @@ void check_sizes(const schedule::ScheduleOptions& o) {
   within("microbatches", o.microbatches, schedule::kMaxMicrobatches);
   within("chunks", o.chunks, schedule::kMaxChunks);
   within("minibatches", o.minibatches, schedule::kMaxMicrobatches);
-  const bool two_bw = o.kind == "pipedream-2bw", interleaved = o.kind == "interleaved";
+  const schedule::ScheduleKind kind = schedule::parse_schedule_kind(o.kind, "--schedule");
+  const bool two_bw = kind == schedule::ScheduleKind::pipedream_2bw, interleaved = kind == schedule::ScheduleKind::interleaved;
   const long long microbatches = static_cast<long long>(o.microbatches) * (two_bw ? o.minibatches : 1);
   LOOM_CHECK(microbatches <= schedule::kMaxMicrobatches, "--microbatches x --minibatches must be at most ",
              schedule::kMaxMicrobatches, ", got ", microbatches);

@@ -1,5 +1,6 @@
 // `loom train`: pipelined + data-parallel training under mpirun (see training.h).
 #include <filesystem>
+#include <optional>
 #include <fstream>
 #include <sstream>
 
@@ -39,51 +40,45 @@ std::string schedule_list() {
   return names;
 }
 
+// Whether a run uses `flag` (a long option name without dashes): what it does not use is left out
+// of the file write_resolved_options writes, so that reading it back repeats the run.
+bool run_uses(const std::string& flag, const TrainOptions& o, const runtime::ResolvedConfig& run) {
+  using schedule::ScheduleKind;
+  const std::optional<ScheduleKind> kind = run.pipeline.schedule;
+  if (!o.plan.empty() && (flag == "stages" || flag == "replicas" || flag == "microbatches" || flag == "chunks"))
+    return false;  // the plan says
+  if (flag == "microbatches") return kind != ScheduleKind::pipedream;
+  if (flag == "chunks") return kind == ScheduleKind::interleaved;
+  if (flag == "loss-scale" || flag == "loss-scale-window") return run.precision.precision == runtime::Precision::fp16;
+  if (flag == "reduce-backend" || flag == "boundary-backend") return !run.comm.device.device.is_cpu();
+  return true;
+}
+
 // The resolved options of this run, as a file `--config` reads back: METRICS with the extension
 // .options.toml (rank 0, before training, so a failed run has it too).
-void write_resolved_options(const CLI::App& cmd, const std::string& metrics) {
-  if (metrics.empty() || comm::world_rank() != 0) return;
-  const std::string path = std::filesystem::path(metrics).replace_extension(".options.toml").string();
+void write_resolved_options(const CLI::App& cmd, const TrainOptions& o, const runtime::ResolvedConfig& run) {
+  if (o.metrics.empty() || comm::world_rank() != 0) return;
+  const std::string path = std::filesystem::path(o.metrics).replace_extension(".options.toml").string();
   std::ofstream out(path);
   out << "# loom train options of this run; repeat it with: loom train --config " << path << "\n[train]\n";
   std::istringstream lines(cmd.config_to_str(true, false));
-  for (std::string line; std::getline(lines, line);)  // options without a value stay unset
-    if (line.size() < 3 || line.compare(line.size() - 3, 3, "=\"\"") != 0) out << line << "\n";
+  for (std::string line; std::getline(lines, line);) {
+    const bool unset = line.size() >= 3 && line.compare(line.size() - 3, 3, "=\"\"") == 0;  // no value given
+    if (!unset && run_uses(line.substr(0, line.find('=')), o, run)) out << line << "\n";
+  }
   LOOM_CHECK(out.good(), path, ": cannot write the run's options");
 }
 
 // Experiments only: loom's own transfers (stage boundaries, ring and hierarchical allreduce) wait
 // as if they crossed links of these speeds (comm/link_shaper.h); 0 leaves that kind unshaped.
-void enable_shaping(const comm::LinkShaping& shaping, const TrainOptions& o) {
+void enable_shaping(const comm::LinkShaping& shaping, const runtime::CommConfig& o) {
   if (shaping.intra_gbps <= 0 && shaping.inter_gbps <= 0) return;
-  LOOM_CHECK(o.allreduce != "mpi", "--shape-intra-gbps/--shape-inter-gbps slow loom's own transfers, and ",
-             "--allreduce mpi is MPI's: use --allreduce ring or hierarchical");
+  LOOM_CHECK(o.allreduce != comm::AllreduceAlgorithm::mpi, "--shape-intra-gbps/--shape-inter-gbps slow loom's own ",
+             "transfers, and --allreduce mpi is MPI's: use --allreduce ring or hierarchical");
   comm::enable_link_shaping(comm::Topology::detect(o.ranks_per_node), shaping);
 }
-}  // namespace
-
-void add_train_command(CLI::App& app) {
-  static TrainOptions o;
-  static std::string warmup;
-  static comm::LinkShaping shaping;
-  static bool no_weight_stashing = false;
-  CLI::App* cmd = app.add_subcommand(
-      "train", "Train a model with pipeline and data parallelism (run under mpirun).\n--config FILE reads the options from a TOML file ([train] section), as written next to --metrics.");
-  add_model_options(cmd, o.model, o.size, o.overrides);
-  cmd->add_option("--data", o.data, "fashion-mnist, text:PATH or synthetic")->capture_default_str();
-  cmd->add_option("--stages", o.stages, "pipeline stages S (N = S x R ranks)")->capture_default_str();
-  cmd->add_option("--replicas", o.replicas, "replicas R of every stage")->capture_default_str();
-  cmd->fallthrough();  // `loom train --config FILE`: the file's [train] section (main.cpp)
-  cmd->add_option("--plan", o.plan, "plan JSON from `loom plan` (replaces --stages/--replicas/--microbatches/--schedule)");
-  cmd->add_option("--schedule", o.schedule, schedule_list() + " (default dapple; not with --plan)");
-  cmd->add_option("--microbatches", o.microbatches, "micro-batches M per global batch")->capture_default_str();
-  cmd->add_option("--chunks", o.chunks, "interleaved: virtual stages per rank")->capture_default_str();
-  cmd->add_option("--warmup", warmup, "dapple/pipedream: warm-up forwards K (first stage) or K_0,...,K_{S-1}");
-  cmd->add_option("--global-batch", o.global_batch, "samples per optimizer step")->capture_default_str();
-  auto* steps = cmd->add_option("--steps", o.steps, "optimizer steps to run");
-  auto* epochs = cmd->add_option("--epochs", o.epochs, "epochs to run (test accuracy after each, progress bar)");
-  steps->excludes(epochs);
-  cmd->add_option("--seed", o.seed, "seed of parameters, data order and dropout")->capture_default_str();
+// Where and how a rank computes: device and backends, threads, optimizer, precision, allreduce.
+void add_compute_options(CLI::App* cmd, TrainOptions& o) {
   cmd->add_option("--device", o.device,
                   "cpu, cuda (GPU local rank % GPUs of the node), cuda:N, sim or sim:N (a simulated device: CPU "
                   "kernels, device memory rules; for tests)")
@@ -118,6 +113,34 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--ranks-per-node", o.ranks_per_node, "pretend nodes of K ranks (or a list like 3,3,2)");
   cmd->add_option("--allreduce", o.allreduce, "gradient allreduce: mpi, ring or hierarchical")->capture_default_str();
   cmd->add_option("--bucket-mb", o.bucket_mb, "gradient bucket size in MB")->capture_default_str();
+}
+
+}  // namespace
+
+void add_train_command(CLI::App& app) {
+  static TrainOptions o;
+  static std::string warmup;
+  static comm::LinkShaping shaping;
+  static bool no_weight_stashing = false;
+  CLI::App* cmd = app.add_subcommand(
+      "train", "Train a model with pipeline and data parallelism (run under mpirun).\n--config FILE reads the options from a TOML file (keys at top level or in a [train] section), as written next to --metrics.");
+  add_model_options(cmd, o.model, o.size, o.overrides);
+  cmd->add_option("--data", o.data, "fashion-mnist, text:PATH or synthetic")->capture_default_str();
+  cmd->add_option("--stages", o.stages, "pipeline stages S (N = S x R ranks)")->capture_default_str();
+  cmd->add_option("--replicas", o.replicas, "replicas R of every stage")->capture_default_str();
+  cmd->fallthrough();  // `loom train --config FILE`: the file's [train] section (main.cpp)
+  cmd->add_option("--plan", o.plan, "plan JSON from `loom plan` (replaces --stages/--replicas/--microbatches/--schedule)");
+  cmd->add_option("--schedule", o.schedule, schedule_list() + " (default dapple; not with --plan)");
+  cmd->add_option("--microbatches", o.microbatches, "micro-batches M per global batch (not pipedream: whole minibatches)")
+      ->capture_default_str();
+  cmd->add_option("--chunks", o.chunks, "interleaved: virtual stages per rank")->capture_default_str();
+  cmd->add_option("--warmup", warmup, "dapple/pipedream: warm-up forwards K (first stage) or K_0,...,K_{S-1}");
+  cmd->add_option("--global-batch", o.global_batch, "samples per optimizer step")->capture_default_str();
+  auto* steps = cmd->add_option("--steps", o.steps, "optimizer steps to run");
+  auto* epochs = cmd->add_option("--epochs", o.epochs, "epochs to run (test accuracy after each, progress bar)");
+  steps->excludes(epochs);
+  cmd->add_option("--seed", o.seed, "seed of parameters, data order and dropout")->capture_default_str();
+  add_compute_options(cmd, o);
   cmd->add_option("--log-every", o.log_every, "print every N steps")->capture_default_str();
   cmd->add_option("--metrics", o.metrics, "write JSON lines of per-step and per-epoch metrics (rank 0)");
   cmd->add_option("--trace", o.trace, "write a Chrome trace (Perfetto) of every rank's actions");
@@ -145,10 +168,14 @@ void add_train_command(CLI::App& app) {
       LOOM_CHECK(cmd->count(flag) == 0 || !cmd->get_option(flag)->as<std::string>().empty(), flag,
                  ": an empty path or name was given");
     if (!warmup.empty()) o.warmup = parse_int_list(warmup, "--warmup");
+    runtime::ResolvedConfig run = runtime::resolve_config(o);  // every name parsed, before MPI starts
+    LOOM_CHECK(cmd->count("--microbatches") == 0 || run.pipeline.schedule != schedule::ScheduleKind::pipedream,
+               "--microbatches ", o.microbatches, " with --schedule pipedream: PipeDream runs whole minibatches, ",
+               "one at a time (no micro-batches); drop --microbatches, or use --schedule pipedream-2bw");
     runtime::set_weight_stashing_off_for_experiment(no_weight_stashing);
-    enable_shaping(shaping, o);
-    write_resolved_options(*cmd, o.metrics);
-    train(o);
+    enable_shaping(shaping, run.comm);
+    write_resolved_options(*cmd, o, run);
+    train(o, std::move(run));
   });
 }
 

@@ -11,6 +11,7 @@
 #include <loom/core/log.h>
 
 #include "commands.h"
+#include "strict_config.h"
 
 namespace {
 
@@ -46,14 +47,25 @@ void prefer_passive_openmp(char** argv) {
   ::execv("/proc/self/exe", argv);  // returns only if that failed: run on, with spinning threads
 }
 
+// `loom <command> ... --config FILE`: every command (bench's too) passes the options it does not
+// know, --config among them, up to the app (strict_config.h reads the file for that command).
+void let_commands_take_config(CLI::App& app) {
+  for (CLI::App* command : app.get_subcommands([](CLI::App* sub) { return !sub->get_name().empty(); })) {
+    command->fallthrough();
+    let_commands_take_config(*command);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   prefer_passive_openmp(argv);
   CLI::App app{"loom: pipelined and data-parallel training (DAPPLE, PipeDream)", "loom"};
   app.require_subcommand(1);
-  app.set_config("--config", "", "read a command's options from a TOML file (a [train] section: what loom train "
-                 "writes next to --metrics as .options.toml)");
+  app.config_formatter(loom::apps::strict_config(app));  // unknown keys and bad values are errors with FILE:LINE
+  app.set_config("--config", "", "read the command's options from a TOML file: `key = value` lines (the flag "
+                 "names without dashes) at the top or in a section named after the command, e.g. [train], as loom "
+                 "train writes next to --metrics (.options.toml); the command line wins over the file");
   loom::apps::add_train_command(app);
   loom::apps::add_profile_command(app);
   loom::apps::add_plan_command(app);
@@ -67,6 +79,7 @@ int main(int argc, char** argv) {
   loom::apps::add_bench_optimizer_command(*bench);
   loom::apps::add_bench_allreduce_command(*bench);
   loom::apps::add_bench_p2p_command(*bench);
+  let_commands_take_config(app);
   loom::log::init();
   try {
     app.parse(argc, argv);

@@ -1,5 +1,6 @@
 // `loom train` (see training.h): the Trainer, rank 0's progress bar or log lines, and the metrics file.
 #include "training.h"
+#include "rate_text.h"  // rate_text, duration_text
 
 #include <algorithm>
 #include <cerrno>
@@ -22,13 +23,6 @@ namespace loom::apps {
 
 namespace {
 
-std::string format_duration(double seconds) {
-  const long s = std::lround(std::max(0.0, seconds));
-  char text[32];
-  std::snprintf(text, sizeof text, "%ld:%02ld:%02ld", s / 3600, (s / 60) % 60, s % 60);
-  return text;
-}
-
 // {"parameters": ..., ..., "total": ...}: peak bytes by memory category, then all of them.
 nlohmann::json peaks_json(const runtime::MemoryPeaks& peaks) {
   nlohmann::json json = nlohmann::json::object();
@@ -42,7 +36,8 @@ nlohmann::json peaks_json(const runtime::MemoryPeaks& peaks) {
 // step, the metrics file's JSON lines, and the epoch and checkpoint lines.
 class Progress {
  public:
-  Progress(const TrainOptions& o, const runtime::Trainer& trainer) : o_(o), shape_(trainer.shape()) {
+  Progress(const TrainOptions& o, const runtime::Trainer& trainer)
+      : o_(o), shape_(trainer.shape()), fp16_(trainer.config().precision.precision == runtime::Precision::fp16) {
     if (!o.metrics.empty()) {
       metrics_ = std::make_unique<std::ofstream>(o.metrics);
       LOOM_CHECK(metrics_->good(), o.metrics, ": cannot open the metrics file for writing (", std::strerror(errno), ")");
@@ -55,7 +50,10 @@ class Progress {
     samples_since_log_ += shape_.global_batch;
     skipped_since_log_ += r.skipped ? 1 : 0;
     if (r.step % o_.log_every != 0 && r.step != shape_.steps) return;
-    const double rate = static_cast<double>(samples_since_log_) / std::max(1e-9, since_log_.elapsed_ms() / 1000.0);
+    const std::int64_t steps = samples_since_log_ / shape_.global_batch;
+    const double seconds = std::max(1e-9, since_log_.elapsed_ms() / 1000.0);
+    const double rate = static_cast<double>(samples_since_log_) / seconds;
+    const std::string rate_line = rate_text(samples_since_log_, seconds, steps);
     samples_since_log_ = 0;
     since_log_.reset();
     if (metrics_) {
@@ -65,8 +63,8 @@ class Progress {
       for (const DeviceMemoryInfo& d : r.stage_device_memory)
         device_by_stage.push_back({{"free_bytes", d.free_bytes}, {"total_bytes", d.total_bytes}});
       nlohmann::json line = {{"step", r.step}, {"loss", r.loss}, {"lr", r.lr}, {"samples_per_s", rate},
-                             {"peak_bytes", peaks_json(r.peaks)}, {"peak_bytes_by_stage", by_stage},
-                             {"device_memory_by_stage", device_by_stage}};
+                             {"step_seconds", seconds / static_cast<double>(steps)}, {"peak_bytes", peaks_json(r.peaks)},
+                             {"peak_bytes_by_stage", by_stage}, {"device_memory_by_stage", device_by_stage}};
       if (fp16_) {
         line["loss_scale"] = r.loss_scale;
         line["skipped"] = r.skipped;
@@ -74,10 +72,10 @@ class Progress {
       write(line);
     }
     if (bar_) {
-      draw_bar(r, rate);
+      draw_bar(r, rate_line);
     } else if (!o_.quiet) {
-      std::printf("step %lld | loss %.5f | lr %.4g | %.0f samples/s | peak %s (activations %s)%s\n",
-                  static_cast<long long>(r.step), r.loss, r.lr, rate,
+      std::printf("step %lld | loss %.5f | lr %.4g | %s | peak %s (activations %s)%s\n",
+                  static_cast<long long>(r.step), r.loss, r.lr, rate_line.c_str(),
                   bytes_text(static_cast<double>(r.peaks[kMemoryCategoryCount])).c_str(),
                   bytes_text(static_cast<double>(r.peaks[static_cast<std::size_t>(MemoryCategory::activations)])).c_str(),
                   fp16_ ? loss_scale_text(r).c_str() : "");
@@ -101,18 +99,18 @@ class Progress {
   }
 
  private:
-  void draw_bar(const runtime::StepReport& r, double rate) {
+  void draw_bar(const runtime::StepReport& r, const std::string& rate) {
     const std::int64_t per_epoch = shape_.steps_per_epoch, in_epoch = (r.step - 1) % per_epoch + 1;
     // Without a terminal the bar is a log line: about 20 per epoch, not one per step.
     if (!tty_ && in_epoch % std::max<std::int64_t>(1, per_epoch / 20) != 0 && in_epoch != per_epoch) return;
     const double elapsed = total_.elapsed_ms() / 1000.0;
     const double eta = elapsed / static_cast<double>(r.step - first_step_) * static_cast<double>(shape_.steps - r.step);
     const int width = 30, filled = static_cast<int>(width * in_epoch / per_epoch);
-    std::fprintf(stderr, "%sepoch %lld/%lld [%s%s] %lld/%lld loss %.4f %.0f samples/s ETA %s%s", tty_ ? "\r" : "",
+    std::fprintf(stderr, "%sepoch %lld/%lld [%s%s] %lld/%lld loss %.4f %s ETA %s%s", tty_ ? "\r" : "",
                  static_cast<long long>((r.step - 1) / per_epoch + 1), static_cast<long long>(o_.epochs),
                  std::string(filled, '#').c_str(), std::string(width - filled, '.').c_str(),
-                 static_cast<long long>(in_epoch), static_cast<long long>(per_epoch), r.loss, rate,
-                 format_duration(eta).c_str(), tty_ ? "" : "\n");
+                 static_cast<long long>(in_epoch), static_cast<long long>(per_epoch), r.loss, rate.c_str(),
+                 duration_text(eta).c_str(), tty_ ? "" : "\n");
   }
   // fp16: " | loss scale S", and how many steps since the last line were skipped for overflow.
   std::string loss_scale_text(const runtime::StepReport& r) const {
@@ -145,15 +143,15 @@ class Progress {
   bool bar_ = false;
   const bool tty_ = isatty(fileno(stderr));
   std::int64_t first_step_ = 0, samples_since_log_ = 0, skipped_since_log_ = 0;
-  const bool fp16_ = o_.precision == "fp16";
+  const bool fp16_;
   Stopwatch total_, since_log_;
 };
 
 }  // namespace
 
-TrainSummary train(const TrainOptions& o, const std::function<void(const TrainedStage&)>& on_finish) {
+TrainSummary train(const TrainOptions& o, runtime::ResolvedConfig run, const std::function<void(const TrainedStage&)>& on_finish) {
   LOOM_CHECK(o.log_every >= 1, "--log-every must be at least 1");
-  runtime::Trainer trainer(o);
+  runtime::Trainer trainer(std::move(run));
   std::unique_ptr<Progress> progress;
   runtime::TrainerHooks hooks;
   if (comm::world_rank() == 0) {
@@ -171,9 +169,9 @@ TrainSummary train(const TrainOptions& o, const std::function<void(const Trained
   }
   const TrainSummary summary = trainer.run(hooks);
   if (comm::world_rank() == 0 && !o.quiet)
-    std::printf("done: %lld steps, %lld samples in %.1f s (%.0f samples/s)\n", static_cast<long long>(trainer.shape().steps),
+    std::printf("done: %lld steps, %lld samples in %.1f s (%s)\n", static_cast<long long>(trainer.shape().steps),
                 static_cast<long long>(summary.samples), summary.seconds,
-                static_cast<double>(summary.samples) / std::max(summary.seconds, 1e-9));
+                rate_text(summary.samples, summary.seconds, static_cast<std::int64_t>(summary.losses.size())).c_str());
   if (on_finish) on_finish({trainer.stage(), trainer.chunks()});
   return summary;
 }

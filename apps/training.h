@@ -1,4 +1,4 @@
-// `loom train` as tests and the CLI run it: a runtime::Trainer (schedule/include/loom/runtime/
+// `loom train` as tests and the CLI run it: a runtime::Trainer (runtime/include/loom/runtime/
 // trainer.h) with rank 0's progress output and metrics file around it. Collective over
 // MPI_COMM_WORLD.
 #pragma once
@@ -28,7 +28,12 @@ struct TrainedStage {
   std::vector<Chain*> chunks;
 };
 
-TrainSummary train(const TrainOptions& options,
+// `run`: the config resolved from `options` (runtime::resolve_config), as the CLI checks it first.
+TrainSummary train(const TrainOptions& options, runtime::ResolvedConfig run,
                    const std::function<void(const TrainedStage&)>& on_finish = nullptr);
+inline TrainSummary train(const TrainOptions& options,
+                          const std::function<void(const TrainedStage&)>& on_finish = nullptr) {
+  return train(options, runtime::resolve_config(options), on_finish);
+}
 
 }  // namespace loom::apps

@@ -2,7 +2,7 @@
 """loom's analytic V100 profiles (`loom profile --device-model v100`, a roofline from the meta build)
 against the published V100 profiles of the DAPPLE repository, and the plans `loom plan` picks from
 each (DAPPLE planner, cluster A, the same global batch). Prints Markdown tables.
-Usage: scripts/compare_profiles.py [path/to/loom] [profiles dir]"""
+Usage: scripts/compare_profiles.py [path/to/loom] [profiles dir, default data/profiles/dapple]"""
 import json
 import os
 import re
@@ -12,7 +12,7 @@ import tempfile
 
 loom = sys.argv[1] if len(sys.argv) > 1 else "build/apps/loom"
 root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-profiles = sys.argv[2] if len(sys.argv) > 2 else os.path.join(root, "..", "shared", "profiles", "dapple")
+profiles = sys.argv[2] if len(sys.argv) > 2 else os.path.join(root, "data", "profiles", "dapple")
 # preset, published profile, its micro-batch, global batch for the plans, block-name pattern of the
 # repeated layer (loom's, the profile's) compared one to one
 cases = [("vgg19", "vgg-19-pbs-32.txt", 32, 1024, None, None),

@@ -15,10 +15,11 @@ std::string_view algorithm_name(AllreduceAlgorithm algorithm) {
   return "?";
 }
 
-AllreduceAlgorithm parse_algorithm(std::string_view name) {
+AllreduceAlgorithm parse_algorithm(std::string_view name, std::string_view source) {
   for (AllreduceAlgorithm algorithm : all_algorithms())
     if (name == algorithm_name(algorithm)) return algorithm;
-  LOOM_THROW("unknown allreduce algorithm '", name, "' (expected mpi, ring or hierarchical)");
+  LOOM_THROW(source, source.empty() ? "" : ": ", "unknown allreduce algorithm '", name,
+             "' (expected mpi, ring or hierarchical)");
 }
 
 const std::vector<AllreduceAlgorithm>& all_algorithms() {

@@ -44,26 +44,36 @@ Device Device::parse(std::string_view text) {
 
 std::ostream& operator<<(std::ostream& out, const Device& device) { return out << device.str(); }
 
-Device parse_device_flag(std::string_view text) {
+DeviceRequest parse_device_request(std::string_view text) {
   try {
-    return Device::parse(text);
+    return {Device::parse(text), text == "cuda" || text == "sim"};
   } catch (const Error&) {
     LOOM_THROW("--device '", text, "': expected cpu, cuda, cuda:N, sim or sim:N");
   }
 }
 
-Device resolve_device_flag(std::string_view text, int local_rank) {
-  const Device device = parse_device_flag(text);
-  if (text == "sim")
+std::string DeviceRequest::str() const {
+  if (!by_local_rank) return device.str();
+  return device.is_cuda() ? "cuda" : "sim";
+}
+
+Device resolve_device(const DeviceRequest& request, int local_rank) {
+  const Device device = request.device;
+  if (device.is_sim() && request.by_local_rank)
     return Device::sim(local_rank % static_cast<int>(std::max(1LL, env_count("LOOM_SIM_DEVICES", 1, 1 << 16))));
   if (!device.is_cuda()) return device;
+  const std::string text = request.str();
   LOOM_CHECK(cuda_compiled(), "--device ", text, ": this build of loom has no CUDA backend (configure with -DLOOM_CUDA=ON)");
   const int gpus = cuda_device_count();
   LOOM_CHECK(gpus > 0, "--device ", text, ": no CUDA device is visible (check CUDA_VISIBLE_DEVICES and the driver)");
-  if (text == "cuda") return Device::cuda(local_rank % gpus);
+  if (request.by_local_rank) return Device::cuda(local_rank % gpus);
   LOOM_CHECK(device.index < gpus, "--device ", text, ": only ", gpus, gpus == 1 ? " CUDA device is" : " CUDA devices are",
              " visible (cuda:0 to cuda:", gpus - 1, ")");
   return device;
+}
+
+Device resolve_device_flag(std::string_view text, int local_rank) {
+  return resolve_device(parse_device_request(text), local_rank);
 }
 
 bool cuda_compiled() {

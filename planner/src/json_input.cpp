@@ -6,6 +6,7 @@
 
 #include <loom/core/error.h>
 #include <loom/core/files.h>
+#include <loom/core/json_input.h>
 
 namespace loom::planner::detail {
 
@@ -13,20 +14,6 @@ namespace {
 
 std::string dotted(const std::string& where, const char* key) {
   return where.empty() ? std::string(key) : where + "." + key;
-}
-
-// "line:column" of the 0-based offset `stop` in `text`.
-std::string position(const std::string& text, std::size_t stop) {
-  int line = 1, column = 1;
-  for (std::size_t i = 0; i < std::min(stop, text.size()); ++i) {
-    if (text[i] == '\n') {
-      ++line;
-      column = 1;
-    } else {
-      ++column;
-    }
-  }
-  return std::to_string(line) + ":" + std::to_string(column);
 }
 
 // The library's message without its "[json.exception.xxx.nnn] " prefix.
@@ -50,13 +37,13 @@ std::string read_text_file(const std::string& path, const char* what) {
 
 nlohmann::json parse_json(const std::string& text, const std::string& source) {
   try {
-    return nlohmann::json::parse(text);
+    return parse_json_depth_limited(text, source);  // too deep: loom::Error naming source
   } catch (const nlohmann::json::parse_error& e) {
     // e.byte is the 1-based offset where parsing stopped.
     std::string reason = e.what();
     const auto colon = reason.rfind(": ");
     if (colon != std::string::npos) reason = reason.substr(colon + 2);
-    LOOM_THROW(source, ":", position(text, e.byte == 0 ? 0 : e.byte - 1), ": invalid JSON: ", reason);
+    LOOM_THROW(source, ":", text_position(text, e.byte == 0 ? 0 : e.byte - 1), ": invalid JSON: ", reason);
   } catch (const nlohmann::json::exception& e) {
     // A number beyond double range ("number overflow parsing '1e400'") has no offset: find the
     // quoted literal in the text.
@@ -65,7 +52,7 @@ nlohmann::json parse_json(const std::string& text, const std::string& source) {
     std::size_t at = std::string::npos;
     if (open != std::string::npos && close > open) at = text.find(reason.substr(open + 1, close - open - 1));
     if (at == std::string::npos) LOOM_THROW(source, ": invalid JSON: ", reason);
-    LOOM_THROW(source, ":", position(text, at), ": invalid JSON: ", reason);
+    LOOM_THROW(source, ":", text_position(text, at), ": invalid JSON: ", reason);
   }
 }
 

@@ -5,10 +5,12 @@
 
 namespace loom::schedule {
 
-Schedule make_schedule(const ScheduleOptions& options) {
+Schedule make_schedule(const ScheduleOptions& options) { return make_schedule(parse_schedule_kind(options.kind), options); }
+
+Schedule make_schedule(ScheduleKind kind, const ScheduleOptions& options) {
   LOOM_CHECK(options.stages >= 1, "the number of stages must be at least 1, got ", options.stages);
   LOOM_CHECK(options.microbatches >= 1, "the number of micro-batches must be at least 1, got ", options.microbatches);
-  switch (parse_schedule_kind(options.kind)) {
+  switch (kind) {
     case ScheduleKind::gpipe: return gpipe(options.stages, options.microbatches);
     case ScheduleKind::dapple: return dapple(options.stages, options.microbatches, options.warmup);
     case ScheduleKind::pipedream: return pipedream(options.stages, options.microbatches, options.warmup);
@@ -17,7 +19,7 @@ Schedule make_schedule(const ScheduleOptions& options) {
     case ScheduleKind::interleaved: return interleaved(options.stages, options.microbatches, options.chunks);
     case ScheduleKind::zb_h1: return zb_h1(options.stages, options.microbatches);
   }
-  LOOM_THROW("internal: schedule kind ", static_cast<int>(parse_schedule_kind(options.kind)));
+  LOOM_THROW("internal: schedule kind ", static_cast<int>(kind));
 }
 
 }  // namespace loom::schedule

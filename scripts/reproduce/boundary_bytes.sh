@@ -15,11 +15,11 @@
 #
 # Usage: scripts/reproduce/boundary_bytes.sh [LOOM_BINARY] [--quick] [--out DIR]
 #   --quick: BERT-48, AmoebaNet-36 and VGG-19 on cluster B
-# Environment: PROFILES (default ../shared/profiles next to the repository), KEEP
+# Environment: PROFILES (default data/profiles in the repository), KEEP
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 repro_init boundary_bytes "$@"
-profiles=${PROFILES:-$root/../shared/profiles}
+profiles=${PROFILES:-$root/data/profiles}
 [ -d "$profiles/dapple" ] || { echo "boundary_bytes.sh: no published profiles at $profiles/dapple (set PROFILES)" >&2; exit 1; }
 
 models=("bert-48-pbs-2 128" "amoeba-36-pbs-1 128" "vgg-19-pbs-32 1024")

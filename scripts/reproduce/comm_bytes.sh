@@ -15,11 +15,11 @@
 #
 # Usage: scripts/reproduce/comm_bytes.sh [LOOM_BINARY] [--quick] [--out DIR]
 #   --quick: VGG-16 and AlexNet only
-# Environment: PROFILES (default ../shared/profiles next to the repository), KEEP
+# Environment: PROFILES (default data/profiles in the repository), KEEP
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 repro_init comm_bytes "$@"
-profiles=${PROFILES:-$root/../shared/profiles}
+profiles=${PROFILES:-$root/data/profiles}
 [ -d "$profiles/pipedream" ] || { echo "comm_bytes.sh: no published profiles at $profiles/pipedream (set PROFILES)" >&2; exit 1; }
 
 # profile, profiled batch (docs/planner.md: from the input tensors; GNMT's cannot be told, 64 is

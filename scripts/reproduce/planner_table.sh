@@ -20,13 +20,13 @@
 # The DAPPLE search runs to the end (`loom plan --time-limit 0`; loom plan's default stops it after
 # 60 s and returns the best plan so far, which on a loaded machine loses cases); `dapple_search`
 # says whether it did (exact) or was stopped.
-# Environment: PROFILES (default ../shared/profiles next to the repository), CLUSTERS ("A B C"),
+# Environment: PROFILES (default data/profiles in the repository), CLUSTERS ("A B C"),
 #   TIME_LIMIT (seconds for each DAPPLE search, 0: none; default 0),
 #   KEEP (a directory that keeps every `loom plan --json` output)
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 repro_init planner_table "$@"
-profiles=${PROFILES:-$root/../shared/profiles}
+profiles=${PROFILES:-$root/data/profiles}
 [ -d "$profiles/dapple" ] || { echo "planner_table.sh: no published profiles at $profiles/dapple (set PROFILES)" >&2; exit 1; }
 clusters=${CLUSTERS:-A B C}
 

@@ -167,3 +167,91 @@ foreach(case "LOOM_TEST_PAUSE_AT=bogus:1|LOOM_TEST_PAUSE_AT: expected PHASE:RANK
   expect_failure("${expected}" train --stages 2 --steps 1)
   unset(ENV{${name}})
 endforeach()
+
+# JSON nested 100,000 levels deep (it parsed, then overflowed the stack: SIGSEGV): refused while
+# parsing, by file and position, for clusters and profiles (`loom plan`) and plans (`loom train --plan`).
+string(REPEAT "[" 100000 deep_open)
+string(REPEAT "]" 100000 deep_close)
+file(WRITE ${WORK_DIR}/deep_cluster.json "{\"nodes\": 1, \"devices_per_node\": ${deep_open}${deep_close}}")
+file(WRITE ${WORK_DIR}/deep_profile.json "${profile_head}[${layer}, ${deep_open}${deep_close}]}")
+file(WRITE ${WORK_DIR}/deep_plan.json "{\"format\": \"loom-plan\", \"version\": ${deep_open}${deep_close}}")
+expect_single_failure("deep_cluster.json:1:545: JSON nested deeper than 512 levels"
+                      plan --profile ${WORK_DIR}/two_layers.json --cluster ${WORK_DIR}/deep_cluster.json --global-batch 8)
+expect_single_failure("deep_profile.json:1:665: JSON nested deeper than 512 levels"
+                      plan --profile ${WORK_DIR}/deep_profile.json --cluster 1x2 --global-batch 8)
+expect_failure("deep_plan.json:1:547: JSON nested deeper than 512 levels" train --plan ${WORK_DIR}/deep_plan.json --steps 1)
+
+# --config FILE is strict (every command): keys at the top level or in a section named after the
+# command run; an unknown key (with the closest one), a value of the wrong type or another command's
+# section is an error naming FILE:LINE, on every rank under mpiexec (parsing is before MPI starts).
+# The file `loom train --metrics` writes (.options.toml) reads back.
+set(config_dir ${WORK_DIR}/config_files)
+file(MAKE_DIRECTORY ${config_dir})
+set(tiny_run "model = \"mlp\"\nsize = \"tiny\"\ndata = \"synthetic\"\nsteps = 2\n")
+file(WRITE ${config_dir}/top.toml "# a tiny run, keys at the top level\n${tiny_run}")
+file(WRITE ${config_dir}/section.toml "[train]\n${tiny_run}")
+file(WRITE ${config_dir}/typo.toml "[train]\nmodel = \"mlp\"\nstepz = 2\n")
+file(WRITE ${config_dir}/type.toml "model = \"mlp\"\n\nsteps = abc\n")
+file(WRITE ${config_dir}/other.toml "[profile]\nsteps = 2\n")
+file(WRITE ${config_dir}/simulate.toml "[simulate]\nstages = 2\nmicrobatchez = 4\n")
+expect_single_success("done: 2 steps" train --config ${config_dir}/top.toml)
+expect_single_success("done: 2 steps" train --config ${config_dir}/section.toml)
+expect_single_success("done: 3 steps" train --config ${config_dir}/top.toml --steps 3)  # the command line wins
+expect_single_failure("typo.toml:3: unknown key 'stepz' (did you mean 'steps'?)" train --config ${config_dir}/typo.toml)
+expect_single_failure("type.toml:3: steps: 'abc' is not an integer" train --config ${config_dir}/type.toml)
+expect_single_failure("other.toml:1: section [profile] is not a subcommand" train --config ${config_dir}/other.toml)
+expect_single_failure("simulate.toml:3: unknown key 'microbatchez' (did you mean 'microbatches'?)"
+                      simulate --config ${config_dir}/simulate.toml)
+expect_failure("typo.toml:3: unknown key 'stepz' (did you mean 'steps'?)" train --config ${config_dir}/typo.toml)
+# Each rank on its own: its line, and exit status 1 (a shell around each, so mpiexec kills none early).
+execute_process(COMMAND ${MPIEXEC} ${MPIEXEC_FLAGS} -n 2 sh -c "\"$0\" train --config \"$1\"; echo \"exit $?\"" ${LOOM}
+                        ${config_dir}/type.toml
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 120)
+string(REGEX MATCHALL "loom: error: [^\n]*type.toml:3: steps: 'abc' is not an integer" lines "${err}")
+string(REGEX MATCHALL "exit 1" exits "${out}")
+list(LENGTH lines line_count)
+list(LENGTH exits exit_count)
+if(NOT line_count EQUAL 2 OR NOT exit_count EQUAL 2)
+  message(FATAL_ERROR "expected both ranks to print the error and exit 1, got:\n${out}\n${err}")
+endif()
+message(STATUS "ok: both ranks: type.toml:3: steps: 'abc' is not an integer")
+# A run's own .options.toml repeats it, also on 2 stages (the command line wins over the file).
+execute_process(COMMAND ${LOOM} train --model mlp --size tiny --data synthetic --steps 2 --quiet
+                        --metrics ${config_dir}/written.jsonl
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 120)
+if(NOT rc EQUAL 0 OR NOT EXISTS ${config_dir}/written.options.toml)
+  message(FATAL_ERROR "loom train --metrics wrote no .options.toml ('${rc}'):\n${out}\n${err}")
+endif()
+expect_single_success("done: 2 steps" train --config ${config_dir}/written.options.toml --quiet=false)
+execute_process(COMMAND ${MPIEXEC} ${MPIEXEC_FLAGS} -n 2 ${LOOM} train --config ${config_dir}/written.options.toml
+                        --stages 2 --quiet=false
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 120)
+string(FIND "${out}" "2 stages" stages_found)
+if(NOT rc EQUAL 0 OR stages_found LESS 0)
+  message(FATAL_ERROR "mpiexec -n 2 loom train --config written.options.toml --stages 2 failed ('${rc}'):\n${out}\n${err}")
+endif()
+message(STATUS "ok: written.options.toml reads back, on 1 and 2 stages")
+
+# Typed configuration (issue 27): names are parsed once, at the edge, before any communicator;
+# PipeDream has no micro-batches, so an explicit --microbatches is an error, and the options file a
+# pipedream run writes (without --microbatches) repeats it through --config.
+expect_failure("--allreduce: unknown allreduce algorithm 'bogus'" train --stages 2 --steps 1 --allreduce bogus)
+expect_failure("--reduce-backend 'gloo': expected auto, mpi or nccl" train --stages 2 --steps 1 --reduce-backend gloo)
+expect_failure("--microbatches 4 with --schedule pipedream" train --model mlp --size tiny --stages 2 --steps 2
+               --schedule pipedream --microbatches 4)
+execute_process(COMMAND ${MPIEXEC} ${MPIEXEC_FLAGS} -n 2 ${LOOM} train --model mlp --size tiny --stages 2 --steps 2
+                        --schedule pipedream --threads 1 --metrics ${WORK_DIR}/pipedream.jsonl
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 120)
+if(NOT rc EQUAL 0 OR NOT out MATCHES "schedule pipedream [|] whole minibatches [(]no micro-batches[)]")
+  message(FATAL_ERROR "a pipedream run failed or its header does not say what it runs (${rc}):\n${out}\n${err}")
+endif()
+file(READ ${WORK_DIR}/pipedream.options.toml options)
+if(options MATCHES "microbatches|chunks|loss-scale")
+  message(FATAL_ERROR "pipedream.options.toml holds options the run does not use:\n${options}")
+endif()
+execute_process(COMMAND ${MPIEXEC} ${MPIEXEC_FLAGS} -n 2 ${LOOM} train --config ${WORK_DIR}/pipedream.options.toml
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 120)
+if(NOT rc EQUAL 0 OR NOT out MATCHES "done: 2 steps")
+  message(FATAL_ERROR "--config pipedream.options.toml did not repeat the run (${rc}):\n${out}\n${err}")
+endif()
+message(STATUS "ok: --config pipedream.options.toml repeats the pipedream run")

@@ -8,6 +8,7 @@
 //   alive on stage 0 and K_1 = 1 on stage 1, so stage 0 holds more than 1.5x the activations of
 //   stage 1 (2 kept + one transient against 1 kept); GPipe keeps all M = 4 on stage 1, more than
 //   3x what DAPPLE keeps there.
+// Each record's `step_seconds` (seconds per step) times `samples_per_s` is the global batch.
 // Under --precision fp16 each record also carries the loss scale and whether the step was skipped.
 #include <catch2/catch.hpp>
 
@@ -30,6 +31,7 @@ namespace {
 
 constexpr int kStages = 2;
 constexpr int kSteps = 3;
+constexpr int kGlobalBatch = 64;
 
 std::vector<std::string> entry_names() {
   std::vector<std::string> names;
@@ -73,7 +75,7 @@ std::pair<std::vector<nlohmann::json>, std::vector<RankPeaks>> run(const std::st
   o.replicas = 2;
   o.schedule = schedule;
   o.microbatches = 4;
-  o.global_batch = 64;
+  o.global_batch = kGlobalBatch;
   o.steps = kSteps;
   o.threads = 1;
   o.quiet = true;
@@ -120,6 +122,10 @@ TEST_CASE("loom train's metrics: peak memory per stage", "[train][memory][mpi]")
         CHECK(device.at("free_bytes").get<std::int64_t>() <= device.at("total_bytes").get<std::int64_t>());
       }
       CHECK(record.at("device_memory_by_stage").size() == kStages);
+      // Seconds per optimizer step over the same interval as samples_per_s: their product is the global batch.
+      const double step_seconds = record.at("step_seconds").get<double>();
+      CHECK(step_seconds > 0);
+      CHECK(record.at("samples_per_s").get<double>() * step_seconds == Approx(kGlobalBatch).epsilon(1e-6));
       for (const std::string& name : names) {
         INFO(name);
         std::int64_t most = 0;

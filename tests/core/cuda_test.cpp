@@ -3,26 +3,18 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
 
 #include <loom/core/memory.h>
 #include <loom/core/ops.h>
 #include <loom/core/rng.h>
 
+#include "skip_without_gpu.h"
+
 using namespace loom;
 
 namespace {
 // Skips the whole executable (ctest SKIP_RETURN_CODE 77) when there is no GPU to test on.
-struct SkipWithoutGpu {
-  SkipWithoutGpu() {
-    if (cuda_device_count() == 0) {
-      std::printf("skipped: no GPU (CUDA backend %s)\n", cuda_compiled() ? "compiled" : "not compiled");
-      std::fflush(stdout);
-      std::_Exit(77);
-    }
-  }
-} skip_without_gpu;
+const test::SkipWithoutGpu skip_without_gpu_at_start;
 
 Tensor random_cpu(const Shape& shape, std::uint64_t key) {
   Tensor t = Tensor::empty(shape);

@@ -11,19 +11,15 @@
 #include <loom/layers/resnet_bottleneck.h>
 #include <loom/layers/vgg_block.h>
 
+#include "check_close.h"
 #include "gradcheck.h"
 #include "torch_reference.h"
 
 using namespace loom;
+using test::check_close;
 using test::largest_magnitude;
 
 namespace {
-
-void check_close(const Tensor& loom_value, const Tensor& torch_value, const std::string& what) {
-  const double error = test::relative_error(loom_value, torch_value);
-  INFO(what << ": relative error " << error);
-  CHECK(error <= 1e-5);
-}
 
 // A convolution bias followed by training-mode BatchNorm has a gradient that is exactly zero in
 // exact arithmetic; both frameworks return rounding noise there, which must stay noise-sized

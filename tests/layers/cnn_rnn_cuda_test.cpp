@@ -4,9 +4,6 @@
 // visibly, without a GPU).
 #include <catch2/catch.hpp>
 
-#include <cstdio>
-#include <cstdlib>
-
 #include <loom/core/ops.h>
 #include <loom/layers/batch_norm.h>
 #include <loom/layers/conv2d.h>
@@ -16,21 +13,16 @@
 #include <loom/layers/resnet_bottleneck.h>
 #include <loom/layers/vgg_block.h>
 
+#include "check_close.h"
+#include "skip_without_gpu.h"
 #include "torch_reference.h"
 
 using namespace loom;
+using test::check_gpu_close;
 
 namespace {
 
-struct SkipWithoutGpu {
-  SkipWithoutGpu() {
-    if (cuda_device_count() == 0) {
-      std::printf("skipped: no GPU (CUDA backend %s)\n", cuda_compiled() ? "compiled" : "not compiled");
-      std::fflush(stdout);
-      std::_Exit(77);
-    }
-  }
-} skip_without_gpu;
+const test::SkipWithoutGpu skip_without_gpu_at_start;
 
 struct Run {
   TensorList outputs, grad_inputs, parameters, parameter_grads;
@@ -53,14 +45,6 @@ Run run(Layer& layer, const TensorList& inputs, const TensorList& grad_outputs, 
   return r;
 }
 
-void check_close(const Tensor& gpu, const Tensor& cpu, const std::string& what, double tolerance) {
-  if (!cpu.defined()) return;
-  REQUIRE(gpu.defined());
-  const double error = test::relative_error(gpu, cpu);
-  INFO(what << ": relative error " << error);
-  CHECK(error <= tolerance);
-}
-
 // Initialises the layer, runs it on the CPU, then (same initial values) on the GPU, and compares.
 void compare(Layer& layer, const TensorList& inputs, bool training = true, double tolerance = 1e-5) {
   layer.initialize(7, 1, "layer");
@@ -76,14 +60,15 @@ void compare(Layer& layer, const TensorList& inputs, bool training = true, doubl
   layer.zero_grad();
   layer.to(Device::cuda(0));
   const Run gpu = run(layer, inputs, grad_outputs, training, Device::cuda(0));
+  constexpr test::GpuResult copied = test::GpuResult::copied_to_host;  // by run()
   for (std::size_t k = 0; k < cpu.outputs.size(); ++k)
-    check_close(gpu.outputs[k], cpu.outputs[k], "output " + std::to_string(k), tolerance);
+    check_gpu_close(gpu.outputs[k], cpu.outputs[k], "output " + std::to_string(k), tolerance, copied);
   for (std::size_t k = 0; k < cpu.grad_inputs.size(); ++k)
-    check_close(gpu.grad_inputs[k], cpu.grad_inputs[k], "input gradient " + std::to_string(k), tolerance);
+    check_gpu_close(gpu.grad_inputs[k], cpu.grad_inputs[k], "input gradient " + std::to_string(k), tolerance, copied);
   const auto names = layer.parameters();
   for (std::size_t j = 0; j < names.size(); ++j) {
-    check_close(gpu.parameters[j], cpu.parameters[j], names[j].name, tolerance);
-    check_close(gpu.parameter_grads[j], cpu.parameter_grads[j], "gradient of " + names[j].name, tolerance);
+    check_gpu_close(gpu.parameters[j], cpu.parameters[j], names[j].name, tolerance, copied);
+    check_gpu_close(gpu.parameter_grads[j], cpu.parameter_grads[j], "gradient of " + names[j].name, tolerance, copied);
   }
 }
 

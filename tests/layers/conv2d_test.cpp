@@ -11,10 +11,12 @@
 #include <loom/core/ops.h>
 #include <loom/layers/conv2d.h>
 
+#include "check_close.h"
 #include "gradcheck.h"
 #include "torch_reference.h"
 
 using namespace loom;
+using test::check_close;
 
 namespace {
 
@@ -59,12 +61,6 @@ nlohmann::json torch_config(const Conv2dOptions& o) {
           {"padding", {o.padding.h, o.padding.w}},
           {"dilation", {o.dilation.h, o.dilation.w}},
           {"groups", o.groups}};
-}
-
-void check_close(const Tensor& loom_value, const Tensor& torch_value, const std::string& what) {
-  const double error = test::relative_error(loom_value, torch_value);
-  INFO(what << ": relative error " << error);
-  CHECK(error <= 1e-5);
 }
 
 }  // namespace

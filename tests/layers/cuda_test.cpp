@@ -3,8 +3,6 @@
 // the executable exits 77, a visible skip, without a GPU).
 #include <catch2/catch.hpp>
 
-#include <cstdio>
-#include <cstdlib>
 #include <functional>
 
 #include <loom/layers/activation.h>
@@ -16,35 +14,21 @@
 #include <loom/layers/loss.h>
 #include <loom/layers/transformer.h>
 
+#include "check_close.h"
+#include "skip_without_gpu.h"
 #include "torch_reference.h"
 
 using namespace loom;
+using test::check_gpu_close;
 
 namespace {
 
-struct SkipWithoutGpu {
-  SkipWithoutGpu() {
-    if (cuda_device_count() == 0) {
-      std::printf("skipped: no GPU (CUDA backend %s)\n", cuda_compiled() ? "compiled" : "not compiled");
-      std::fflush(stdout);
-      std::_Exit(77);
-    }
-  }
-} skip_without_gpu;
-
-void check_close(const std::string& what, const Tensor& gpu, const Tensor& cpu, double tolerance = 2e-5) {
-  INFO(what);
-  REQUIRE(gpu.defined() == cpu.defined());
-  if (!cpu.defined()) return;
-  CHECK(gpu.device().is_cuda());
-  const double error = test::relative_error(gpu.to(Device::cpu()), cpu);
-  INFO("relative error " << error);
-  CHECK(error <= tolerance);
-}
+const test::SkipWithoutGpu skip_without_gpu_at_start;
 
 // Runs forward + backward of two identically initialised layers, one on each device.
 void compare(const std::function<LayerPtr()>& make, const TensorList& inputs, const TensorList& grad_outputs,
              double tolerance = 2e-5) {
+  constexpr test::GpuResult on_device = test::GpuResult::on_device;
   const Device gpu = Device::cuda(0);
   LayerPtr cpu_layer = make(), gpu_layer = make();
   cpu_layer->initialize(5, 3, "blocks.3");
@@ -58,14 +42,16 @@ void compare(const std::function<LayerPtr()>& make, const TensorList& inputs, co
   cpu_ctx.step = gpu_ctx.step = 2;
   const TensorList cpu_out = cpu_layer->forward(inputs, cpu_ctx), gpu_out = gpu_layer->forward(gpu_inputs, gpu_ctx);
   REQUIRE(cpu_out.size() == gpu_out.size());
-  for (std::size_t i = 0; i < cpu_out.size(); ++i) check_close("output " + std::to_string(i), gpu_out[i], cpu_out[i], tolerance);
+  for (std::size_t i = 0; i < cpu_out.size(); ++i)
+    check_gpu_close(gpu_out[i], cpu_out[i], "output " + std::to_string(i), tolerance, on_device);
   const TensorList cpu_in = cpu_layer->backward(grad_outputs, cpu_ctx), gpu_in = gpu_layer->backward(gpu_grads, gpu_ctx);
   REQUIRE(cpu_in.size() == gpu_in.size());
   for (std::size_t i = 0; i < cpu_in.size(); ++i)
-    check_close("input gradient " + std::to_string(i), gpu_in[i], cpu_in[i], tolerance);
+    check_gpu_close(gpu_in[i], cpu_in[i], "input gradient " + std::to_string(i), tolerance, on_device);
   auto cp = cpu_layer->parameters(), gp = gpu_layer->parameters();
   for (std::size_t i = 0; i < cp.size(); ++i)
-    if (cp[i].parameter->trainable) check_close("gradient of " + cp[i].name, gp[i].parameter->grad, cp[i].parameter->grad, tolerance);
+    if (cp[i].parameter->trainable)
+      check_gpu_close(gp[i].parameter->grad, cp[i].parameter->grad, "gradient of " + cp[i].name, tolerance, on_device);
 }
 
 Tensor rnd(const Shape& s, std::uint64_t key) { return test::random_tensor(s, key); }

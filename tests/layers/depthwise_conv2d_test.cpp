@@ -9,10 +9,12 @@
 #include <loom/layers/depthwise_conv2d.h>
 #include <loom/layers/separable_conv2d.h>
 
+#include "check_close.h"
 #include "gradcheck.h"
 #include "torch_reference.h"
 
 using namespace loom;
+using test::check_close;
 
 namespace {
 
@@ -30,12 +32,6 @@ std::vector<DepthwiseCase> cases() {
            {3, 2, 6, 7}},
           {"1x7 pad (0,3), no padding rows", {.channels = 3, .kernel = {1, 7}, .padding = {0, 3}}, {2, 3, 4, 9}},
           {"3x3 stride 3 pad 0 on a plane that does not divide", {.channels = 2, .kernel = 3, .stride = 3}, {1, 2, 8, 10}}};
-}
-
-void check_close(const Tensor& loom_value, const Tensor& torch_value, const std::string& what) {
-  const double error = test::relative_error(loom_value, torch_value);
-  INFO(what << ": relative error " << error);
-  CHECK(error <= 1e-5);
 }
 
 Conv2dOptions as_grouped_conv(const DepthwiseConv2dOptions& o) {

@@ -8,6 +8,7 @@
 
 #include <loom/layers/layer.h>
 
+#include "check_close.h"
 #include "torch_reference.h"
 
 namespace loom::test {
@@ -22,9 +23,7 @@ inline void expect_close(const safetensors::File& reference, const std::string& 
   INFO("tensor " << name);
   REQUIRE(reference.has(name));
   REQUIRE(actual.defined());
-  const double error = relative_error(actual, reference.get(name));
-  INFO("relative error " << error << " (tolerance " << tolerance << ")");
-  CHECK(error <= tolerance);
+  check_close(actual, reference.get(name), name, tolerance);
 }
 
 inline void expect_parameter_grads_close(const safetensors::File& reference, Layer& layer, double tolerance = 1e-5) {

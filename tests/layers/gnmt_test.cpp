@@ -6,18 +6,14 @@
 #include <loom/core/ops.h>
 #include <loom/layers/gnmt.h>
 
+#include "check_close.h"
 #include "gradcheck.h"
 #include "torch_reference.h"
 
 using namespace loom;
+using test::check_close;
 
 namespace {
-
-void check_close(const Tensor& loom_value, const Tensor& torch_value, const std::string& what, double tolerance = 1e-5) {
-  const double error = test::relative_error(loom_value, torch_value);
-  INFO(what << ": relative error " << error);
-  CHECK(error <= tolerance);
-}
 
 // [N, T] mask with the last `padded[n]` positions of row n marked (1 = padded).
 Tensor padding_mask(const std::vector<std::int64_t>& padded, std::int64_t length, DType dtype) {

@@ -6,18 +6,14 @@
 #include <loom/core/ops.h>
 #include <loom/layers/pooling.h>
 
+#include "check_close.h"
 #include "gradcheck.h"
 #include "torch_reference.h"
 
 using namespace loom;
+using test::check_close;
 
 namespace {
-
-void check_close(const Tensor& loom_value, const Tensor& torch_value, const std::string& what) {
-  const double error = test::relative_error(loom_value, torch_value);
-  INFO(what << ": relative error " << error);
-  CHECK(error <= 1e-5);
-}
 
 struct Result {
   Tensor y, grad_x;

@@ -83,3 +83,15 @@ TEST_CASE("malformed safetensors files give errors naming the file and the probl
 
   CHECK(error_of([&] { safetensors::load(temp_path("missing.safetensors")); }).find("cannot open") != std::string::npos);
 }
+
+TEST_CASE("a safetensors header nested 100,000 levels deep is refused while parsing, naming the file") {
+  // It used to parse, then overflow the stack (SIGSEGV) copying the value.
+  const std::string header = R"({"__metadata__": )" + std::string(100000, '[') + std::string(100000, ']') + "}";
+  std::string bytes(8, '\0');
+  for (int i = 0; i < 8; ++i) bytes[i] = static_cast<char>((header.size() >> (8 * i)) & 0xff);
+  const std::string path = temp_path("deep.safetensors");
+  std::ofstream(path, std::ios::binary) << bytes << header;
+  const std::string message = error_of([&] { safetensors::load(path); });
+  CHECK(message.find(path + " header:1:") != std::string::npos);
+  CHECK(message.find("JSON nested deeper than 512 levels") != std::string::npos);
+}

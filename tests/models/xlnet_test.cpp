@@ -1,5 +1,5 @@
 // The XLNet presets: the paper-size parameter counts block by block against DAPPLE's profiles
-// (../shared/profiles/dapple/xlnet-{36,24}-pbs-1.txt; the numbers are copied here), a tiny model
+// (data/profiles/dapple/xlnet-{36,24}-pbs-1.txt; the numbers are copied here), a tiny model
 // whose loss falls when trained, and the partition independence of its outputs (dropout masks
 // and factorisation orders): a block built alone, or a micro-batch of rows, gives what the whole
 // chain gives for the whole batch.

@@ -95,3 +95,37 @@ TEST_CASE("cluster sizes and quantities are range-checked by field") {
                     Catch::Contains("fast.json: inter_bandwidth must be in"));
   CHECK(parse_cluster("16x1024").devices() == 16384);
 }
+
+TEST_CASE("JSON nested deeper than 512 levels is refused while parsing, naming the file") {
+  // 100,000 levels used to parse, then overflow the stack (SIGSEGV) copying or dumping the value.
+  const auto nested = [](int levels) { return std::string(levels, '[') + std::string(levels, ']'); };
+  const std::string deep = nested(100000);
+  const std::string too_deep = "JSON nested deeper than 512 levels";
+  CHECK_THROWS_WITH(parse_plan(R"({"format": "loom-plan", "version": )" + deep + "}", "plan.json"),
+                    Catch::StartsWith("plan.json:1:547: " + too_deep));
+  CHECK_THROWS_WITH(read_plan(write_temp("deep_plan.json", plan_with("8", deep))),
+                    Catch::Contains("deep_plan.json:1:") && Catch::Contains(too_deep));
+  CHECK_THROWS_WITH(parse_profile_json(profile_with("[\n" + deep + "]"), "p.json"),
+                    Catch::StartsWith("p.json:2:511: " + too_deep));
+  CHECK_THROWS_WITH(read_profile_json(write_temp("deep_profile.json", profile_with(deep))),
+                    Catch::Contains("deep_profile.json:1:") && Catch::Contains(too_deep));
+  const std::string cluster = "{\"nodes\": 1, \"devices_per_node\": " + deep + "}";
+  CHECK_THROWS_WITH(read_cluster_json(write_temp("deep_cluster.json", cluster)),
+                    Catch::Contains("deep_cluster.json:1:545: " + too_deep));
+  CHECK_THROWS_WITH(parse_cluster(write_temp("deep_spec.json", deep)), Catch::Contains("deep_spec.json:1:513: " + too_deep));
+  // Unclosed, and brackets inside strings do not count.
+  CHECK_THROWS_WITH(parse_plan(std::string(100000, '['), "open.json"), Catch::StartsWith("open.json:1:513: " + too_deep));
+  CHECK_THROWS_WITH(parse_plan(R"({"model": "[\"[[", "version": )" + nested(512) + "}", "s.json"),
+                    Catch::StartsWith("s.json:1:542: " + too_deep));
+  // 512 levels in all (the document's object is the first) still parse: the field is what is wrong.
+  CHECK_THROWS_WITH(parse_plan(R"({"format": "loom-plan", "version": )" + nested(511) + "}", "plan.json"),
+                    Catch::StartsWith("plan.json: version must be an integer"));
+}
+
+TEST_CASE("the deepest file loom writes (a plan, 5 levels) reads back") {
+  const Plan plan = parse_plan(plan_with("8", "[0]"), "plan.json");
+  const std::string path = write_temp("written_plan.json", plan_to_json(plan, parse_cluster("1x1")).dump(2));
+  const Plan back = read_plan(path);
+  CHECK(back.global_batch == 8);
+  CHECK(back.stages.size() == 1);
+}

@@ -17,11 +17,7 @@ inline std::string write_temp(const std::string& name, const std::string& text) 
   return path.string();
 }
 
-// ../shared/profiles next to the repository, or $LOOM_PROFILES_DIR; empty when neither exists.
-inline std::string profiles_dir() {
-  if (const char* env = std::getenv("LOOM_PROFILES_DIR")) return env;
-  const std::filesystem::path dir = std::filesystem::path(LOOM_SOURCE_DIR) / ".." / "shared" / "profiles";
-  return std::filesystem::is_directory(dir) ? std::filesystem::canonical(dir).string() : std::string();
-}
+// The published profiles in the repository: data/profiles (LOOM_PROFILES_DIR, tests/CMakeLists.txt).
+inline std::string profiles_dir() { return LOOM_PROFILES_DIR; }
 
 }  // namespace loom::planner::test

@@ -7,9 +7,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 skip() { echo "SKIPPED: reproduce_$script needs $1 — not available here"; exit 77; }
 /usr/bin/python3 -c 'import matplotlib' 2>/dev/null || skip "python3-matplotlib for /usr/bin/python3"
+# The published profiles (data/profiles) are part of the repository: a missing one fails the script.
 case $script in
-  planner_table|boundary_bytes) [ -d "${PROFILES:-$root/../shared/profiles}/dapple" ] || skip "the published profiles (PROFILES)" ;;
-  comm_bytes) [ -d "${PROFILES:-$root/../shared/profiles}/pipedream" ] || skip "the published profiles (PROFILES)" ;;
   time_to_accuracy|weight_stashing)
     [ -f "${LOOM_FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}/train-images-idx3-ubyte.gz" ] ||
       skip "Fashion-MNIST (dataset-fashion-mnist or LOOM_FASHION_MNIST_DIR)" ;;

@@ -14,16 +14,12 @@
 #include <loom/models/dataset.h>
 #include <loom/models/model.h>
 
+#include "sequential_run.h"
+
 namespace loom::test {
 
-struct SequentialRun {
-  std::vector<double> losses;                            // per step
-  std::vector<std::vector<float>> logits;                // per micro-batch of the first step
-  std::map<std::string, std::vector<float>> gradients;  // of the first step, by parameter name
-};
-
 // `steps` steps of SGD (momentum 0, constant `lr`; lr = 0: gradients only) with M micro-batches of
-// a global batch B.
+// a global batch B: the losses, the first step's logits and gradients.
 inline SequentialRun run_sequentially(const ModelSpec& spec, std::uint64_t seed, std::int64_t global_batch,
                                       int microbatches, int steps, double lr) {
   auto data = open_dataset("synthetic", DatasetSplit::train, spec.data, seed);

@@ -22,7 +22,7 @@
 #include <loom/core/memory.h>
 #include <loom/runtime/trainer.h>
 
-#include "device_setup.h"  // schedule/src/runtime: the communication plan
+#include "device_setup.h"  // runtime/src: the communication plan
 #include "run_dir.h"
 #include "tiny_run.h"
 
@@ -137,38 +137,38 @@ TEST_CASE("Trainer: each stage's gradient allreduce on NCCL or host-staged MPI",
   // 2 stages x 2 replicas on 2 nodes of 2 GPUs: stage 0 = ranks {0, 2}, stage 1 = {1, 3}.
   const comm::ParallelLayout layout = comm::ParallelLayout::from_table({{0, 2}, {1, 3}});
   const comm::DevicePlacement own({0, 0, 1, 1}, {Device::cuda(0), Device::cuda(1), Device::cuda(0), Device::cuda(1)});
-  auto plan = runtime::detail::plan_communication("auto", "auto", Device::cuda(0), layout, own);
+  auto plan = runtime::detail::plan_communication(runtime::BackendChoice::automatic, runtime::BackendChoice::automatic, Device::cuda(0), layout, own);
   CHECK(plan.reduce == std::vector<Backend>{Backend::nccl, Backend::nccl});
   CHECK_THAT(plan.line, Catch::Contains("the gradient allreduce of stage(s) 0, 1 runs on NCCL"));
-  CHECK(runtime::detail::plan_communication("mpi", "auto", Device::cuda(0), layout, own).reduce ==
+  CHECK(runtime::detail::plan_communication(runtime::BackendChoice::mpi, runtime::BackendChoice::automatic, Device::cuda(0), layout, own).reduce ==
         std::vector<Backend>{Backend::mpi, Backend::mpi});
 
   // One node, one GPU per two ranks: stage 0's replicas {0, 1} share cuda:0, stage 1's {2, 3} do not.
   const comm::ParallelLayout one_node = comm::ParallelLayout::from_table({{0, 1}, {2, 3}});
   const comm::DevicePlacement shared({0, 0, 0, 0}, {Device::cuda(0), Device::cuda(0), Device::cuda(0), Device::cuda(1)});
-  plan = runtime::detail::plan_communication("auto", "auto", Device::cuda(0), one_node, shared);
+  plan = runtime::detail::plan_communication(runtime::BackendChoice::automatic, runtime::BackendChoice::automatic, Device::cuda(0), one_node, shared);
   CHECK(plan.reduce == std::vector<Backend>{Backend::mpi, Backend::nccl});
   CHECK_THAT(plan.line, Catch::Contains("stage(s) 1 runs on NCCL") &&
                             Catch::Contains("stage(s) 0 is host-staged over MPI (device -> host -> device), because ranks 0 "
                                                             "and 1 share cuda:0 of node 0"));
-  CHECK_THROWS_WITH(runtime::detail::plan_communication("nccl", "auto", Device::cuda(0), one_node, shared),
+  CHECK_THROWS_WITH(runtime::detail::plan_communication(runtime::BackendChoice::nccl, runtime::BackendChoice::automatic, Device::cuda(0), one_node, shared),
                     Catch::Contains("--reduce-backend nccl: stage 0 cannot use NCCL: ranks 0 and 1 share cuda:0"));
 
   // A stage of one replica reduces nothing: no NCCL communicator for it.
   const comm::ParallelLayout alone = comm::ParallelLayout::from_table({{0}, {1}});
-  plan = runtime::detail::plan_communication("auto", "auto", Device::cuda(0), alone, own);
+  plan = runtime::detail::plan_communication(runtime::BackendChoice::automatic, runtime::BackendChoice::automatic, Device::cuda(0), alone, own);
   CHECK(plan.reduce == std::vector<Backend>{Backend::mpi, Backend::mpi});
   CHECK_THAT(plan.line, Catch::Contains("no stage has replicas"));
 
   // Off CUDA: MPI, and nccl is refused.
   const comm::DevicePlacement sim({0, 0, 0, 0}, std::vector<Device>(4, Device::sim()));
-  plan = runtime::detail::plan_communication("auto", "auto", Device::sim(), layout, sim);
+  plan = runtime::detail::plan_communication(runtime::BackendChoice::automatic, runtime::BackendChoice::automatic, Device::sim(), layout, sim);
   CHECK(plan.reduce == std::vector<Backend>{Backend::mpi, Backend::mpi});
   CHECK_THAT(plan.line, Catch::Equals("device sim:0: stage boundaries are host-staged over MPI (device -> host -> "
                                       "device), because ranks 0 and 2 share sim:0 of node 0; the gradient allreduce of "
                                       "stage(s) 0, 1 is host-staged over MPI (device -> host -> device), because the sim "
                                       "device has no device-to-device collectives"));
-  CHECK_THROWS_WITH(runtime::detail::plan_communication("nccl", "auto", Device::cpu(), layout, sim),
+  CHECK_THROWS_WITH(runtime::detail::plan_communication(runtime::BackendChoice::nccl, runtime::BackendChoice::automatic, Device::cpu(), layout, sim),
                     Catch::Contains("--reduce-backend nccl needs --device cuda"));
   runtime::TrainerConfig bad = config_for("mlp", "cpu");
   bad.reduce_backend = "gloo";
@@ -184,39 +184,39 @@ TEST_CASE("Trainer: each stage boundary device to device on NCCL or host-staged 
   // 3 stages on one node of 4 GPUs, stage 1 replicated: {0}, {1, 2}, {3} (every rank its own GPU).
   const comm::ParallelLayout three = comm::ParallelLayout::from_table({{0}, {1, 2}, {3}});
   const comm::DevicePlacement own({0, 0, 0, 0}, {Device::cuda(0), Device::cuda(1), Device::cuda(2), Device::cuda(3)});
-  auto plan = runtime::detail::plan_communication("auto", "auto", Device::cuda(0), three, own);
+  auto plan = runtime::detail::plan_communication(runtime::BackendChoice::automatic, runtime::BackendChoice::automatic, Device::cuda(0), three, own);
   CHECK(plan.boundaries == std::vector<BoundaryPath>{direct, direct});
   CHECK_THAT(plan.line, Catch::StartsWith("device cuda:0: stage boundaries go device to device on NCCL; the gradient "
                                           "allreduce of stage(s) 1 runs on NCCL"));
-  CHECK(runtime::detail::plan_communication("auto", "mpi", Device::cuda(0), three, own).boundaries ==
+  CHECK(runtime::detail::plan_communication(runtime::BackendChoice::automatic, runtime::BackendChoice::mpi, Device::cuda(0), three, own).boundaries ==
         std::vector<BoundaryPath>{staged, staged});
-  CHECK_THAT(runtime::detail::plan_communication("auto", "mpi", Device::cuda(0), three, own).line,
+  CHECK_THAT(runtime::detail::plan_communication(runtime::BackendChoice::automatic, runtime::BackendChoice::mpi, Device::cuda(0), three, own).line,
              Catch::Contains("stage boundaries are host-staged over MPI (device -> host -> device), because "
                              "--boundary-backend mpi"));
 
   // Ranks 2 and 3 share cuda:2: boundary 1 (stages 1 and 2: ranks 1, 2, 3) falls back, boundary 0 does not.
   const comm::DevicePlacement shared({0, 0, 0, 0}, {Device::cuda(0), Device::cuda(1), Device::cuda(2), Device::cuda(2)});
-  plan = runtime::detail::plan_communication("auto", "auto", Device::cuda(0), three, shared);
+  plan = runtime::detail::plan_communication(runtime::BackendChoice::automatic, runtime::BackendChoice::automatic, Device::cuda(0), three, shared);
   CHECK(plan.boundaries == std::vector<BoundaryPath>{direct, staged});
   CHECK_THAT(plan.line, Catch::Contains("stage boundaries 0 go device to device on NCCL; boundaries 1 are host-staged "
                                         "over MPI (device -> host -> device), because ranks 2 and 3 share cuda:2 of node 0"));
-  CHECK_THROWS_WITH(runtime::detail::plan_communication("auto", "nccl", Device::cuda(0), three, shared),
+  CHECK_THROWS_WITH(runtime::detail::plan_communication(runtime::BackendChoice::automatic, runtime::BackendChoice::nccl, Device::cuda(0), three, shared),
                     Catch::Contains("--boundary-backend nccl: stage boundary 1 (stages 1 and 2) cannot use NCCL: ranks "
                                     "2 and 3 share cuda:2"));
 
   // One stage: no boundaries. The sim device: its stand-in where the sim devices differ; cpu: MPI.
   const comm::ParallelLayout one = comm::ParallelLayout::from_table({{0, 1}});
-  CHECK_THAT(runtime::detail::plan_communication("auto", "auto", Device::cuda(0), one, own).line,
+  CHECK_THAT(runtime::detail::plan_communication(runtime::BackendChoice::automatic, runtime::BackendChoice::automatic, Device::cuda(0), one, own).line,
              Catch::Contains("one stage, no stage boundaries; the gradient allreduce of stage(s) 0 runs on NCCL"));
   const comm::ParallelLayout two = comm::ParallelLayout::from_table({{0}, {1}});
   const comm::DevicePlacement sims({0, 0}, {Device::sim(0), Device::sim(1)});
-  plan = runtime::detail::plan_communication("auto", "auto", Device::sim(0), two, sims);
+  plan = runtime::detail::plan_communication(runtime::BackendChoice::automatic, runtime::BackendChoice::automatic, Device::sim(0), two, sims);
   CHECK(plan.boundaries == std::vector<BoundaryPath>{direct});
   CHECK_THAT(plan.line, Catch::Contains("stage boundaries go device to device on NCCL's stand-in (MPI matched by order)"));
-  CHECK_THROWS_WITH(runtime::detail::plan_communication("auto", "nccl", Device::sim(0), two, sims),
+  CHECK_THROWS_WITH(runtime::detail::plan_communication(runtime::BackendChoice::automatic, runtime::BackendChoice::nccl, Device::sim(0), two, sims),
                     Catch::Contains("--boundary-backend nccl needs --device cuda (this run computes on sim:0)"));
   const comm::DevicePlacement host({0, 0}, {Device::cpu(), Device::cpu()});
-  CHECK(runtime::detail::plan_communication("auto", "auto", Device::cpu(), two, host).boundaries ==
+  CHECK(runtime::detail::plan_communication(runtime::BackendChoice::automatic, runtime::BackendChoice::automatic, Device::cpu(), two, host).boundaries ==
         std::vector<BoundaryPath>{staged});
 }
 

@@ -11,6 +11,7 @@
 
 #include <loom/core/error.h>
 #include <loom/core/files.h>
+#include <loom/core/json_input.h>
 
 namespace loom::safetensors {
 
@@ -131,7 +132,7 @@ File load(const std::string& path) {
   LOOM_CHECK(in.good(), path, ": read error in the header");
   nlohmann::json header;
   try {
-    header = nlohmann::json::parse(text);
+    header = parse_json_depth_limited(text, path + " header");
   } catch (const nlohmann::json::exception& e) {
     LOOM_THROW(path, ": header is not valid JSON (", e.what(), ")");
   }

@@ -184,6 +184,15 @@ LrSchedule::Kind LrSchedule::parse(const std::string& name) {
   LOOM_THROW("unknown learning-rate schedule '", name, "' (expected constant, linear or cosine)");
 }
 
+const char* LrSchedule::name(Kind kind) {
+  switch (kind) {
+    case Kind::constant: return "constant";
+    case Kind::linear: return "linear";
+    case Kind::cosine: return "cosine";
+  }
+  return "?";
+}
+
 double LrSchedule::at(std::int64_t step) const {
   if (warmup_steps > 0 && step < warmup_steps)
     return base_lr * static_cast<double>(step + 1) / static_cast<double>(warmup_steps);

@@ -1,5 +1,5 @@
 // The AmoebaNet-D presets (amoebanet36, amoebanet18): GPipe's image model, sized as in the DAPPLE
-// profiles (../shared/profiles/dapple/amoeba-36-pbs-1.txt, amoeba-18-pbs-8.txt): `layers` normal
+// profiles (data/profiles/dapple/amoeba-36-pbs-1.txt, amoeba-18-pbs-8.txt): `layers` normal
 // cells in three equal groups between two reduction cells, after a stem convolution and
 // `stem_cells` reduction cells, then a ReLU + global average pool + Linear head. One block per
 // cell; the blocks pass [s_prev, s_new] (layers/amoeba_cell.h), named as the profiles name their

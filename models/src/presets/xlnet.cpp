@@ -2,7 +2,7 @@
 // post-LN), 36 layers as DAPPLE's xlnet-36 profile and 24 as XLNet-Large, permutation language
 // modelling with two-stream relative attention (layers/xlnet.h).
 //
-// Parameters against the DAPPLE profiles (../shared/profiles/dapple/xlnet-{36,24}-pbs-1.txt, totals
+// Parameters against the DAPPLE profiles (data/profiles/dapple/xlnet-{36,24}-pbs-1.txt, totals
 // 500.75 M and 344.75 M f32 values, node by node): the profile writes sizes in MiB as 10^6 bytes
 // (a layer's 2 MiB output = [512, 1024] f32 shows as 2000000, so seq = 512; its ATTN_MASK 1 MiB =
 // [512, 512]), and each layer's 13,642,752 values (52.04 MiB) as 52e6 bytes, i.e. 13.0 M; only

@@ -1,6 +1,6 @@
 // Builds against an installed loom without MPI: a model trained from layers, a checkpoint round
 // trip, a published profile planned, a paper-model preset built. Exits non-zero on any mismatch.
-//   consumer WORKDIR [PROFILES_DIR]
+//   consumer WORKDIR PROFILES_DIR   (PROFILES_DIR: the repository's data/profiles)
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -57,8 +57,8 @@ double train_from_layers(loom::Sequential& model) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2) {
-    std::fprintf(stderr, "usage: consumer WORKDIR [PROFILES_DIR]\n");
+  if (argc < 3) {
+    std::fprintf(stderr, "usage: consumer WORKDIR PROFILES_DIR\n");
     return 2;
   }
   const std::string work = argv[1];
@@ -90,15 +90,11 @@ int main(int argc, char** argv) {
     loom::schedule::validate(schedule);
     expect(schedule.batches() == 1 && schedule.microbatches_per_batch() == 8, "dapple schedule: one step of 8 micro-batches");
 
-    if (argc > 2) {
-      const auto profile = loom::planner::read_graph_profile(std::string(argv[2]) + "/dapple/vgg-19-pbs-32.txt");
-      const auto result = loom::planner::plan_dapple(profile, loom::planner::cluster_preset("A"), 1024);
-      std::printf("consumer: VGG-19 on cluster A: %s, %.1f ms per step\n", result.plan.strategy().c_str(),
-                  result.cost.step_ms);
-      expect(result.found && result.plan.devices_used() >= 1, "DAPPLE plans the published VGG-19 profile");
-    } else {
-      std::printf("consumer: no published profiles given: planning skipped\n");
-    }
+    const auto profile = loom::planner::read_graph_profile(std::string(argv[2]) + "/dapple/vgg-19-pbs-32.txt");
+    const auto result = loom::planner::plan_dapple(profile, loom::planner::cluster_preset("A"), 1024);
+    std::printf("consumer: VGG-19 on cluster A: %s, %.1f ms per step\n", result.plan.strategy().c_str(),
+                result.cost.step_ms);
+    expect(result.found && result.plan.devices_used() >= 1, "DAPPLE plans the published VGG-19 profile");
   } catch (const std::exception& e) {
     std::fprintf(stderr, "consumer: error: %s\n", e.what());
     return 1;

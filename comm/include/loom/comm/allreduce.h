@@ -24,7 +24,8 @@ enum class AllreduceAlgorithm : std::uint8_t { mpi, ring, hierarchical };
 
 std::string_view reduce_op_name(ReduceOp op);
 std::string_view algorithm_name(AllreduceAlgorithm algorithm);
-AllreduceAlgorithm parse_algorithm(std::string_view name);  // "mpi", "ring", "hierarchical"
+// "mpi", "ring", "hierarchical"; else a loom::Error, prefixed by `source` (a flag) when given.
+AllreduceAlgorithm parse_algorithm(std::string_view name, std::string_view source = "");
 const std::vector<AllreduceAlgorithm>& all_algorithms();
 
 void allreduce(ReduceGroup& group, void* data, std::int64_t count, DType dtype, ReduceOp op,

@@ -43,13 +43,21 @@ int cuda_device_count();
 // compute synchronously: nothing to wait for). Timers around device work call it at both ends.
 void synchronize(Device device);
 
-// A `--device` flag: cpu, cuda, cuda:N, sim or sim:N. Plain "cuda" is GPU local_rank % (GPUs
-// visible), so each rank of a node takes its own; plain "sim" likewise takes sim:(local_rank %
-// LOOM_SIM_DEVICES), the number of sim devices a node pretends to have (default 1: all share one,
-// as ranks share the GPU of a one-GPU machine). Errors name --device and say why (malformed, no
-// CUDA backend in this build, no GPU visible, cuda:N past the GPUs visible). `parse_device_flag`
-// checks the text alone (no GPU query).
-Device parse_device_flag(std::string_view text);
+// A `--device` flag: cpu, cuda, cuda:N, sim or sim:N, parsed once into a DeviceRequest. Plain
+// "cuda" is GPU local_rank % (GPUs visible), so each rank of a node takes its own; plain "sim"
+// likewise takes sim:(local_rank % LOOM_SIM_DEVICES), the number of sim devices a node pretends to
+// have (default 1: all share one, as ranks share the GPU of a one-GPU machine). Errors name
+// --device and say why: parse_device_request checks the text alone (malformed; no GPU query),
+// resolve_device the machine (no CUDA backend in this build, no GPU visible, cuda:N past the GPUs
+// visible).
+struct DeviceRequest {
+  Device device;               // the kind, and the index when one was given
+  bool by_local_rank = false;  // plain "cuda" or "sim": each rank's local rank picks the index
+  std::string str() const;     // the flag as given: "cuda", "sim:1", ...
+};
+DeviceRequest parse_device_request(std::string_view text);
+Device resolve_device(const DeviceRequest& request, int local_rank);
+// The two steps at once, for flags used where they are read (bench, profile).
 Device resolve_device_flag(std::string_view text, int local_rank);
 
 }  // namespace loom

@@ -89,6 +89,7 @@ struct LrSchedule {
   std::int64_t total_steps = 1;
 
   static Kind parse(const std::string& name);  // "constant", "linear", "cosine"
+  static const char* name(Kind kind);
   double at(std::int64_t step) const;          // step counts from 0
 };
 

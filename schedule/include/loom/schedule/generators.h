@@ -59,6 +59,8 @@ struct ScheduleOptions {
 
 // Dispatch by kind name; unknown kinds and bad sizes get a one-line loom::Error.
 Schedule make_schedule(const ScheduleOptions& options);
+// The same for a kind already parsed (options.kind is not read).
+Schedule make_schedule(ScheduleKind kind, const ScheduleOptions& options);
 
 
 }  // namespace loom::schedule

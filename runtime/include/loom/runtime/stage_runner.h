@@ -1,0 +1,99 @@
+// StageRunner: one chunk of a pipeline stage (a Chain of blocks, plus the loss on the last virtual
+// stage) run micro-batch by micro-batch, as the executor and the profiler both need it.
+//
+// The runner keeps, per micro-batch id, the Context forward saved (and the loss value and its
+// context on the last stage) until that micro-batch's backward consumes it, so several micro-batches
+// are in flight at once under 1F1B. Memory categories follow the contract the simulator is checked
+// against: forward under MemoryCategory::activations, backward under workspace.
+//   forward          runs the chain (and the loss); with `recompute` the contexts are dropped and
+//                    the inputs kept instead, and backward runs the forward again first
+//   backward         whole backward; returns the gradient of the chunk's inputs
+//   backward_input   the activation-gradient half (zero-bubble BI); backward_weight the other half
+// Passing `on_block_done` to backward / backward_weight runs the blocks one at a time and reports
+// each block, last to first, as soon as its parameter gradients are final: the gradient bucketer
+// is fed from that callback.
+// Under Precision::bf16 or fp16 (precision.h) the runner rounds to 16 bits the float inputs, every
+// block's outputs, the loss gradient and every gradient leaving a block backwards, so it always
+// runs the blocks one at a time; fp32 runs the chain as it is. The last stage's backward starts
+// from the loss gradient times the micro-batch's loss scale (1 but under fp16: loss_scaler.h).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+
+#include <loom/core/ops.h>
+#include <loom/layers/chain.h>
+#include <loom/runtime/precision.h>
+
+namespace loom::runtime {
+
+// Where a micro-batch's rows sit in training: the global batch index (dropout masks are keyed by
+// it), the global index of its first sample, and the loss denominator (the count of targets of
+// the whole global batch, so micro-batch losses add up to the global-batch mean).
+struct MicrobatchInfo {
+  std::int64_t batch = 0;
+  std::int64_t first_sample = 0;
+  double loss_denominator = 1.0;
+  double loss_scale = 1.0;  // what the last stage's backward starts from (fp16: the loss scaler's scale)
+};
+
+struct StageRunnerOptions {
+  std::uint64_t seed = 0;
+  bool recompute = false;
+  Precision precision = Precision::fp32;
+};
+
+class StageRunner {
+ public:
+  using BlockDone = std::function<void(std::size_t block)>;
+
+  // `loss` is null except on the last virtual stage, where it maps {logits, targets} to {loss}.
+  StageRunner(Chain& chain, Layer* loss, StageRunnerOptions options);
+
+  // Forward of micro-batch `microbatch`; returns the chain's outputs (the logits on the last stage,
+  // whose loss value is then loss(microbatch)).
+  TensorList forward(int microbatch, TensorList inputs, Tensor targets, const MicrobatchInfo& info);
+  // The loss value of a forwarded micro-batch (last stage only), kept until its backward.
+  const Tensor& loss(int microbatch) const;
+
+  // The gradients are taken by value: what arrived is freed as soon as the first block is done.
+  TensorList backward(int microbatch, TensorList grad_outputs, const BlockDone& on_block_done = nullptr);
+  TensorList backward_input(int microbatch, TensorList grad_outputs);
+  void backward_weight(int microbatch, const BlockDone& on_block_done = nullptr);
+
+  // Forward in evaluation mode (no dropout, BatchNorm running statistics); nothing is kept.
+  TensorList evaluate(const TensorList& inputs, const MicrobatchInfo& info);
+
+  // Drops what is kept for every micro-batch (the end of a step).
+  void release_all() { microbatches_.clear(); }
+  Chain& chain() { return chain_; }
+  bool has_loss() const { return loss_ != nullptr; }
+
+ private:
+  struct Microbatch {
+    MicrobatchInfo info;
+    Context ctx, loss_ctx;
+    TensorList inputs;  // kept only when recomputing
+    Tensor targets;     // last stage
+    TensorList loss;    // last stage: the loss value until backward
+  };
+  TensorList run_forward(Microbatch& mb, const TensorList& inputs, bool save);
+  // The chain's forward, block by block, with at_block_boundary on the inputs and each block's outputs.
+  TensorList chain_forward(const TensorList& inputs, Context& ctx);
+  // What the precision does between blocks, forward and backward: bf16 and fp16 round in place
+  // (runtime/precision.h), fp32 leaves the tensors as they are.
+  void at_block_boundary(const TensorList& tensors) const;
+  // The GEMM precision of the blocks' forward and backward: 16-bit operands under bf16 and fp16.
+  ops::GemmOperandScope block_math() const;
+  // The gradient backward starts from: the loss's (last stage) or the received one.
+  TensorList start_backward(Microbatch& mb, TensorList grad_outputs);
+  Microbatch& at(int microbatch);
+
+  Chain& chain_;
+  Layer* loss_;
+  StageRunnerOptions options_;
+  std::map<int, Microbatch> microbatches_;
+};
+
+}  // namespace loom::runtime

@@ -1,0 +1,74 @@
+// The Trainer's checkpoints (`loom train --checkpoint DIR` / `--resume DIR`), committed atomically
+// across ranks like PyTorch DCP and Megatron-LM do:
+//
+//   DIR/step-000120/stage<s>.safetensors, stage<s>.json   each stage's files, by replica 0 of the stage
+//   DIR/step-000120/manifest.json                         rank 0, once every stage's files are in place
+//   DIR/latest                                            "step-000120": the commit, by rank 0
+//
+// A save writes its own step directory; every file is written under a .tmp name, flushed to the
+// disk and renamed (loom/core/files.h). Only after every rank has written its files (a control
+// collective under the watchdog) does rank 0 write the manifest and then move DIR/latest to the
+// new directory: that rename is the commit. A kill, a stopped rank or a full disk before it leaves
+// DIR/latest at the previous checkpoint, which stays whole; the half-written directory is
+// removed by the next save (or at once, when the save failed with an error). After the commit
+// the oldest complete checkpoints beyond the newest `keep` are deleted.
+//
+// A stage's file holds all its chunks' parameters (and buffers) and the optimizer state;
+// replicas of a stage are identical after every synchronous step, so only replica 0 writes.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <loom/comm/communicator.h>
+#include <loom/layers/layer.h>
+#include <loom/layers/optimizer.h>
+#include <loom/runtime/loss_scaler.h>
+#include <loom/runtime/precision.h>
+
+namespace loom::runtime {
+
+// What a checkpoint must agree on to be resumed: the model and its split into stages.
+struct CheckpointLayout {
+  std::string model;
+  std::map<std::string, double> settings;  // the model's settings after size and overrides, compared as values
+  int stage = 0, stages = 1, chunks = 1;
+  std::vector<std::pair<std::int64_t, std::int64_t>> blocks;  // this stage's chunks: [first, last)
+  std::int64_t global_batch = 0;
+  std::uint64_t seed = 0;
+  // The learning-rate path: a run resumed under a decaying schedule must have the same length.
+  LrSchedule::Kind lr_schedule = LrSchedule::Kind::constant;
+  std::int64_t total_steps = 0;
+  // precision.h: a bf16 or fp16 checkpoint holds the fp32 master weights; a resume must train in
+  // the precision that wrote it. Checkpoints without the field are fp32.
+  Precision precision = Precision::fp32;
+};
+
+// Collective over `world` (every rank of the run). `writer`: this rank writes its stage's files.
+// `keep`: complete checkpoints to keep (at least 1). Any rank's failure is a loom::Error on every
+// rank, and DIR/latest then still names the previous checkpoint. Returns the step directory.
+// `scaler` (fp16): its scale and good-step count go into the manifest ("loss_scale").
+std::string save_training_checkpoint(comm::Communicator& world, const std::string& dir, const CheckpointLayout& layout,
+                                     std::int64_t step, const std::vector<NamedParameter>& parameters,
+                                     Optimizer& optimizer, bool writer, int keep,
+                                     const LossScaler* scaler = nullptr);
+
+// Which checkpoint --resume DIR loads: the step directory DIR/latest names; else, when DIR holds
+// a manifest.json itself, DIR (a step directory given directly, or the single-directory layout
+// of loom before step directories); else the newest complete step directory in DIR.
+struct ResumePoint {
+  std::string directory;  // the checkpoint that was loaded
+  std::int64_t step = 0;  // the step it was taken after
+};
+
+// Finds DIR's checkpoint, checks its manifests against `layout` and loads this stage's parameters
+// and optimizer state, and (fp16) restores `scaler` from the manifest. Every problem is a
+// loom::Error naming the file, on every rank.
+ResumePoint load_training_checkpoint(comm::Communicator& world, const std::string& dir, const CheckpointLayout& layout,
+                                     const std::vector<NamedParameter>& parameters, Optimizer& optimizer,
+                                     LossScaler* scaler = nullptr);
+
+}  // namespace loom::runtime

@@ -1,0 +1,356 @@
+// Executor: one rank's walk through its program (see executor.h for the semantics).
+#include <loom/runtime/executor.h>
+
+#include <algorithm>
+
+#include <loom/comm/partition.h>
+#include <loom/comm/test_pause.h>
+#include <loom/core/ops.h>
+#include <loom/core/timer.h>
+#include <loom/layers/loss.h>
+#include <loom/runtime/stage_runner.h>
+#include <loom/runtime/weight_stash.h>
+
+namespace loom::runtime {
+
+using schedule::Action;
+using schedule::Op;
+
+struct Executor::MicrobatchState {
+  struct {
+    std::int64_t batch = 0;           // global batch index
+    std::int64_t microbatch_rows = 0;
+    std::int64_t first = 0;           // this replica's first row within the batch
+    std::int64_t count = 0;           // this replica's rows
+  } rows;
+  TensorList inputs;        // received or read, until forward
+  Tensor targets;           // last virtual stage, until forward
+  TensorList outputs;       // until sent
+  TensorList grad_outputs;  // received, until backward
+  TensorList grad_inputs;   // until sent
+  comm::PendingReceive activation_receive;
+  comm::PendingReceive gradient_receive;
+};
+
+struct Executor::ChunkState {
+  int virtual_stage = 0;
+  bool first = false;
+  bool last = false;
+  int replica = 0;
+  std::unique_ptr<StageRunner> runner;
+  std::map<int, MicrobatchState> microbatches;
+  std::vector<std::vector<int>> block_gradients;  // per block: its gradients' bucketer indices
+  std::unique_ptr<comm::GradientBucketer> bucketer;  // null without replicas
+};
+
+namespace {
+int replica_index(comm::ProcessGroups& groups, int virtual_stage) {
+  for (const auto& p : groups.positions())
+    if (p.stage == virtual_stage) return p.replica;
+  LOOM_THROW("executor: this rank holds no replica of virtual stage ", virtual_stage);
+}
+
+// Per action: 1 for the last B/BW of a chunk before each AR (or the end), whose blocks complete
+// that chunk's gradients.
+std::vector<char> final_backwards(const std::vector<Action>& program, int chunks) {
+  std::vector<char> final_backward(program.size(), 0);
+  std::vector<long> last_seen(static_cast<std::size_t>(chunks), -1);
+  for (std::size_t i = 0; i < program.size(); ++i) {
+    const Op op = program[i].op;
+    if (schedule::ends_backward(op)) last_seen[program[i].chunk] = static_cast<long>(i);
+    if (op == Op::AllReduce || i + 1 == program.size()) {
+      for (long& seen : last_seen) {
+        if (seen >= 0) final_backward[seen] = 1;
+        seen = -1;
+      }
+    }
+  }
+  return final_backward;
+}
+
+// Per action: 1 + the LOOM_TEST_PAUSE_AT point it is (comm/test_pause.h), 0 for none: the first
+// forward of each batch (warmup) and its first forward after a backward (steady).
+std::vector<char> pause_points(const std::vector<Action>& program, int per_batch) {
+  std::vector<char> points(program.size(), 0);
+  std::map<int, int> seen;  // per batch: 1 after its first forward, 2 after a backward, 3 after steady
+  for (std::size_t i = 0; i < program.size(); ++i) {
+    int& state = seen[program[i].microbatch / per_batch];
+    if (program[i].op == Op::Forward && (state == 0 || state == 2)) {
+      points[i] = static_cast<char>(1 + static_cast<int>(state == 0 ? comm::PausePhase::warmup : comm::PausePhase::steady));
+      state = state == 0 ? 1 : 3;
+    }
+    if (schedule::starts_backward(program[i].op) && state == 1) state = 2;
+  }
+  return points;
+}
+}  // namespace
+
+Executor::Executor(const schedule::Schedule& schedule, int stage, comm::ProcessGroups& groups,
+                   std::vector<Chain*> chunks, Layer* loss, StepFunction optimizer_step, ExecutorOptions options)
+    : schedule_(schedule), stage_(stage), groups_(groups), optimizer_step_(std::move(optimizer_step)),
+      options_(options) {
+  LOOM_CHECK(stage >= 0 && stage < schedule.stages, "executor: stage ", stage, " of a ", schedule.stages,
+             "-stage schedule");
+  LOOM_CHECK(static_cast<int>(chunks.size()) == schedule.chunks, "executor: ", chunks.size(),
+             " model chunks for a schedule with ", schedule.chunks, " chunks per rank");
+  LOOM_CHECK(groups.layout().stages() == schedule.virtual_stages(), "executor: the process layout has ",
+             groups.layout().stages(), " stages, the schedule ", schedule.virtual_stages(), " virtual stages");
+  LOOM_CHECK(schedule.microbatches % schedule.batches() == 0, "executor: ", schedule.microbatches,
+             " micro-batches in the program are not whole batches of its ", schedule.batches(), " steps");
+  LOOM_CHECK(options_.global_batch >= schedule.microbatches_per_batch(), "executor: global batch ",
+             options_.global_batch, " is smaller than its ", schedule.microbatches_per_batch(), " micro-batches");
+  for (int c = 0; c < schedule.chunks; ++c) {
+    auto state = std::make_unique<ChunkState>();
+    state->virtual_stage = schedule.virtual_stage(stage, c);
+    state->first = schedule.is_first(stage, c);
+    state->last = schedule.is_last(stage, c);
+    state->replica = replica_index(groups, state->virtual_stage);
+    LOOM_CHECK(!state->last || loss != nullptr, "executor: the last virtual stage needs a loss layer");
+    state->runner = std::make_unique<StageRunner>(*chunks[c], state->last ? loss : nullptr,
+                                                  StageRunnerOptions{options_.seed, options_.recompute, options_.precision});
+    std::vector<Tensor> gradients;
+    for (std::size_t b = 0; b < chunks[c]->size(); ++b) {
+      state->block_gradients.emplace_back();
+      for (const NamedParameter& p : chunks[c]->block(b).parameters()) {
+        if (!p.parameter->trainable) continue;
+        parameters_.push_back(p.parameter);
+        state->block_gradients.back().push_back(static_cast<int>(gradients.size()));
+        gradients.push_back(p.parameter->grad);
+      }
+    }
+    comm::ReduceGroup& group = groups.replicas(state->virtual_stage);
+    if (group.size() > 1 && !gradients.empty())
+      state->bucketer = std::make_unique<comm::GradientBucketer>(group, gradients, options_.buckets);
+    chunks_.push_back(std::move(state));
+  }
+  const auto& program = schedule.programs.at(stage);
+  stash_ = std::make_unique<WeightStash>(parameters_, program);
+  final_backward_ = final_backwards(program, schedule.chunks);
+  pause_points_ = pause_points(program, schedule.microbatches_per_batch());
+}
+
+Executor::~Executor() = default;
+
+// Rows of every micro-batch the actions touch, and every receive posted before any compute.
+void Executor::prepare_microbatches(const std::vector<Action>& program, std::int64_t first_batch) {
+  const int per_batch = schedule_.microbatches_per_batch();
+  for (const Action& a : program) {
+    if (!schedule::is_compute(a.op) && !schedule::is_communication(a.op)) continue;
+    ChunkState& chunk = *chunks_.at(a.chunk);
+    MicrobatchState& state = chunk.microbatches[a.microbatch];
+    auto& rows = state.rows;
+    rows.batch = first_batch + a.microbatch / per_batch;
+    const comm::Range mb = comm::even_split(batch_rows_, per_batch, a.microbatch % per_batch);
+    rows.microbatch_rows = mb.size();
+    const comm::Range mine =
+        comm::even_split(mb.size(), groups_.layout().replicas(chunk.virtual_stage), chunk.replica);
+    rows.first = mb.begin + mine.begin;
+    rows.count = mine.size();
+    if (a.op == Op::RecvActivation)
+      state.activation_receive = groups_.link(chunk.virtual_stage - 1)
+                                     .post_receive(comm::Direction::forward, a.microbatch, rows.microbatch_rows,
+                                                   options_.device);
+    if (a.op == Op::RecvGradient)
+      state.gradient_receive = groups_.link(chunk.virtual_stage)
+                                   .post_receive(comm::Direction::backward, a.microbatch, rows.microbatch_rows,
+                                                 options_.device);
+  }
+}
+
+void Executor::read_rows(const ChunkState& chunk, MicrobatchState& state, const BatchReader& reader) {
+  if (!chunk.first && !chunk.last) return;
+  TensorList inputs;
+  Tensor targets;
+  {
+    // The data is read into host memory (pinned for a GPU) and a rank computing on a device copies
+    // its rows there (from pinned memory without waiting: the copy runs ahead of the compute).
+    const PinnedHostScope staging(options_.device);
+    reader({state.rows.batch, state.rows.first, state.rows.count, chunk.first, chunk.last}, inputs, targets);
+  }
+  if (chunk.first) {
+    for (Tensor& input : inputs)
+      if (input.defined()) input = input.to(options_.device);
+    state.inputs = std::move(inputs);
+  }
+  if (chunk.last) state.targets = targets.defined() ? targets.to(options_.device) : targets;
+}
+
+// Between actions: starts the data receives whose headers have landed (so the rows arrive while
+// this rank computes) and reaps finished sends.
+void Executor::progress_links() {
+  for (auto& chunk : chunks_) {
+    if (!chunk->last) groups_.link(chunk->virtual_stage).progress();
+    if (!chunk->first) groups_.link(chunk->virtual_stage - 1).progress();
+  }
+}
+
+void Executor::flush_links() {
+  for (auto& chunk : chunks_) {
+    if (!chunk->last) groups_.link(chunk->virtual_stage).flush();
+    if (!chunk->first) groups_.link(chunk->virtual_stage - 1).flush();
+    chunk->microbatches.clear();
+    chunk->runner->release_all();
+  }
+}
+
+double Executor::loss_denominator(std::int64_t batch, const BatchReader& reader) {
+  const double all = static_cast<double>(options_.global_batch) * static_cast<double>(options_.targets_per_sample);
+  if (!options_.count_targets) return all;
+  auto it = target_counts_.find(batch);
+  if (it == target_counts_.end()) {
+    TensorList inputs;
+    Tensor targets;
+    reader({batch, 0, options_.global_batch, false, true}, inputs, targets);
+    it = target_counts_.emplace(batch, static_cast<double>(std::max<std::int64_t>(count_targets(targets), 1))).first;
+    while (target_counts_.size() > 64) target_counts_.erase(target_counts_.begin());
+  }
+  return it->second;
+}
+
+void Executor::forward(ChunkState& chunk, int microbatch, const BatchReader& reader, StepResult& result,
+                       std::int64_t first_batch) {
+  MicrobatchState& state = chunk.microbatches.at(microbatch);
+  read_rows(chunk, state, reader);
+  const MicrobatchInfo info{state.rows.batch, state.rows.first, loss_denominator(state.rows.batch, reader), loss_scale_};
+  TensorList outputs = chunk.runner->forward(microbatch, std::move(state.inputs), std::move(state.targets), info);
+  if (chunk.last)
+    result.loss_sums.at(static_cast<std::size_t>(state.rows.batch - first_batch)) +=
+        chunk.runner->loss(microbatch).item();
+  else
+    state.outputs = std::move(outputs);
+}
+
+void Executor::backward(ChunkState& chunk, const Action& action, bool final_for_batch) {
+  MicrobatchState& state = chunk.microbatches.at(action.microbatch);
+  StageRunner::BlockDone on_block_done;
+  if (final_for_batch && chunk.bucketer)
+    on_block_done = [&chunk](std::size_t block) {
+      for (int g : chunk.block_gradients[block]) chunk.bucketer->mark_ready(g);
+    };
+  TensorList grad;
+  if (action.op == Op::Backward)
+    grad = chunk.runner->backward(action.microbatch, std::move(state.grad_outputs), on_block_done);
+  else if (action.op == Op::BackwardInput)
+    grad = chunk.runner->backward_input(action.microbatch, std::move(state.grad_outputs));
+  else
+    chunk.runner->backward_weight(action.microbatch, on_block_done);
+  state.grad_outputs.clear();
+  if (schedule::starts_backward(action.op) && !chunk.first) state.grad_inputs = std::move(grad);
+}
+
+void Executor::send(ChunkState& chunk, const Action& action) {
+  MicrobatchState& state = chunk.microbatches.at(action.microbatch);
+  const MemoryCategoryScope category(MemoryCategory::communication);  // bf16 copies on their way out
+  if (action.op == Op::SendActivation) {
+    groups_.link(chunk.virtual_stage)
+        .send(comm::Direction::forward, action.microbatch, to_boundary(state.outputs, options_.precision),
+              state.rows.microbatch_rows);
+    state.outputs.clear();
+  } else {
+    groups_.link(chunk.virtual_stage - 1)
+        .send(comm::Direction::backward, action.microbatch, to_boundary(state.grad_inputs, options_.precision),
+              state.rows.microbatch_rows);
+    state.grad_inputs.clear();
+  }
+}
+
+TensorList Executor::received(comm::PendingReceive& receive) const {
+  const MemoryCategoryScope category(MemoryCategory::communication);
+  return from_boundary(receive.wait(), options_.precision);
+}
+
+void Executor::run_action(std::size_t index, std::int64_t first_batch, const BatchReader& reader, StepResult& result) {
+  const Action& a = schedule_.programs.at(stage_)[index];
+  if (pause_points_[index]) comm::test_pause_at(static_cast<comm::PausePhase>(pause_points_[index] - 1));
+  switch (a.op) {
+    case Op::RecvActivation: {
+      MicrobatchState& state = chunks_[a.chunk]->microbatches.at(a.microbatch);
+      state.inputs = received(state.activation_receive);
+      break;
+    }
+    case Op::RecvGradient: {
+      MicrobatchState& state = chunks_[a.chunk]->microbatches.at(a.microbatch);
+      state.grad_outputs = received(state.gradient_receive);
+      break;
+    }
+    case Op::Forward:
+    case Op::Backward:
+    case Op::BackwardInput:
+    case Op::BackwardWeight:
+      stash_->enter(a.version);
+      if (a.op == Op::Forward)
+        forward(*chunks_[a.chunk], a.microbatch, reader, result, first_batch);
+      else
+        backward(*chunks_[a.chunk], a, final_backward_[index] != 0);
+      stash_->leave(a.version, index);
+      break;
+    case Op::SendActivation:
+    case Op::SendGradient:
+      send(*chunks_[a.chunk], a);
+      break;
+    case Op::AllReduce:
+      for (auto& chunk : chunks_)
+        if (chunk->bucketer) chunk->bucketer->wait();
+      break;
+    case Op::Step:
+      stash_->before_step(index);
+      optimizer_step_(first_batch + steps_in_run_++);
+      for (Parameter* p : parameters_) ops::fill(p->grad, 0.0);
+      stash_->after_step();
+      break;
+  }
+}
+
+StepResult Executor::run(std::int64_t first_batch, const BatchReader& reader, double loss_scale) {
+  loss_scale_ = loss_scale;
+  const auto& program = schedule_.programs.at(stage_);
+  batch_rows_ = options_.global_batch;
+  steps_in_run_ = 0;
+  StepResult result;
+  result.holds_loss = std::any_of(chunks_.begin(), chunks_.end(), [](const auto& c) { return c->last; });
+  result.loss_sums.assign(static_cast<std::size_t>(schedule_.batches()), 0.0);
+  stash_->begin_run();
+  prepare_microbatches(program, first_batch);
+  for (std::size_t i = 0; i < program.size(); ++i) {
+    const double start = now_us();
+    run_action(i, first_batch, reader, result);
+    if (observer_) observer_({program[i], stage_, start, now_us()});
+    if (schedule::is_compute(program[i].op)) progress_links();
+  }
+  flush_links();
+  stash_->check_empty();
+  return result;
+}
+
+void Executor::evaluate(std::int64_t batch, std::int64_t batch_size, const BatchReader& reader,
+                        const OutputObserver& on_output) {
+  const int per_batch = schedule_.microbatches_per_batch();
+  LOOM_CHECK(batch_size >= per_batch, "evaluate: batch of ", batch_size, " rows for ", per_batch, " micro-batches");
+  batch_rows_ = batch_size;
+  // The forward actions of one batch, in this rank's program order.
+  std::vector<Action> program;
+  for (const Action& a : schedule_.programs.at(stage_))
+    if ((a.op == Op::Forward || a.op == Op::RecvActivation || a.op == Op::SendActivation) && a.microbatch < per_batch)
+      program.push_back(a);
+  prepare_microbatches(program, batch);
+  for (const Action& a : program) {
+    ChunkState& chunk = *chunks_[a.chunk];
+    MicrobatchState& state = chunk.microbatches.at(a.microbatch);
+    if (a.op == Op::RecvActivation) {
+      state.inputs = received(state.activation_receive);
+    } else if (a.op == Op::SendActivation) {
+      send(chunk, a);
+    } else {
+      read_rows(chunk, state, reader);
+      state.outputs = chunk.runner->evaluate(state.inputs, {state.rows.batch, state.rows.first, 0.0});
+      state.inputs.clear();
+      if (chunk.last) {
+        on_output(state.rows.first, state.outputs.at(0), state.targets);
+        state.outputs.clear();
+      }
+    }
+  }
+  flush_links();
+}
+
+}  // namespace loom::runtime

@@ -1,0 +1,78 @@
+// The up-front memory check (see memory_check.h).
+#include "memory_check.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include <loom/core/bytes_text.h>
+#include <loom/comm/control.h>
+#include <loom/core/device_memory.h>
+#include <loom/core/env.h>
+#include <loom/core/error.h>
+#include <loom/layers/optimizer_kind.h>
+
+namespace loom::runtime::detail {
+
+std::vector<RankMemory> memory_by_rank(comm::Communicator& world, Device device, const comm::DevicePlacement& placement) {
+  // Each rank fills its entry (free bytes, the processes sharing them, where the figure comes from),
+  // the rest zero; the maximum over ranks is the table.
+  enum Source : std::int64_t { device_memory, host_memory, limit };
+  const double limit_mb = env_positive("LOOM_MEMORY_LIMIT_MB", 0);
+  const DeviceMemoryInfo info = device_memory_info(device);
+  const int me = world.rank();
+  std::vector<std::int64_t> table(3 * static_cast<std::size_t>(world.size()), 0);
+  std::int64_t* mine = table.data() + 3 * static_cast<std::size_t>(me);
+  mine[0] = limit_mb > 0 ? static_cast<std::int64_t>(limit_mb * 1024 * 1024) : info.free_bytes;
+  mine[1] = limit_mb > 0 || (device.is_sim() && !info.host) ? 1 : placement.sharing(me);
+  mine[2] = limit_mb > 0 ? limit : info.host ? host_memory : device_memory;
+  table = comm::max_over(world, std::move(table));
+
+  std::vector<RankMemory> memory;
+  for (int r = 0; r < world.size(); ++r) {
+    const std::int64_t* entry = table.data() + 3 * static_cast<std::size_t>(r);
+    RankMemory m;
+    m.available = entry[0] > 0 ? static_cast<double>(entry[0]) / static_cast<double>(entry[1]) : 1e300;
+    m.source = entry[2] == limit ? "LOOM_MEMORY_LIMIT_MB"
+                                 : loom::detail::concat(entry[2] == host_memory ? "host memory" : placement.device_of(r).str(),
+                                                        ": ", bytes_text(static_cast<double>(entry[0])), " free",
+                                                        entry[1] > 1 ? loom::detail::concat(", shared by ", entry[1], " ranks") : "");
+    memory.push_back(std::move(m));
+  }
+  return memory;
+}
+
+void check_memory_fits(int state, const ModelSpec& spec, const StagePartition& partition,
+                       std::int64_t microbatch_rows, const std::vector<RankMemory>& memory) {
+  ModelSummary summary;
+  try {
+    summary = summarize(spec, 1);
+  } catch (const Error&) {
+    return;  // a model of the caller's own whose blocks cannot be built without memory: no estimate
+  }
+  for (std::size_t v = 0; v < partition.blocks.size(); ++v) {
+    const int stage = static_cast<int>(v) % partition.stages;
+    const auto replicas = static_cast<double>(partition.ranks.at(static_cast<std::size_t>(stage)).size());
+    double parameters = 0, activations = 0;
+    for (std::int64_t b = partition.blocks[v].first; b < partition.blocks[v].second; ++b) {
+      parameters += static_cast<double>(summary.block_parameters.at(static_cast<std::size_t>(b))) * 4;
+      activations += static_cast<double>(summary.blocks.at(static_cast<std::size_t>(b)).activation_bytes);
+    }
+    activations *= static_cast<double>(microbatch_rows) / replicas;
+    const double needed = parameters * (2 + state) + activations;
+    int tightest = partition.ranks.at(static_cast<std::size_t>(stage)).front();
+    for (int rank : partition.ranks.at(static_cast<std::size_t>(stage)))
+      if (memory.at(static_cast<std::size_t>(rank)).available < memory.at(static_cast<std::size_t>(tightest)).available)
+        tightest = rank;
+    const RankMemory& have = memory.at(static_cast<std::size_t>(tightest));
+    LOOM_CHECK(needed <= have.available, "model ", spec.name, " (", model_size_name(spec.size), " size) needs at least ",
+               bytes_text(needed), " per rank of stage ", stage, " (parameters and gradients ",
+               bytes_text(2 * parameters), ", optimizer state ", bytes_text(state * parameters),
+               ", one micro-batch of activations ", bytes_text(activations), ") but ", bytes_text(have.available),
+               " is available to rank ", tightest, " (", have.source,
+               "): use --size cpu, smaller --set values, more stages or a smaller batch");
+  }
+}
+
+}  // namespace loom::runtime::detail

@@ -1,0 +1,144 @@
+// StageRunner: one chunk's forward and backward per micro-batch (see stage_runner.h).
+#include <loom/runtime/stage_runner.h>
+
+#include <loom/core/error.h>
+#include <loom/core/memory.h>
+
+namespace loom::runtime {
+
+namespace {
+void prepare(Context& ctx, bool training, std::uint64_t seed, const MicrobatchInfo& info) {
+  ctx.clear();
+  ctx.training = training;
+  ctx.seed = seed;
+  ctx.step = static_cast<std::uint64_t>(info.batch);
+  ctx.first_sample = info.first_sample;
+}
+}  // namespace
+
+StageRunner::StageRunner(Chain& chain, Layer* loss, StageRunnerOptions options)
+    : chain_(chain), loss_(loss), options_(options) {}
+
+StageRunner::Microbatch& StageRunner::at(int microbatch) {
+  auto it = microbatches_.find(microbatch);
+  LOOM_CHECK(it != microbatches_.end(), "stage runner: micro-batch ", microbatch, " was not run forward");
+  return it->second;
+}
+
+const Tensor& StageRunner::loss(int microbatch) const {
+  auto it = microbatches_.find(microbatch);
+  LOOM_CHECK(it != microbatches_.end() && !it->second.loss.empty(), "stage runner: no loss for micro-batch ",
+             microbatch, loss_ ? "" : " (this chunk is not the last stage)");
+  return it->second.loss.front();
+}
+
+void StageRunner::at_block_boundary(const TensorList& tensors) const {
+  round_to_precision_(tensors, options_.precision);
+}
+
+ops::GemmOperandScope StageRunner::block_math() const { return ops::GemmOperandScope(value_dtype(options_.precision)); }
+
+TensorList StageRunner::chain_forward(const TensorList& inputs, Context& ctx) {
+  MemoryCategoryScope scope(MemoryCategory::activations);  // as Sequential::forward
+  const ops::GemmOperandScope math = block_math();
+  at_block_boundary(inputs);  // the first stage's data (received boundary tensors are rounded already)
+  TensorList x = inputs;
+  for (std::size_t b = 0; b < chain_.size(); ++b) {
+    x = chain_.block(b).forward(x, ctx.child(b));
+    at_block_boundary(x);
+  }
+  return x;
+}
+
+TensorList StageRunner::run_forward(Microbatch& mb, const TensorList& inputs, bool save) {
+  MemoryCategoryScope scope(MemoryCategory::activations);
+  prepare(mb.ctx, true, options_.seed, mb.info);
+  TensorList outputs = chain_forward(inputs, mb.ctx);
+  if (loss_) {
+    prepare(mb.loss_ctx, true, options_.seed, mb.info);
+    mb.loss_ctx.loss_denominator = mb.info.loss_denominator;
+    LOOM_CHECK(!outputs.empty(), "stage runner: the last stage produced no output");
+    mb.loss = loss_->forward({outputs[0], mb.targets}, mb.loss_ctx);
+  }
+  if (!save) {
+    mb.ctx.clear();
+    mb.loss_ctx.clear();
+  }
+  return outputs;
+}
+
+TensorList StageRunner::forward(int microbatch, TensorList inputs, Tensor targets, const MicrobatchInfo& info) {
+  Microbatch& mb = microbatches_[microbatch];
+  mb.info = info;
+  mb.targets = std::move(targets);
+  TensorList outputs = run_forward(mb, inputs, !options_.recompute);
+  if (options_.recompute) mb.inputs = std::move(inputs);
+  return outputs;
+}
+
+TensorList StageRunner::start_backward(Microbatch& mb, TensorList grad_outputs) {
+  if (options_.recompute) {
+    run_forward(mb, mb.inputs, true);  // the outputs were sent long ago; only the contexts matter
+    mb.inputs.clear();
+  }
+  MemoryCategoryScope scope(MemoryCategory::workspace);
+  if (!loss_) return grad_outputs;
+  const Tensor& value = mb.loss.at(0);
+  Tensor seed = Tensor::full({}, mb.info.loss_scale, value.dtype(), value.device());
+  TensorList grad = {loss_->backward({seed}, mb.loss_ctx).at(0)};
+  at_block_boundary(grad);
+  mb.loss_ctx.clear();
+  mb.loss.clear();
+  return grad;
+}
+
+TensorList StageRunner::backward(int microbatch, TensorList grad_outputs, const BlockDone& on_block_done) {
+  Microbatch& mb = at(microbatch);
+  TensorList grad = start_backward(mb, std::move(grad_outputs));
+  MemoryCategoryScope scope(MemoryCategory::workspace);
+  const ops::GemmOperandScope math = block_math();
+  for (std::size_t b = chain_.size(); b-- > 0;) {
+    grad = chain_.block(b).backward(grad, mb.ctx.child(b));
+    at_block_boundary(grad);
+    if (on_block_done) on_block_done(b);
+  }
+  mb.ctx.clear();
+  return grad;
+}
+
+TensorList StageRunner::backward_input(int microbatch, TensorList grad_outputs) {
+  Microbatch& mb = at(microbatch);
+  TensorList grad = start_backward(mb, std::move(grad_outputs));
+  MemoryCategoryScope scope(MemoryCategory::workspace);
+  MemoryCategoryScope kept(MemoryCategory::activations);  // as Sequential::backward_input
+  const ops::GemmOperandScope math = block_math();
+  for (std::size_t b = chain_.size(); b-- > 0;) {
+    grad = chain_.block(b).backward_input(grad, mb.ctx.child(b));
+    at_block_boundary(grad);
+  }
+  return grad;
+}
+
+void StageRunner::backward_weight(int microbatch, const BlockDone& on_block_done) {
+  Microbatch& mb = at(microbatch);
+  MemoryCategoryScope scope(MemoryCategory::workspace);
+  const ops::GemmOperandScope math = block_math();
+  if (on_block_done) {
+    for (std::size_t b = chain_.size(); b-- > 0;) {
+      chain_.block(b).backward_weight(mb.ctx.child(b));
+      on_block_done(b);
+    }
+  } else {
+    chain_.backward_weight(mb.ctx);
+  }
+  mb.ctx.clear();
+}
+
+TensorList StageRunner::evaluate(const TensorList& inputs, const MicrobatchInfo& info) {
+  MemoryCategoryScope scope(MemoryCategory::workspace);
+  Context ctx;
+  prepare(ctx, false, options_.seed, info);
+  return chain_forward(inputs, ctx);
+}
+
+}  // namespace loom::runtime

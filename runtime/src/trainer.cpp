@@ -1,0 +1,398 @@
+// Trainer: one run of pipelined training (see trainer.h).
+#include <loom/runtime/trainer.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <optional>
+
+#include <loom/comm/control.h>
+#include <loom/comm/device_placement.h>
+#include <loom/comm/parallel_layout.h>
+#include <loom/comm/process_groups.h>
+#include <loom/comm/runtime.h>
+#include <loom/comm/topology.h>
+#include <loom/core/device_memory.h>
+#include <loom/core/log.h>
+#include <loom/core/ops.h>
+#include <loom/core/threads.h>
+#include <loom/core/timer.h>
+#include <loom/planner/plan_file.h>
+#include <loom/runtime/executor.h>
+#include <loom/runtime/loss_scaler.h>
+#include <loom/runtime/optimizer_step.h>
+#include <loom/runtime/trace_recorder.h>
+#include <loom/runtime/training_checkpoint.h>
+#include <loom/schedule/generators.h>
+
+#include "device_setup.h"
+#include "memory_check.h"
+#include "run_setup.h"
+#include "training_data.h"
+
+namespace loom::runtime {
+
+namespace detail {
+struct TrainerState {
+  ResolvedConfig config;
+  ModelSpec spec;
+  RunShape shape;
+  detail::StagePartition partition;
+  std::unique_ptr<detail::TrainingData> data;
+  schedule::Schedule schedule;
+  std::unique_ptr<comm::ParallelLayout> layout;
+  std::unique_ptr<comm::ProcessGroups> groups;
+  int stage = 0;
+  Device device;               // where this rank computes
+  std::vector<std::unique_ptr<Chain>> owned;
+  std::vector<Chain*> chunks;
+  LayerPtr loss;
+  bool first_replica = false;  // replica 0 of every stage it holds: counts in the norm, writes checkpoints
+  std::unique_ptr<OptimizerStep> optimizer;  // with the fp32 masters (bf16, fp16) and the loss scaler (fp16)
+  CheckpointLayout checkpoint_layout;
+  std::vector<NamedParameter> checkpoint_parameters;  // buffers too (BatchNorm statistics); masters
+  std::unique_ptr<Executor> executor;
+  std::unique_ptr<TraceRecorder> trace;
+  std::int64_t step = 0;        // optimizer steps done: the one step counter
+  std::int64_t first_step = 0;  // where this Trainer started
+  std::string resumed_from;     // the checkpoint directory it resumed from
+  // What this rank's device reported last (device_memory_info), re-read at most once a second:
+  // the metrics sample it, the steps of a small model are far shorter than a second.
+  DeviceMemoryInfo device_memory;
+  std::optional<Stopwatch> device_memory_age;
+};
+}  // namespace detail
+
+namespace {
+
+// The schedule kind, micro-batches, global batch and partition, from the flags or the plan file.
+void resolve_pipeline(detail::TrainerState& s, int world) {
+  const PipelineConfig& o = s.config.pipeline;
+  s.shape.microbatches = o.microbatches;
+  s.shape.global_batch = o.global_batch;
+  s.shape.schedule = o.schedule.value_or(schedule::ScheduleKind::dapple);
+  std::unique_ptr<planner::Plan> plan;
+  if (!o.plan.empty()) {
+    plan = std::make_unique<planner::Plan>(planner::read_plan(o.plan));
+    LOOM_CHECK(plan->model.empty() || plan->model == s.spec.name, o.plan, ": the plan is for model '", plan->model,
+               "', not '", s.spec.name, "'");
+    s.shape.microbatches = plan->microbatches;
+    s.shape.global_batch = plan->global_batch > 0 ? plan->global_batch : o.global_batch;
+    s.shape.schedule = plan->schedule;
+  }
+  LOOM_CHECK(s.shape.microbatches >= 1, "--microbatches must be at least 1, got ", s.shape.microbatches);
+  LOOM_CHECK(s.config.precision.precision != Precision::fp16 || !schedule::is_asynchronous(s.shape.schedule),
+             "--precision fp16 needs a synchronous schedule (gpipe, dapple, interleaved, zb-h1), not ",
+             schedule::schedule_kind_name(s.shape.schedule),
+             ": its loss scaling skips whole steps on every rank (use --precision bf16)");
+  s.shape.chunks = s.shape.schedule == schedule::ScheduleKind::interleaved ? o.chunks : 1;
+  s.partition = plan ? detail::partition_from_plan(*plan, o.plan, s.spec, world)
+                     : detail::partition_from_config(o, s.spec, world, s.shape.chunks);
+  s.shape.stages = s.partition.stages;
+}
+
+// The data, the run's length and the schedule's programs.
+void resolve_run(detail::TrainerState& s) {
+  const ResolvedConfig& o = s.config;
+  const bool classification = s.spec.data.target_shape.rank() == 0;
+  s.data = std::make_unique<detail::TrainingData>(o.data, o.seed, s.spec, s.shape.global_batch,
+                                                  classification && o.epochs > 0);
+  s.shape.train_samples = s.data->train_size();
+  s.shape.steps_per_epoch = s.data->steps_per_epoch();
+  LOOM_CHECK(o.epochs <= kMaxSteps / s.shape.steps_per_epoch, "--epochs ", o.epochs, " x ", s.shape.steps_per_epoch,
+             " steps per epoch is more than ", kMaxSteps, " steps");
+  s.shape.steps = o.steps > 0 ? o.steps : o.epochs * s.shape.steps_per_epoch;
+
+  // Asynchronous schedules run a window of minibatches without a flush: one epoch (or all steps).
+  const schedule::ScheduleKind kind = s.shape.schedule;
+  const std::int64_t window = schedule::is_asynchronous(kind) ? (o.epochs > 0 ? s.shape.steps_per_epoch : s.shape.steps) : 1;
+  LOOM_CHECK(window <= detail::kMaxAsyncWindow, "--schedule ", schedule::schedule_kind_name(kind), " runs its ", window,
+             " minibatches as one schedule without a flush, more than the ", detail::kMaxAsyncWindow,
+             " it holds in memory: use --epochs (one window per epoch) or fewer --steps");
+  schedule::ScheduleOptions so;
+  so.stages = s.shape.stages;
+  so.microbatches = kind == schedule::ScheduleKind::pipedream ? static_cast<int>(window) : s.shape.microbatches;
+  so.minibatches = static_cast<int>(window);
+  so.chunks = s.shape.chunks;
+  so.warmup = o.pipeline.warmup;
+  s.schedule = schedule::make_schedule(kind, so);
+  if (kind == schedule::ScheduleKind::pipedream) s.shape.microbatches = 1;  // whole minibatches, no micro-batches
+
+  const int per_batch = s.schedule.microbatches_per_batch();
+  LOOM_CHECK(s.shape.global_batch % per_batch == 0, "--global-batch ", s.shape.global_batch, " is not divisible by ",
+             per_batch, " micro-batches");
+  for (std::size_t st = 0; st < s.partition.ranks.size(); ++st)
+    LOOM_CHECK(s.shape.global_batch / per_batch >= static_cast<std::int64_t>(s.partition.ranks[st].size()),
+               "a micro-batch of ", s.shape.global_batch / per_batch, " samples cannot be split over the ",
+               s.partition.ranks[st].size(), " replicas of stage ", st);
+}
+
+// This rank's device (the physical node's local rank picks the GPU), every rank's placement, this
+// rank's groups (each stage's gradient allreduce on NCCL or MPI) and rank 0's line saying how
+// tensors move. Collective.
+comm::DevicePlacement place_and_connect(detail::TrainerState& s, int rank) {
+  const CommConfig& o = s.config.comm;
+  const comm::Topology machine = comm::Topology::physical();
+  s.device = resolve_device(o.device, machine.local_rank(rank));
+  comm::DevicePlacement placement = comm::DevicePlacement::gather(machine, s.device);
+  std::vector<std::vector<int>> virtual_ranks;
+  for (int v = 0; v < s.schedule.virtual_stages(); ++v) virtual_ranks.push_back(s.partition.ranks[v % s.shape.stages]);
+  s.layout = std::make_unique<comm::ParallelLayout>(comm::ParallelLayout::from_table(virtual_ranks));
+  const detail::CommPlan plan =
+      detail::plan_communication(o.reduce_backend, o.boundary_backend, s.device, *s.layout, placement);
+  if (rank == 0 && !s.device.is_cpu()) spdlog::info("{}", plan.line);
+  s.groups = std::make_unique<comm::ProcessGroups>(*s.layout, comm::Topology::detect(o.ranks_per_node), plan.reduce,
+                                                   s.device, plan.boundaries);
+  return placement;
+}
+
+// This rank's model chunks (built, initialised on the host, moved to the device), the loss, and
+// what its checkpoints hold.
+void build_chunks(detail::TrainerState& s, std::vector<NamedParameter>& trainable) {
+  s.checkpoint_layout = {s.spec.name,          s.spec.settings, s.stage,           s.shape.stages, s.shape.chunks, {},
+                         s.shape.global_batch, s.config.seed,   s.config.optimizer.lr_schedule,    s.shape.steps,
+                         s.config.precision.precision};
+  for (int c = 0; c < s.shape.chunks; ++c) {
+    const auto blocks = s.partition.blocks.at(static_cast<std::size_t>(s.schedule.virtual_stage(s.stage, c)));
+    s.owned.push_back(s.spec.build(blocks.first, blocks.second));
+    s.owned.back()->initialize(s.config.seed);  // on the host (the same bits on every device), then moved
+    s.owned.back()->to(s.device);
+    s.chunks.push_back(s.owned.back().get());
+    s.checkpoint_layout.blocks.push_back(blocks);
+    for (const NamedParameter& p : trainable_parameters(*s.chunks.back())) trainable.push_back(p);
+    for (const NamedParameter& p : s.chunks.back()->parameters()) s.checkpoint_parameters.push_back(p);
+  }
+  s.loss = s.spec.make_loss();
+  s.loss->to(s.device);
+}
+
+// The executor of this rank's program, with the optimizer's step as its STEP action.
+void build_executor(detail::TrainerState& s) {
+  const ResolvedConfig& o = s.config;
+  ExecutorOptions eo;
+  eo.global_batch = s.shape.global_batch;
+  eo.seed = o.seed;
+  eo.targets_per_sample = s.spec.targets_per_sample;
+  eo.count_targets = s.spec.data.task == TokenTask::masked && s.spec.data.input_dtype == DType::i64;
+  eo.recompute = o.recompute;
+  eo.precision = o.precision.precision;
+  eo.device = s.device;
+  eo.buckets.bucket_bytes = static_cast<std::int64_t>(o.comm.bucket_mb * 1024 * 1024);
+  eo.buckets.algorithm = o.comm.allreduce;
+  eo.buckets.op = comm::ReduceOp::sum;  // losses are already divided by the global batch
+  s.executor = std::make_unique<Executor>(s.schedule, s.stage, *s.groups, s.chunks, s.loss.get(),
+                                          std::bind_front(&OptimizerStep::step, s.optimizer.get()), eo);
+}
+
+// This rank's groups, model chunks, optimizer, checkpoint and executor (collective).
+void build(detail::TrainerState& s, int rank) {
+  const ResolvedConfig& o = s.config;
+  const comm::DevicePlacement placement = place_and_connect(s, rank);
+  detail::check_memory_fits(optimizer_state_tensors(o.optimizer.kind, o.optimizer.momentum), s.spec, s.partition,
+                            s.shape.global_batch / s.schedule.microbatches_per_batch(),
+                            detail::memory_by_rank(s.groups->world(), s.device, placement));
+  const auto positions = s.layout->positions(rank);
+  LOOM_CHECK(!positions.empty(), "rank ", rank, " has no stage in the layout");
+  s.stage = positions.front().stage % s.shape.stages;
+  s.first_replica = std::all_of(positions.begin(), positions.end(), [](auto p) { return p.replica == 0; });
+
+  std::vector<NamedParameter> trainable;
+  build_chunks(s, trainable);
+  s.optimizer = std::make_unique<OptimizerStep>(o.optimizer, StepPrecision{o.precision.precision, o.precision.loss_scaler},
+                                                std::move(trainable), s.shape.steps, &s.groups->world(),
+                                                s.first_replica);
+  s.checkpoint_parameters = s.optimizer->checkpointed(s.checkpoint_parameters);
+  build_executor(s);
+  if (!o.trace.empty()) {
+    if (rank == 0) {  // a path that cannot be written is an error now, not after the run
+      std::ofstream probe(o.trace);
+      LOOM_CHECK(static_cast<bool>(probe), "--trace ", o.trace, ": cannot write: ", std::strerror(errno));
+    }
+    s.trace = std::make_unique<TraceRecorder>(rank, s.shape.chunks > 1);
+    s.executor->set_event_observer([trace = s.trace.get()](const ActionEvent& e) { trace->record(e); });
+  }
+}
+
+void resume(detail::TrainerState& s) {
+  const ResolvedConfig& o = s.config;
+  const ResumePoint point = load_training_checkpoint(s.groups->world(), o.checkpoint.resume, s.checkpoint_layout,
+                                                     s.checkpoint_parameters, s.optimizer->optimizer(),
+                                                     s.optimizer->scaler());
+  s.optimizer->publish();  // the loaded masters, rounded for the layers
+  s.first_step = point.step;
+  s.resumed_from = point.directory;
+  LOOM_CHECK(s.first_step < s.shape.steps, point.directory, ": the checkpoint is after step ", s.first_step,
+             ", but this run has ", s.shape.steps, " steps in all (give more --steps or --epochs)");
+  const int window = s.schedule.batches();
+  LOOM_CHECK(s.first_step % window == 0, point.directory, ": the checkpoint is after step ", s.first_step, ", inside a ",
+             window, "-step window of the asynchronous schedule");
+  s.step = s.first_step;
+}
+
+// Every stage's peaks, each the maximum over the stage's replicas, and what its device reports
+// (the least free memory over the replicas, the total), collective over the world: each rank fills
+// its own stage's row of a stages x columns table, the rest zero, and the element-wise maximum over
+// all ranks is the table of every stage. The peaks are those of the stage's device.
+struct StageMemory {
+  std::vector<MemoryPeaks> peaks;
+  std::vector<DeviceMemoryInfo> device;
+};
+const DeviceMemoryInfo& sampled_device_memory(detail::TrainerState& s) {
+  if (!s.device_memory_age || s.device_memory_age->elapsed_ms() >= 1000) {
+    s.device_memory = device_memory_info(s.device);
+    s.device_memory_age.emplace();
+  }
+  return s.device_memory;
+}
+StageMemory stage_memory(comm::Communicator& world, Device device, const DeviceMemoryInfo& info, int stage, int stages) {
+  constexpr std::int64_t kNone = std::numeric_limits<std::int64_t>::max() / 2;  // kNone - free: the maximum is the least free
+  const MemoryStats stats = memory_stats(device);
+  const std::size_t width = kMemoryCategoryCount + 3;
+  std::vector<std::int64_t> table(width * static_cast<std::size_t>(stages), 0);
+  std::int64_t* row = table.data() + width * static_cast<std::size_t>(stage);
+  for (std::size_t c = 0; c < kMemoryCategoryCount; ++c) row[c] = stats.peak_by_category[c];
+  row[kMemoryCategoryCount] = stats.peak_bytes;
+  row[kMemoryCategoryCount + 1] = kNone - info.free_bytes;
+  row[kMemoryCategoryCount + 2] = info.total_bytes;
+  table = comm::max_over(world, std::move(table));
+  StageMemory memory;
+  for (std::size_t s = 0; s < static_cast<std::size_t>(stages); ++s) {
+    const std::int64_t* got = table.data() + s * width;
+    memory.peaks.emplace_back();
+    std::copy_n(got, kMemoryCategoryCount + 1, memory.peaks.back().begin());
+    memory.device.push_back({kNone - got[kMemoryCategoryCount + 1], got[kMemoryCategoryCount + 2], info.host});
+  }
+  return memory;
+}
+
+// The maximum over stages of each entry: the peak of the fullest rank.
+MemoryPeaks max_over_stages(const std::vector<MemoryPeaks>& stages) {
+  MemoryPeaks peaks{};
+  for (const MemoryPeaks& stage : stages)
+    for (std::size_t c = 0; c < peaks.size(); ++c) peaks[c] = std::max(peaks[c], stage[c]);
+  return peaks;
+}
+
+}  // namespace
+
+Trainer::Trainer(const TrainerConfig& config) : Trainer(resolve_config(config)) {}
+
+Trainer::Trainer(ResolvedConfig config)
+    : Trainer(config, make_model(config.model, config.overrides, parse_model_size(config.size))) {}
+
+Trainer::Trainer(const TrainerConfig& config, ModelSpec model) : Trainer(resolve_config(config), std::move(model)) {}
+
+Trainer::Trainer(ResolvedConfig config, ModelSpec model) : state_(std::make_unique<detail::TrainerState>()) {
+  comm::ensure_mpi();
+  set_num_threads(config.threads > 0 ? config.threads : default_num_threads());
+  state_->config = std::move(config);
+  state_->spec = std::move(model);
+  resolve_pipeline(*state_, comm::world_size());
+  resolve_run(*state_);
+  build(*state_, comm::world_rank());
+  if (!state_->config.checkpoint.resume.empty()) resume(*state_);
+}
+
+Trainer::~Trainer() = default;
+
+TrainSummary Trainer::run(const TrainerHooks& hooks) {
+  detail::TrainerState& s = *state_;
+  comm::Communicator& world = s.groups->world();
+  TrainSummary summary;
+  const LossScaler* scaler = s.optimizer->scaler();
+  const CheckpointConfig& checkpoint = s.config.checkpoint;
+  reset_peak_memory();
+  if (!s.device.is_cpu()) reset_peak_memory(s.device);
+  Stopwatch total;
+  while (s.step < s.shape.steps) {
+    const std::int64_t run_first = s.step;
+    LOOM_CHECK(s.shape.steps - s.step >= s.schedule.batches(), "internal: partial window");
+    StepResult result = s.executor->run(s.step, s.data->train_reader(), s.optimizer->loss_scale());
+    world.allreduce(result.loss_sums.data(), static_cast<std::int64_t>(result.loss_sums.size()), DType::f64);
+    const StageMemory memory = stage_memory(world, s.device, sampled_device_memory(s), s.stage, s.shape.stages);
+    const MemoryPeaks peaks = max_over_stages(memory.peaks);
+    for (double loss : result.loss_sums) {
+      LOOM_CHECK(std::isfinite(loss), "step ", s.step + 1, ": the global-batch loss is ", loss,
+                 "; training diverged (lower --lr, warm up with --warmup-steps, or clip with --clip-norm)");
+      summary.losses.push_back(loss);
+      summary.samples += s.shape.global_batch;
+      ++s.step;
+      if (hooks.on_step)
+        hooks.on_step({s.step, loss, s.optimizer->learning_rate(s.step - 1), peaks, memory.peaks, memory.device,
+                       scaler ? scaler->last_scale() : 1.0, scaler && scaler->last_skipped()});
+    }
+    if (s.data->has_test() && s.step % s.shape.steps_per_epoch == 0) {
+      const std::int64_t epoch = s.step / s.shape.steps_per_epoch;
+      summary.test_accuracy.push_back(evaluate(epoch));
+      if (hooks.on_epoch) hooks.on_epoch({epoch, summary.test_accuracy.back()});
+    }
+    // At the end, and whenever this run crossed a multiple of checkpoint_every.
+    const std::int64_t every = checkpoint.every;
+    const bool crossed = every > 0 && s.step / every > run_first / every;
+    if (!checkpoint.dir.empty() && (crossed || s.step == s.shape.steps)) {
+      const std::string saved =
+          save_training_checkpoint(world, checkpoint.dir, s.checkpoint_layout, s.step, s.checkpoint_parameters,
+                                   s.optimizer->optimizer(), s.first_replica, checkpoint.keep, scaler);
+      if (hooks.on_checkpoint) hooks.on_checkpoint({saved, s.step});
+    }
+  }
+  summary.seconds = total.elapsed_ms() / 1000.0;
+  summary.peak_activation_bytes = memory_stats(s.device).peak(MemoryCategory::activations);
+  if (s.trace) s.trace->write(world, *s.layout, s.shape.stages, s.config.trace);
+  return summary;
+}
+
+double Trainer::evaluate(std::int64_t epoch) {
+  detail::TrainerState& s = *state_;
+  LOOM_CHECK(s.spec.data.target_shape.rank() == 0, "evaluate: model ", s.spec.name,
+             " is not a classifier (test accuracy needs class labels)");
+  s.data->open_test(s.spec);
+  std::int64_t counts[2] = {0, 0};  // correct, seen
+  const std::int64_t n = s.data->test_size(), batch = s.shape.global_batch;
+  for (std::int64_t start = 0; start < n; start += batch) {
+    const std::int64_t rows = std::min(batch, n - start);
+    if (rows < s.schedule.microbatches_per_batch()) break;
+    s.executor->evaluate(epoch, rows, s.data->test_reader(start), [&](std::int64_t, const Tensor& logits, const Tensor& labels) {
+      Tensor predicted;
+      ops::max(logits.to(Device::cpu()), -1, &predicted);
+      const auto p = predicted.span<std::int64_t>();
+      const Tensor host_labels = labels.to(Device::cpu());
+      const auto y = host_labels.span<std::int64_t>();
+      for (std::size_t i = 0; i < p.size(); ++i) counts[0] += p[i] == y[i];
+      counts[1] += static_cast<std::int64_t>(p.size());
+    });
+  }
+  s.groups->world().allreduce(counts, 2, DType::i64);
+  return counts[1] > 0 ? static_cast<double>(counts[0]) / static_cast<double>(counts[1]) : 0.0;
+}
+
+const ResolvedConfig& Trainer::config() const { return state_->config; }
+const RunShape& Trainer::shape() const { return state_->shape; }
+const ModelSpec& Trainer::model() const { return state_->spec; }
+std::int64_t Trainer::step() const { return state_->step; }
+std::int64_t Trainer::first_step() const { return state_->first_step; }
+const std::string& Trainer::resumed_from() const { return state_->resumed_from; }
+int Trainer::stage() const { return state_->stage; }
+Device Trainer::device() const { return state_->device; }
+const std::vector<Chain*>& Trainer::chunks() const { return state_->chunks; }
+comm::ProcessGroups& Trainer::groups() { return *state_->groups; }
+
+std::string Trainer::describe() const {
+  const detail::TrainerState& s = *state_;
+  const RunShape& r = s.shape;
+  const bool pipedream = r.schedule == schedule::ScheduleKind::pipedream;
+  const Precision precision = s.config.precision.precision;
+  return loom::detail::concat(s.spec.describe(), " | data ", s.config.data, " (", r.train_samples, " samples) | ",
+                              r.stages, r.stages > 1 ? " stages (" : " stage (", s.layout->describe(), ") | schedule ",
+                              schedule::schedule_kind_name(r.schedule),
+                              pipedream ? std::string(" | whole minibatches (no micro-batches)")
+                                        : loom::detail::concat(" | M=", r.microbatches),
+                              " | B=", r.global_batch, " | ", r.steps, " steps",
+                              precision != Precision::fp32 ? std::string(" | ") + precision_name(precision) : "");
+}
+
+}  // namespace loom::runtime

@@ -1,0 +1,380 @@
+// Training checkpoints (see training_checkpoint.h): step directories committed by DIR/latest.
+#include <loom/runtime/training_checkpoint.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <optional>
+#include <type_traits>
+
+#include <sys/stat.h>
+
+#include <nlohmann/json.hpp>
+
+#include <loom/comm/control.h>
+#include <loom/core/error.h>
+#include <loom/core/files.h>
+#include <loom/core/json_input.h>
+#include <loom/layers/checkpoint.h>
+#include <spdlog/spdlog.h>
+
+namespace loom::runtime {
+
+namespace {
+
+constexpr const char* kFormat = "loom-train-checkpoint/1";
+namespace fs = std::filesystem;
+
+std::string stage_name(int stage) { return "stage" + std::to_string(stage); }
+
+nlohmann::json blocks_json(const CheckpointLayout& layout) {
+  nlohmann::json blocks = nlohmann::json::array();
+  for (const auto& [first, last] : layout.blocks) blocks.push_back({first, last});
+  return blocks;
+}
+
+constexpr const char* kLatest = "latest";
+constexpr const char* kManifest = "manifest.json";
+
+std::string step_directory_name(std::int64_t step) {
+  char name[40];
+  std::snprintf(name, sizeof name, "step-%06lld", static_cast<long long>(step));
+  return name;
+}
+
+// The step of a directory named step-<digits>, or -1 for any other name.
+std::int64_t step_of_directory(const std::string& name) {
+  if (name.rfind("step-", 0) != 0 || name.size() <= 5 || name.size() > 5 + 18) return -1;
+  std::int64_t step = 0;
+  for (const char c : name.substr(5)) {
+    if (c < '0' || c > '9') return -1;
+    step = step * 10 + (c - '0');
+  }
+  return step;
+}
+
+// A step directory is complete once rank 0 has written its manifest, which it does only after
+// every stage's files are in place.
+bool is_complete(const fs::path& directory) {
+  std::error_code error;
+  return fs::is_regular_file(directory / kManifest, error);
+}
+
+struct StepDirectory {
+  std::int64_t step;
+  fs::path path;
+  bool complete;
+};
+
+// DIR's step directories, newest first.
+std::vector<StepDirectory> step_directories(const fs::path& root) {
+  std::vector<StepDirectory> found;
+  std::error_code error;
+  for (fs::directory_iterator it(root, error), end; !error && it != end; it.increment(error)) {
+    const std::int64_t step = step_of_directory(it->path().filename().string());
+    if (step >= 0 && it->is_directory(error)) found.push_back({step, it->path(), is_complete(it->path())});
+  }
+  std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.step > b.step; });
+  return found;
+}
+
+// Written under a temporary name, flushed and renamed, so a reader never sees half a file.
+void write_json(const fs::path& path, const nlohmann::json& value) { write_file_atomically(path.string(), value.dump(2) + "\n"); }
+
+nlohmann::json read_json(const fs::path& path) {
+  check_regular_file(path.string(), "a checkpoint manifest");
+  std::ifstream in(path);
+  LOOM_CHECK(in.good(), path.string(), ": cannot open (", std::strerror(errno), ")");
+  try {
+    return parse_json_depth_limited(in, path.string());
+  } catch (const nlohmann::json::exception& e) {
+    LOOM_THROW(path.string(), ": not valid JSON (", e.what(), ")");
+  }
+}
+
+// DIR/latest's step directory name ("step-000120"), checked.
+std::string read_latest(const fs::path& path) {
+  check_regular_file(path.string(), "the checkpoint pointer");
+  std::ifstream in(path);
+  std::string name, rest;
+  in >> name >> rest;
+  LOOM_CHECK(step_of_directory(name) >= 0 && rest.empty(), path.string(),
+             ": expected the name of a step directory (step-N), got '", excerpt(name), "'");
+  return name;
+}
+
+// A field of a manifest that must equal what this run has.
+template <typename T>
+void expect(const nlohmann::json& manifest, const fs::path& path, const char* field, const T& wanted) {
+  LOOM_CHECK(manifest.contains(field), path.string(), ": missing field '", field, "'");
+  // An integer field must hold a JSON integer: nlohmann converts a float such as 4e103 to an
+  // integer type by a cast, undefined beyond its range (a fuzz finding).
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>)
+    LOOM_CHECK(manifest.at(field).is_number_integer(), path.string(), ": field '", field, "' must be an integer");
+  T found;
+  try {
+    found = manifest.at(field).get<T>();
+  } catch (const nlohmann::json::exception&) {
+    LOOM_THROW(path.string(), ": field '", field, "' has the wrong type");
+  }
+  LOOM_CHECK(found == wanted, path.string(), ": the checkpoint has ", field, " ", nlohmann::json(found).dump(),
+             " but this run has ", nlohmann::json(wanted).dump());
+}
+
+// Collective: runs `work` here, then every rank learns whether any failed. This rank's error is
+// rethrown; another rank's becomes `elsewhere`. When any failed, `cleanup` runs first (on every
+// rank, after every rank's work has ended).
+void run_phase(comm::Communicator& world, const std::function<void()>& work, const std::string& elsewhere,
+               const std::function<void()>& cleanup = {}) {
+  std::exception_ptr error_here;
+  try {
+    work();
+  } catch (...) {
+    error_here = std::current_exception();
+  }
+  if (!comm::any_member(world, error_here != nullptr)) return;
+  if (cleanup) cleanup();
+  if (error_here) std::rethrow_exception(error_here);
+  LOOM_THROW(elsewhere);
+}
+
+// A decaying learning rate depends on the run's length: resuming with another length (or schedule)
+// would silently change the rates of the remaining steps. Checkpoints without these fields (older
+// loom) are taken as they are.
+// A name field of a manifest parsed by `parse` (precision.h's, LrSchedule's), or nothing where it is
+// not a string or not a name `parse` knows.
+template <typename Parse>
+auto parsed_name(const nlohmann::json& value, Parse parse) -> std::optional<decltype(parse(std::string()))> {
+  if (!value.is_string()) return std::nullopt;
+  try {
+    return parse(value.get<std::string>());
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+}
+
+void check_learning_rate_path(const nlohmann::json& manifest, const fs::path& path, const CheckpointLayout& layout) {
+  if (!manifest.contains("lr_schedule") || !manifest.contains("total_steps")) return;
+  const auto found = parsed_name(manifest["lr_schedule"], [](const std::string& name) { return LrSchedule::parse(name); });
+  const LrSchedule::Kind constant = LrSchedule::Kind::constant;
+  if (layout.lr_schedule == constant && found == constant) return;  // not decaying
+  LOOM_CHECK(found == layout.lr_schedule, path.string(), ": the checkpoint has lr_schedule ",
+             excerpt(manifest["lr_schedule"].dump()), " but this run has \"", LrSchedule::name(layout.lr_schedule), "\"");
+  LOOM_CHECK(manifest["total_steps"].is_number_integer() && manifest["total_steps"].get<std::int64_t>() == layout.total_steps,
+             path.string(), ": the checkpoint's run had ", excerpt(manifest["total_steps"].dump()), " steps in all under the ",
+             LrSchedule::name(layout.lr_schedule), " learning-rate schedule, this run ", layout.total_steps,
+             ": resuming would change the learning rate of every remaining step (give the same --steps or --epochs, "
+             "or --lr-schedule constant)");
+}
+
+// Checkpoints of loom before --precision are fp32 ones.
+void check_precision(const nlohmann::json& manifest, const fs::path& path, const CheckpointLayout& layout) {
+  const nlohmann::json found = manifest.contains("precision") ? manifest["precision"] : nlohmann::json("fp32");
+  LOOM_CHECK(parsed_name(found, parse_precision) == layout.precision, path.string(),
+             ": the checkpoint was trained with --precision ", excerpt(found.is_string() ? found.get<std::string>() : found.dump()),
+             ", this run has --precision ", precision_name(layout.precision), " (resume with the same --precision)");
+}
+
+nlohmann::json manifest_json(const CheckpointLayout& layout, std::int64_t step, const LossScaler* scaler) {
+  nlohmann::json manifest = {{"format", kFormat},           {"step", step},
+                             {"model", layout.model},       {"settings", layout.settings},
+                             {"stages", layout.stages},     {"chunks", layout.chunks},
+                             {"global_batch", layout.global_batch}, {"seed", layout.seed},
+                             {"lr_schedule", LrSchedule::name(layout.lr_schedule)}, {"total_steps", layout.total_steps},
+                             {"precision", precision_name(layout.precision)}};
+  if (scaler) manifest["loss_scale"] = {{"scale", scaler->scale()}, {"good_steps", scaler->good_steps()}};
+  return manifest;
+}
+
+// fp16: the loss scaler's state after the checkpoint's step (manifest_json).
+void restore_loss_scale(const nlohmann::json& manifest, const fs::path& path, LossScaler& scaler) {
+  const nlohmann::json* state = manifest.contains("loss_scale") ? &manifest["loss_scale"] : nullptr;
+  LOOM_CHECK(state && state->is_object() && state->contains("scale") && state->contains("good_steps"), path.string(),
+             ": missing or bad field 'loss_scale' (an fp16 checkpoint records {\"scale\": S, \"good_steps\": N})");
+  const nlohmann::json& scale = (*state)["scale"];
+  const nlohmann::json& good = (*state)["good_steps"];
+  LOOM_CHECK(scale.is_number() && loss_scale_in_range(scale.get<double>()) && good.is_number_integer() &&
+                 good.get<std::int64_t>() >= 0,
+             path.string(), ": bad field 'loss_scale' ", excerpt(state->dump()),
+             " (scale a number in [2^-24, 2^64], good_steps an integer >= 0)");
+  scaler.restore(scale.get<double>(), good.get<std::int64_t>());
+}
+
+// Rank 0, before any stage writes: DIR exists and DIR/step-N does not (a leftover of a save at
+// this step that died, or of another run). DIR/latest must not name a directory being rewritten.
+void prepare_directory(const fs::path& root, const fs::path& step_directory) {
+  std::error_code error;
+  fs::create_directories(root, error);
+  LOOM_CHECK(fs::is_directory(root), root.string(), ": cannot create the checkpoint directory (", error.message(), ")");
+  fs::remove(root / (std::string(kLatest) + ".tmp"), error);
+  if (!fs::exists(step_directory, error)) return;
+  try {
+    if (read_latest(root / kLatest) == step_directory.filename().string()) fs::remove(root / kLatest, error);
+  } catch (const Error&) {  // no pointer, or a bad one: the commit replaces it
+  }
+  fs::remove_all(step_directory, error);
+  LOOM_CHECK(!error, step_directory.string(), ": cannot remove the earlier checkpoint of this step (", error.message(), ")");
+}
+
+// Replica 0 of a stage: the stage's tensors and its small manifest.
+void write_stage(const fs::path& step_directory, const CheckpointLayout& layout, std::int64_t step,
+                 const std::vector<NamedParameter>& parameters, Optimizer& optimizer) {
+  std::error_code error;
+  fs::create_directories(step_directory, error);
+  LOOM_CHECK(fs::is_directory(step_directory), step_directory.string(), ": cannot create (", error.message(), ")");
+  const std::string file = stage_name(layout.stage) + ".safetensors";
+  save_checkpoint((step_directory / file).string(), parameters, &optimizer,
+                  {{"loom.train.step", std::to_string(step)}, {"loom.train.seed", std::to_string(layout.seed)}});
+  write_json(step_directory / (stage_name(layout.stage) + ".json"),
+             {{"format", kFormat}, {"stage", layout.stage}, {"step", step}, {"file", file},
+              {"blocks", blocks_json(layout)}, {"optimizer", optimizer.type()}});
+  sync_directory(step_directory.string());
+}
+
+// Rank 0, once every stage's files are in place: the manifest, then DIR/latest (the commit).
+void commit(const fs::path& root, const fs::path& step_directory, const CheckpointLayout& layout, std::int64_t step,
+            const LossScaler* scaler) {
+  write_json(step_directory / kManifest, manifest_json(layout, step, scaler));
+  sync_directory(step_directory.string());
+  write_file_atomically((root / kLatest).string(), step_directory.filename().string() + "\n");
+  sync_directory(root.string());
+}
+
+// Rank 0, after the commit of `step`: keeps it and the keep - 1 newest complete checkpoints before
+// it; deletes older ones and unfinished ones before it. Later step directories (of another run
+// in the same DIR) are left alone. A failure here only warns: the new checkpoint is committed.
+void prune(const fs::path& root, std::int64_t step, int keep) {
+  int kept = 1;
+  for (const StepDirectory& directory : step_directories(root)) {
+    if (directory.step >= step) continue;
+    if (directory.complete && kept < keep) {
+      ++kept;
+      continue;
+    }
+    std::error_code error;
+    fs::remove_all(directory.path, error);
+    if (error) spdlog::warn("{}: cannot delete this old checkpoint ({})", directory.path.string(), error.message());
+  }
+}
+
+}  // namespace
+
+std::string save_training_checkpoint(comm::Communicator& world, const std::string& dir, const CheckpointLayout& layout,
+                                     std::int64_t step, const std::vector<NamedParameter>& parameters,
+                                     Optimizer& optimizer, bool writer, int keep, const LossScaler* scaler) {
+  LOOM_CHECK(keep >= 1, "keep_checkpoints must be at least 1, got ", keep);
+  const fs::path root(dir), step_directory = root / step_directory_name(step);
+  const bool coordinator = world.rank() == 0;
+  std::error_code error;
+  const std::string unchanged = fs::exists(root / kLatest, error)
+                                    ? "; " + (root / kLatest).string() + " still names the previous checkpoint"
+                                    : "; no checkpoint was committed";
+  const auto discard = [&] {
+    std::error_code error;
+    if (coordinator) fs::remove_all(step_directory, error);
+  };
+  run_phase(world, [&] { if (coordinator) prepare_directory(root, step_directory); },
+            dir + ": rank 0 could not prepare the checkpoint directory (its message says why)");
+  run_phase(world, [&] { if (writer) write_stage(step_directory, layout, step, parameters, optimizer); },
+            step_directory.string() + ": another rank could not write its stage's checkpoint (its message says why)" + unchanged,
+            discard);
+  run_phase(world, [&] { if (coordinator) commit(root, step_directory, layout, step, scaler); },
+            step_directory.string() + ": rank 0 could not commit the checkpoint (its message says why)" + unchanged, discard);
+  if (coordinator) prune(root, step, keep);
+  return step_directory.string();
+}
+
+namespace {
+std::int64_t load_stage(const std::string& dir, const CheckpointLayout& layout,
+                        const std::vector<NamedParameter>& parameters, Optimizer& optimizer, LossScaler* scaler) {
+  const fs::path root(dir);
+  const fs::path manifest_path = root / kManifest;
+  const nlohmann::json manifest = read_json(manifest_path);
+  expect(manifest, manifest_path, "format", std::string(kFormat));
+  expect(manifest, manifest_path, "model", layout.model);
+  expect(manifest, manifest_path, "settings", layout.settings);
+  expect(manifest, manifest_path, "stages", layout.stages);
+  expect(manifest, manifest_path, "chunks", layout.chunks);
+  expect(manifest, manifest_path, "global_batch", layout.global_batch);
+  expect(manifest, manifest_path, "seed", layout.seed);
+  LOOM_CHECK(manifest.contains("step") && manifest["step"].is_number_integer() && manifest["step"].get<std::int64_t>() >= 0,
+             manifest_path.string(), ": missing or bad field 'step'");
+  const auto step = manifest["step"].get<std::int64_t>();
+  const std::int64_t named = step_of_directory(root.filename().string());
+  LOOM_CHECK(named < 0 || named == step, manifest_path.string(), ": says step ", step, " in the directory of step ", named);
+  check_learning_rate_path(manifest, manifest_path, layout);
+  check_precision(manifest, manifest_path, layout);
+  if (scaler) restore_loss_scale(manifest, manifest_path, *scaler);
+
+  const fs::path stage_path = root / (stage_name(layout.stage) + ".json");
+  const nlohmann::json stage = read_json(stage_path);
+  expect(stage, stage_path, "format", std::string(kFormat));
+  expect(stage, stage_path, "stage", layout.stage);
+  expect(stage, stage_path, "step", step);  // a stage file from another save than the manifest
+  expect(stage, stage_path, "blocks", blocks_json(layout));
+  LOOM_CHECK(stage.contains("file") && stage["file"].is_string(), stage_path.string(), ": missing field 'file'");
+  LOOM_CHECK(stage["file"] == stage_name(layout.stage) + ".safetensors", stage_path.string(), ": field 'file' must be ",
+             stage_name(layout.stage), ".safetensors, got ", excerpt(stage["file"].dump()));
+  const std::string file = (root / stage["file"].get<std::string>()).string();
+  const safetensors::Metadata metadata = load_checkpoint(file, parameters, &optimizer);
+  const auto saved = metadata.find("loom.train.step");
+  LOOM_CHECK(saved != metadata.end() && saved->second == std::to_string(step), file, ": taken after step ",
+             saved == metadata.end() ? std::string("?") : saved->second, " but ", manifest_path.string(), " says ", step);
+  // A stage file of another run at the same step (files written before the seed was recorded pass).
+  const auto seed = metadata.find("loom.train.seed");
+  LOOM_CHECK(seed == metadata.end() || seed->second == std::to_string(layout.seed), file,
+             ": written by a run with seed ", excerpt(seed == metadata.end() ? "" : seed->second), ", but ",
+             manifest_path.string(), " and this run have seed ", layout.seed, " (a stage file from another run?)");
+  return step;
+}
+
+// The checkpoint --resume DIR means (see ResumePoint).
+fs::path resume_directory(const fs::path& root) {
+  struct stat info {};
+  if (::stat(root.c_str(), &info) != 0) {
+    const int error = errno;
+    LOOM_THROW(root.string(), ": cannot open the checkpoint directory (", std::strerror(error), ")");
+  }
+  LOOM_CHECK(S_ISDIR(info.st_mode), root.string(), ": a checkpoint is a directory, but this is ", file_kind(info.st_mode));
+  std::error_code error;
+  const fs::path latest = root / kLatest;
+  if (fs::exists(fs::symlink_status(latest, error))) {
+    const fs::path directory = root / read_latest(latest);
+    LOOM_CHECK(is_complete(directory), latest.string(), ": names ", directory.filename().string(),
+               ", which is not a complete checkpoint (it has no ", kManifest, ")");
+    return directory;
+  }
+  if (fs::exists(fs::symlink_status(root / kManifest, error))) return root;
+  for (const StepDirectory& directory : step_directories(root))
+    if (directory.complete) return directory.path;
+  LOOM_THROW(root.string(), ": no checkpoint here (no ", kLatest, ", no ", kManifest,
+             ", no complete step-N directory; is this a directory written by loom train --checkpoint?)");
+}
+
+}  // namespace
+
+ResumePoint load_training_checkpoint(comm::Communicator& world, const std::string& dir, const CheckpointLayout& layout,
+                                     const std::vector<NamedParameter>& parameters, Optimizer& optimizer,
+                                     LossScaler* scaler) {
+  // Every rank learns whether any failed, so that all stop together instead of some waiting in the
+  // first pipeline transfer for a stage that gave up.
+  ResumePoint point;
+  run_phase(world,
+            [&] {
+              point.directory = resume_directory(dir).string();
+              point.step = load_stage(point.directory, layout, parameters, optimizer, scaler);
+            },
+            dir + ": another rank could not load its stage's checkpoint (its message says why)");
+  // Every rank must have loaded the same checkpoint (DIR must be on a file system they all see).
+  const std::vector<std::int64_t> extremes = comm::max_over(world, {point.step, -point.step});
+  LOOM_CHECK(extremes[0] == -extremes[1], dir, ": the ranks found checkpoints of different steps (", -extremes[1], " to ",
+             extremes[0], "); is the directory on a file system that every rank sees?");
+  return point;
+}
+
+}  // namespace loom::runtime
