@@ -13,12 +13,14 @@
 
 #include <loom/core/error.h>
 #include <loom/schedule/generators.h>
+#include <loom/schedule/schedule_file.h>
 #include <loom/schedule/simulator.h>
 #include <loom/schedule/text.h>
 #include <loom/schedule/trace.h>
 #include <loom/schedule/validator.h>
 
 #include "commands.h"
+#include "schedule_sizes.h"
 
 namespace loom::apps {
 
@@ -27,6 +29,8 @@ namespace {
 struct SimulateFlags {
   schedule::ScheduleOptions schedule{"dapple", 4, 8, 2, 3, {}};
   std::string from;  // a schedule text file instead of a generator
+  std::string schedule_file;  // a schedule file, loom's text or PyTorch's CSV: S, M and v from the file
+  bool stages_given = false, microbatches_given = false, chunks_given = false, kind_given = false;
   std::vector<double> forward_ms{1.0}, backward_ms{2.0}, backward_input_ms, backward_weight_ms;
   std::vector<double> allreduce_ms{0.0}, step_ms{0.0};
   std::vector<double> activation_bytes{0.0}, boundary_bytes{0.0};
@@ -49,24 +53,6 @@ double per_stage(const std::vector<double>& values, int stage, int stages, const
   LOOM_CHECK(unset || (std::isfinite(value) && value >= 0 && value <= most), "--", flag,
              " must be a finite number in [0, ", most, "], got ", value);
   return value;
-}
-
-// The generator's sizes, checked by name before any of them sizes a schedule.
-void check_sizes(const schedule::ScheduleOptions& o) {
-  auto within = [](const char* flag, int value, int most) {
-    LOOM_CHECK(value >= 1 && value <= most, "--", flag, " must be in [1, ", most, "], got ", value);
-  };
-  within("stages", o.stages, schedule::kMaxStages);
-  within("microbatches", o.microbatches, schedule::kMaxMicrobatches);
-  within("chunks", o.chunks, schedule::kMaxChunks);
-  within("minibatches", o.minibatches, schedule::kMaxMicrobatches);
-  const schedule::ScheduleKind kind = schedule::parse_schedule_kind(o.kind, "--schedule");
-  const bool two_bw = kind == schedule::ScheduleKind::pipedream_2bw, interleaved = kind == schedule::ScheduleKind::interleaved;
-  const long long microbatches = static_cast<long long>(o.microbatches) * (two_bw ? o.minibatches : 1);
-  LOOM_CHECK(microbatches <= schedule::kMaxMicrobatches, "--microbatches x --minibatches must be at most ",
-             schedule::kMaxMicrobatches, ", got ", microbatches);
-  schedule::check_size(o.stages, static_cast<int>(microbatches), interleaved ? o.chunks : 1,
-                       interleaved ? "--stages x --microbatches x --chunks" : "--stages x --microbatches");
 }
 
 schedule::CostModel cost_model(const SimulateFlags& flags, int stages) {
@@ -97,9 +83,56 @@ schedule::CostModel cost_model(const SimulateFlags& flags, int stages) {
   return costs;
 }
 
+// --schedule with --schedule-file: the file must hold what that generator makes for the file's sizes.
+void check_file_is_kind(const SimulateFlags& flags, const schedule::Schedule& sched) {
+  const std::string& kind = flags.schedule.kind;
+  const std::string& path = flags.schedule_file;
+  LOOM_CHECK(sched.name == "custom" || sched.name == kind, "--schedule ", kind, " does not match ", path,
+             ", which holds schedule '", sched.name, "' (leave --schedule out: the file sets it)");
+  schedule::ScheduleOptions options = flags.schedule;
+  options.stages = sched.stages;
+  options.chunks = sched.chunks;
+  options.microbatches = sched.microbatches;
+  if (schedule::parse_schedule_kind(kind, "--schedule") == schedule::ScheduleKind::pipedream_2bw) {
+    options.minibatches = sched.batches();
+    options.microbatches = sched.microbatches_per_batch();
+  }
+  schedule::Schedule generated;
+  try {
+    generated = schedule::make_schedule(options);
+  } catch (const loom::Error& e) {
+    LOOM_THROW("--schedule ", kind, " does not fit ", path, " (S=", sched.stages, ", M=", sched.microbatches, ", v=",
+               sched.chunks, "): ", e.what());
+  }
+  generated.name = sched.name;
+  if (generated == sched) return;
+  int stage = 0;
+  while (stage < sched.stages && generated.programs[stage] == sched.programs[stage]) ++stage;
+  LOOM_THROW("--schedule ", kind, " does not match ", path, ": the file is not ", kind, "'s schedule for S=",
+             sched.stages, ", M=", sched.microbatches, (stage < sched.stages ? ", stage " + std::to_string(stage) +
+             " differs" : ", the placement differs"), " (leave --schedule out to simulate the file as it is)");
+}
+
+// --schedule-file: S, M and v come from the file; --stages, --microbatches, --chunks and --schedule,
+// when given, must agree with it.
+schedule::Schedule load_schedule_file(const SimulateFlags& flags) {
+  const std::string& path = flags.schedule_file;
+  schedule::ScheduleFileOptions options;
+  if (flags.microbatches_given) options.microbatches = flags.schedule.microbatches;
+  const schedule::Schedule sched = schedule::read_schedule_file(path, options);
+  LOOM_CHECK(!flags.stages_given || flags.schedule.stages == sched.stages, "--stages ", flags.schedule.stages,
+             " does not match ", path, ", which has ", sched.stages, " stages (leave --stages out: the file sets it)");
+  LOOM_CHECK(!flags.chunks_given || flags.schedule.chunks == sched.chunks, "--chunks ", flags.schedule.chunks,
+             " does not match ", path, ", which has ", sched.chunks,
+             " chunks per stage (leave --chunks out: the file sets it)");
+  if (flags.kind_given) check_file_is_kind(flags, sched);
+  return sched;
+}
+
 schedule::Schedule load_schedule(const SimulateFlags& flags) {
+  if (!flags.schedule_file.empty()) return load_schedule_file(flags);
   if (flags.from.empty()) {
-    check_sizes(flags.schedule);
+    check_schedule_sizes(flags.schedule);
     return schedule::make_schedule(flags.schedule);
   }
   std::ifstream in(flags.from);
@@ -160,7 +193,7 @@ nlohmann::json report_json(const schedule::Schedule& sched, const schedule::Simu
 
 void run(const SimulateFlags& flags) {
   const schedule::Schedule sched = load_schedule(flags);
-  schedule::check(sched, flags.from);
+  schedule::check(sched, flags.from.empty() ? flags.schedule_file : flags.from);
   const schedule::SimulationResult result = schedule::simulate(sched, cost_model(flags, sched.stages));
   if (flags.json)
     std::printf("%s\n", report_json(sched, result).dump(2).c_str());
@@ -201,7 +234,12 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_option("--warmup", flags->schedule.warmup,
                   "dapple/pipedream: warm-up forwards, K of the first stage (K_s = K - s) or one per stage")
       ->delimiter(',');
-  cmd->add_option("--from", flags->from, "Read the schedule from a text file (docs/schedules.md) instead");
+  CLI::Option* from = cmd->add_option("--from", flags->from, "Read the schedule from a text file (docs/schedules.md) instead");
+  cmd->add_option("--schedule-file", flags->schedule_file,
+                  "Read the schedule from a file, loom's text or PyTorch's CSV (told by content; docs/schedules.md "
+                  "\"Schedule files\"): S, M and v come from it, and --stages, --microbatches, --chunks, --schedule "
+                  "must agree if given")
+      ->excludes(from);
   cmd->add_option("--forward-ms", flags->forward_ms, "Forward time per micro-batch, per stage")->delimiter(',')
       ->capture_default_str();
   cmd->add_option("--backward-ms", flags->backward_ms, "Backward time per micro-batch, per stage")->delimiter(',')
@@ -224,7 +262,13 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_option("--trace", flags->trace, "Write the timeline as Chrome trace JSON (open in Perfetto)");
   cmd->add_flag("--json", flags->json, "Print the results as JSON");
   cmd->add_flag("--full", flags->full, "Print the programs with their sends and receives");
-  cmd->callback([flags] { run(*flags); });
+  cmd->callback([flags, cmd] {
+    flags->stages_given = cmd->count("--stages") > 0;
+    flags->microbatches_given = cmd->count("--microbatches") > 0;
+    flags->chunks_given = cmd->count("--chunks") > 0;
+    flags->kind_given = cmd->count("--schedule") > 0;
+    run(*flags);
+  });
 }
 
 }  // namespace loom::apps

@@ -9,6 +9,7 @@
 #include <loom/comm/topology.h>
 #include <loom/layers/optimizer_kind.h>
 #include <loom/runtime/weight_stash.h>
+#include <loom/schedule/schedule_file.h>
 #include <loom/schedule/schedule_kind.h>
 
 #include "commands.h"
@@ -48,7 +49,7 @@ bool run_uses(const std::string& flag, const TrainOptions& o, const runtime::Res
   if (!o.plan.empty() && (flag == "stages" || flag == "replicas" || flag == "microbatches" || flag == "chunks"))
     return false;  // the plan says
   if (flag == "microbatches") return kind != ScheduleKind::pipedream;
-  if (flag == "chunks") return kind == ScheduleKind::interleaved;
+  if (flag == "chunks") return kind && schedule::is_multi_chunk(*kind);
   if (flag == "loss-scale" || flag == "loss-scale-window") return run.precision.precision == runtime::Precision::fp16;
   if (flag == "reduce-backend" || flag == "boundary-backend") return !run.comm.device.device.is_cpu();
   return true;
@@ -67,6 +68,17 @@ void write_resolved_options(const CLI::App& cmd, const TrainOptions& o, const ru
     if (!unset && run_uses(line.substr(0, line.find('=')), o, run)) out << line << "\n";
   }
   LOOM_CHECK(out.good(), path, ": cannot write the run's options");
+}
+
+// --schedule-file sets the stages and chunks: an explicit --stages or --chunks must agree (the
+// Trainer checks --microbatches and --schedule; replicas are ranks / stages).
+void check_schedule_file_flags(const CLI::App& cmd, const TrainOptions& o) {
+  if (o.schedule_file.empty()) return;
+  const schedule::Schedule file = schedule::read_schedule_file(o.schedule_file, {o.microbatches});
+  LOOM_CHECK(cmd.count("--stages") == 0 || o.stages == file.stages, "--stages ", o.stages, " does not match ",
+             o.schedule_file, ", which has ", file.stages, " stages (leave --stages out: the file sets it)");
+  LOOM_CHECK(cmd.count("--chunks") == 0 || o.chunks == file.chunks, "--chunks ", o.chunks, " does not match ",
+             o.schedule_file, ", which has ", file.chunks, " chunks per stage (leave --chunks out: the file sets it)");
 }
 
 // Experiments only: loom's own transfers (stage boundaries, ring and hierarchical allreduce) wait
@@ -131,9 +143,15 @@ void add_train_command(CLI::App& app) {
   cmd->fallthrough();  // `loom train --config FILE`: the file's [train] section (main.cpp)
   cmd->add_option("--plan", o.plan, "plan JSON from `loom plan` (replaces --stages/--replicas/--microbatches/--schedule)");
   cmd->add_option("--schedule", o.schedule, schedule_list() + " (default dapple; not with --plan)");
+  cmd->add_option("--schedule-file", o.schedule_file,
+                  "run the schedule in this file: loom's text or PyTorch's CSV (`loom schedule export` writes both); "
+                  "stages and chunks from the file, replicas = ranks / stages, M the file's");
   cmd->add_option("--microbatches", o.microbatches, "micro-batches M per global batch (not pipedream: whole minibatches)")
       ->capture_default_str();
-  cmd->add_option("--chunks", o.chunks, "interleaved: virtual stages per rank")->capture_default_str();
+  cmd->add_option("--chunks", o.chunks,
+                  "model chunks per rank of interleaved, looped-bfs and interleaved-zb (the V-shaped zb-v, v-half "
+                  "and v-min: 2)")
+      ->capture_default_str();
   cmd->add_option("--warmup", warmup, "dapple/pipedream: warm-up forwards K (first stage) or K_0,...,K_{S-1}");
   cmd->add_option("--global-batch", o.global_batch, "samples per optimizer step")->capture_default_str();
   auto* steps = cmd->add_option("--steps", o.steps, "optimizer steps to run");
@@ -168,7 +186,9 @@ void add_train_command(CLI::App& app) {
       LOOM_CHECK(cmd->count(flag) == 0 || !cmd->get_option(flag)->as<std::string>().empty(), flag,
                  ": an empty path or name was given");
     if (!warmup.empty()) o.warmup = parse_int_list(warmup, "--warmup");
+    if (!o.schedule_file.empty() && cmd->count("--microbatches") == 0) o.microbatches = 0;  // the file's
     runtime::ResolvedConfig run = runtime::resolve_config(o);  // every name parsed, before MPI starts
+    check_schedule_file_flags(*cmd, o);
     LOOM_CHECK(cmd->count("--microbatches") == 0 || run.pipeline.schedule != schedule::ScheduleKind::pipedream,
                "--microbatches ", o.microbatches, " with --schedule pipedream: PipeDream runs whole minibatches, ",
                "one at a time (no micro-batches); drop --microbatches, or use --schedule pipedream-2bw");

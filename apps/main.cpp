@@ -70,6 +70,7 @@ int main(int argc, char** argv) {
   loom::apps::add_profile_command(app);
   loom::apps::add_plan_command(app);
   loom::apps::add_simulate_command(app);
+  loom::apps::add_schedule_command(app);
   loom::apps::add_describe_command(app);
   loom::apps::add_models_command(app);
   CLI::App* bench = app.add_subcommand("bench", "Benchmarks: gemm, layers, optimizer, allreduce, p2p");

@@ -10,7 +10,12 @@
 namespace loom::comm {
 
 const char* boundary_path_name(BoundaryPath path) {
-  return path == BoundaryPath::host_staged ? "host-staged" : "device-direct";
+  switch (path) {
+    case BoundaryPath::host_staged: return "host-staged";
+    case BoundaryPath::device_direct: return "device-direct";
+    case BoundaryPath::local: return "local";
+  }
+  return "?";
 }
 
 TransferGroup::~TransferGroup() = default;

@@ -42,7 +42,8 @@ ProcessGroups::ProcessGroups(const ParallelLayout& layout, const Topology& topol
 }
 
 // The stage links of this rank. A device-direct boundary on CUDA gets an NCCL communicator per
-// direction over the ranks of both sides, split from the world (collective over every rank).
+// direction over the ranks of both sides, split from the world (collective over every rank); a
+// local one gets none.
 void ProcessGroups::connect_boundaries(const std::vector<BoundaryPath>& paths, Device device) {
   const int boundaries = std::max(layout_.stages() - 1, 0);
   LOOM_CHECK(paths.empty() || static_cast<int>(paths.size()) == boundaries, paths.size(),
@@ -52,6 +53,7 @@ void ProcessGroups::connect_boundaries(const std::vector<BoundaryPath>& paths, D
     LOOM_MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &boundary_comm_));
   }
   for (int s = 0; s < boundaries; ++s) {
+    if (!paths.empty() && paths[static_cast<std::size_t>(s)] == BoundaryPath::local) continue;  // no link
     const bool direct = !paths.empty() && paths[static_cast<std::size_t>(s)] == BoundaryPath::device_direct;
     LOOM_CHECK(!direct || !device.is_cpu(), "stage boundary ", s, ": device-direct transfers need a device, not cpu");
     const bool mine = holds(s) || holds(s + 1);

@@ -20,6 +20,11 @@ std::string indices_of(const std::vector<T>& values, T value, const std::vector<
   return text;
 }
 
+// Both sides are the same ranks: two chunks of one stage (a V's turn, interleaving on one stage).
+bool is_local(const comm::ParallelLayout& layout, int boundary) {
+  return layout.stage_ranks(boundary) == layout.stage_ranks(boundary + 1);
+}
+
 std::vector<int> both_sides(const comm::ParallelLayout& layout, int boundary) {
   std::vector<int> ranks = layout.stage_ranks(boundary);
   for (int r : layout.stage_ranks(boundary + 1))
@@ -27,14 +32,31 @@ std::vector<int> both_sides(const comm::ParallelLayout& layout, int boundary) {
   return ranks;
 }
 
+// "; boundaries 3 are local hand-overs ...", or the whole text when no other boundary exists.
+std::string local_text(const std::vector<comm::BoundaryPath>& paths, bool alone) {
+  const std::string local = indices_of(paths, comm::BoundaryPath::local, std::vector<bool>(paths.size(), true));
+  if (local.empty()) return "";
+  return loom::detail::concat(alone ? "" : "; ", "stage boundaries ", local,
+                              " join chunks of the same ranks: handed over in memory");
+}
+
+// Each boundary whose two sides are the same ranks is local (no link); the others host-staged.
+std::vector<comm::BoundaryPath> initial_paths(const comm::ParallelLayout& layout) {
+  std::vector<comm::BoundaryPath> paths(static_cast<std::size_t>(std::max(layout.stages() - 1, 0)),
+                                        comm::BoundaryPath::host_staged);
+  for (std::size_t b = 0; b < paths.size(); ++b)
+    if (is_local(layout, static_cast<int>(b))) paths[b] = comm::BoundaryPath::local;
+  return paths;
+}
+
 // The boundaries' paths and their half of the line.
 std::string plan_boundaries(BackendChoice choice, Device device, const comm::ParallelLayout& layout,
                             const comm::DevicePlacement& placement, std::vector<comm::BoundaryPath>& paths) {
   const int count = std::max(layout.stages() - 1, 0);
-  paths.assign(static_cast<std::size_t>(count), comm::BoundaryPath::host_staged);
   if (count == 0) return "one stage, no stage boundaries";
   std::string why_not = choice == BackendChoice::mpi ? "--boundary-backend mpi" : "";  // the first obstacle
   for (int b = 0; b < count && choice != BackendChoice::mpi; ++b) {
+    if (paths[static_cast<std::size_t>(b)] == comm::BoundaryPath::local) continue;
     const std::string obstacle = placement.direct_obstacle(both_sides(layout, b));
     LOOM_CHECK(choice != BackendChoice::nccl || obstacle.empty(), "--boundary-backend nccl: stage boundary ", b, " (stages ", b,
                " and ", b + 1, ") cannot use NCCL: ", obstacle,
@@ -46,10 +68,13 @@ std::string plan_boundaries(BackendChoice choice, Device device, const comm::Par
   const std::string direct = indices_of(paths, comm::BoundaryPath::device_direct, all);
   const std::string staged = indices_of(paths, comm::BoundaryPath::host_staged, all);
   const std::string on = device.is_cuda() ? "device to device on NCCL" : "device to device on NCCL's stand-in (MPI matched by order)";
-  if (staged.empty()) return loom::detail::concat("stage boundaries go ", on);
-  if (direct.empty()) return loom::detail::concat("stage boundaries are ", kStaged, ", because ", why_not);
-  return loom::detail::concat("stage boundaries ", direct, " go ", on, "; boundaries ", staged, " are ", kStaged,
-                              ", because ", why_not);
+  std::string line;
+  if (staged.empty() && !direct.empty()) line = loom::detail::concat("stage boundaries go ", on);
+  if (direct.empty() && !staged.empty()) line = loom::detail::concat("stage boundaries are ", kStaged, ", because ", why_not);
+  if (!direct.empty() && !staged.empty())
+    line = loom::detail::concat("stage boundaries ", direct, " go ", on, "; boundaries ", staged, " are ", kStaged,
+                                ", because ", why_not);
+  return line + local_text(paths, line.empty());
 }
 
 // Each stage's allreduce backend and its half of the line.
@@ -89,10 +114,11 @@ CommPlan plan_communication(BackendChoice reduce_choice, BackendChoice boundary_
   LOOM_CHECK(boundary_choice != BackendChoice::nccl || device.is_cuda(),
              "--boundary-backend nccl needs --device cuda (this run computes on ", device.str(), ")");
   CommPlan plan;
+  plan.boundaries = initial_paths(layout);
   if (device.is_cpu()) {
     plan.reduce.assign(static_cast<std::size_t>(layout.stages()), comm::Backend::mpi);
-    plan.boundaries.assign(static_cast<std::size_t>(std::max(layout.stages() - 1, 0)), comm::BoundaryPath::host_staged);
-    plan.line = "device cpu: stage boundaries and the gradient allreduce move host memory over MPI";
+    plan.line = "device cpu: stage boundaries and the gradient allreduce move host memory over MPI" +
+                local_text(plan.boundaries, false);
     return plan;
   }
   const std::string boundaries = plan_boundaries(boundary_choice, device, layout, placement, plan.boundaries);

@@ -36,6 +36,9 @@ struct Executor::ChunkState {
   int virtual_stage = 0;
   bool first = false;
   bool last = false;
+  // This rank's chunk holding the next (previous) virtual stage, when that boundary is local (a V's
+  // turn, interleaving on one stage): its tensors are handed over in memory, not sent. Else -1.
+  int next_local = -1, previous_local = -1;
   int replica = 0;
   std::unique_ptr<StageRunner> runner;
   std::map<int, MicrobatchState> microbatches;
@@ -105,6 +108,9 @@ Executor::Executor(const schedule::Schedule& schedule, int stage, comm::ProcessG
     state->first = schedule.is_first(stage, c);
     state->last = schedule.is_last(stage, c);
     state->replica = replica_index(groups, state->virtual_stage);
+    const int v = state->virtual_stage;
+    if (!state->last && schedule.stage_of(v + 1) == stage) state->next_local = schedule.chunk_of(v + 1);
+    if (!state->first && schedule.stage_of(v - 1) == stage) state->previous_local = schedule.chunk_of(v - 1);
     LOOM_CHECK(!state->last || loss != nullptr, "executor: the last virtual stage needs a loss layer");
     state->runner = std::make_unique<StageRunner>(*chunks[c], state->last ? loss : nullptr,
                                                   StageRunnerOptions{options_.seed, options_.recompute, options_.precision});
@@ -146,11 +152,11 @@ void Executor::prepare_microbatches(const std::vector<Action>& program, std::int
         comm::even_split(mb.size(), groups_.layout().replicas(chunk.virtual_stage), chunk.replica);
     rows.first = mb.begin + mine.begin;
     rows.count = mine.size();
-    if (a.op == Op::RecvActivation)
+    if (a.op == Op::RecvActivation && chunk.previous_local < 0)
       state.activation_receive = groups_.link(chunk.virtual_stage - 1)
                                      .post_receive(comm::Direction::forward, a.microbatch, rows.microbatch_rows,
                                                    options_.device);
-    if (a.op == Op::RecvGradient)
+    if (a.op == Op::RecvGradient && chunk.next_local < 0)
       state.gradient_receive = groups_.link(chunk.virtual_stage)
                                    .post_receive(comm::Direction::backward, a.microbatch, rows.microbatch_rows,
                                                  options_.device);
@@ -179,15 +185,15 @@ void Executor::read_rows(const ChunkState& chunk, MicrobatchState& state, const 
 // this rank computes) and reaps finished sends.
 void Executor::progress_links() {
   for (auto& chunk : chunks_) {
-    if (!chunk->last) groups_.link(chunk->virtual_stage).progress();
-    if (!chunk->first) groups_.link(chunk->virtual_stage - 1).progress();
+    if (!chunk->last && chunk->next_local < 0) groups_.link(chunk->virtual_stage).progress();
+    if (!chunk->first && chunk->previous_local < 0) groups_.link(chunk->virtual_stage - 1).progress();
   }
 }
 
 void Executor::flush_links() {
   for (auto& chunk : chunks_) {
-    if (!chunk->last) groups_.link(chunk->virtual_stage).flush();
-    if (!chunk->first) groups_.link(chunk->virtual_stage - 1).flush();
+    if (!chunk->last && chunk->next_local < 0) groups_.link(chunk->virtual_stage).flush();
+    if (!chunk->first && chunk->previous_local < 0) groups_.link(chunk->virtual_stage - 1).flush();
     chunk->microbatches.clear();
     chunk->runner->release_all();
   }
@@ -240,8 +246,15 @@ void Executor::backward(ChunkState& chunk, const Action& action, bool final_for_
 
 void Executor::send(ChunkState& chunk, const Action& action) {
   MicrobatchState& state = chunk.microbatches.at(action.microbatch);
+  const bool forward = action.op == Op::SendActivation;
+  if (const int local = forward ? chunk.next_local : chunk.previous_local; local >= 0) {  // hand over
+    MicrobatchState& to = chunks_.at(static_cast<std::size_t>(local))->microbatches.at(action.microbatch);
+    (forward ? to.inputs : to.grad_outputs) = std::move(forward ? state.outputs : state.grad_inputs);
+    (forward ? state.outputs : state.grad_inputs).clear();
+    return;
+  }
   const MemoryCategoryScope category(MemoryCategory::communication);  // bf16 copies on their way out
-  if (action.op == Op::SendActivation) {
+  if (forward) {
     groups_.link(chunk.virtual_stage)
         .send(comm::Direction::forward, action.microbatch, to_boundary(state.outputs, options_.precision),
               state.rows.microbatch_rows);
@@ -263,14 +276,14 @@ void Executor::run_action(std::size_t index, std::int64_t first_batch, const Bat
   const Action& a = schedule_.programs.at(stage_)[index];
   if (pause_points_[index]) comm::test_pause_at(static_cast<comm::PausePhase>(pause_points_[index] - 1));
   switch (a.op) {
-    case Op::RecvActivation: {
+    case Op::RecvActivation: {  // a local boundary's tensors were handed over by its SA
       MicrobatchState& state = chunks_[a.chunk]->microbatches.at(a.microbatch);
-      state.inputs = received(state.activation_receive);
+      if (chunks_[a.chunk]->previous_local < 0) state.inputs = received(state.activation_receive);
       break;
     }
     case Op::RecvGradient: {
       MicrobatchState& state = chunks_[a.chunk]->microbatches.at(a.microbatch);
-      state.grad_outputs = received(state.gradient_receive);
+      if (chunks_[a.chunk]->next_local < 0) state.grad_outputs = received(state.gradient_receive);
       break;
     }
     case Op::Forward:
@@ -337,7 +350,7 @@ void Executor::evaluate(std::int64_t batch, std::int64_t batch_size, const Batch
     ChunkState& chunk = *chunks_[a.chunk];
     MicrobatchState& state = chunk.microbatches.at(a.microbatch);
     if (a.op == Op::RecvActivation) {
-      state.inputs = received(state.activation_receive);
+      if (chunk.previous_local < 0) state.inputs = received(state.activation_receive);
     } else if (a.op == Op::SendActivation) {
       send(chunk, a);
     } else {

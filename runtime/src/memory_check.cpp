@@ -44,7 +44,8 @@ std::vector<RankMemory> memory_by_rank(comm::Communicator& world, Device device,
 }
 
 void check_memory_fits(int state, const ModelSpec& spec, const StagePartition& partition,
-                       std::int64_t microbatch_rows, const std::vector<RankMemory>& memory) {
+                       const std::vector<int>& stage_of, std::int64_t microbatch_rows,
+                       const std::vector<RankMemory>& memory) {
   ModelSummary summary;
   try {
     summary = summarize(spec, 1);
@@ -52,7 +53,7 @@ void check_memory_fits(int state, const ModelSpec& spec, const StagePartition& p
     return;  // a model of the caller's own whose blocks cannot be built without memory: no estimate
   }
   for (std::size_t v = 0; v < partition.blocks.size(); ++v) {
-    const int stage = static_cast<int>(v) % partition.stages;
+    const int stage = stage_of.at(v);
     const auto replicas = static_cast<double>(partition.ranks.at(static_cast<std::size_t>(stage)).size());
     double parameters = 0, activations = 0;
     for (std::int64_t b = partition.blocks[v].first; b < partition.blocks[v].second; ++b) {

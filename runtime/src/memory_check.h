@@ -31,8 +31,10 @@ std::vector<RankMemory> memory_by_rank(comm::Communicator& world, Device device,
 
 // Throws loom::Error naming the stage, the estimate by category, the tightest rank of the stage and
 // what it has.
-// `optimizer_state`: the parameter-sized tensors of optimizer state (optimizer_state_tensors).
+// `optimizer_state`: the parameter-sized tensors of optimizer state (optimizer_state_tensors);
+// `stage_of`: the stage of each virtual stage (Schedule::stage_of).
 void check_memory_fits(int optimizer_state, const ModelSpec& spec, const StagePartition& partition,
-                       std::int64_t microbatch_rows, const std::vector<RankMemory>& memory);
+                       const std::vector<int>& stage_of, std::int64_t microbatch_rows,
+                       const std::vector<RankMemory>& memory);
 
 }  // namespace loom::runtime::detail

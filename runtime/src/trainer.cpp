@@ -28,6 +28,7 @@
 #include <loom/runtime/trace_recorder.h>
 #include <loom/runtime/training_checkpoint.h>
 #include <loom/schedule/generators.h>
+#include <loom/schedule/schedule_file.h>
 
 #include "device_setup.h"
 #include "memory_check.h"
@@ -69,6 +70,36 @@ struct TrainerState {
 
 namespace {
 
+// --schedule-file: the programs, stages, chunks and M from the file (a given --microbatches, and a
+// given --schedule's generator, must agree with it), replicas = ranks / stages, the blocks split
+// evenly over the file's virtual stages.
+void resolve_schedule_file(detail::TrainerState& s, int world) {
+  const PipelineConfig& o = s.config.pipeline;
+  LOOM_CHECK(o.microbatches >= 0, "--microbatches must be at least 1 (or 0: the file's), got ", o.microbatches);
+  s.schedule = schedule::read_schedule_file(o.schedule_file, {o.microbatches});
+  LOOM_CHECK(!s.schedule.asynchronous() && s.schedule.batches() == 1, o.schedule_file,
+             ": asynchronous schedules (weight versions, several STEPs) cannot run from a file yet");
+  s.shape.schedule_file = o.schedule_file;
+  s.shape.microbatches = s.schedule.microbatches;
+  s.shape.chunks = s.schedule.chunks;
+  if (o.schedule) {
+    schedule::ScheduleOptions so;
+    so.stages = s.schedule.stages, so.microbatches = s.schedule.microbatches, so.chunks = s.schedule.chunks;
+    schedule::Schedule generated = schedule::make_schedule(*o.schedule, so);
+    generated.name = s.schedule.name;
+    LOOM_CHECK(generated == s.schedule, "--schedule ", schedule::schedule_kind_name(*o.schedule), " does not match ",
+               o.schedule_file, " (S=", so.stages, ", M=", so.microbatches, ", v=", so.chunks,
+               "): leave --schedule out to run the file as it is");
+  }
+  LOOM_CHECK(world % s.schedule.stages == 0, o.schedule_file, " has ", s.schedule.stages, " stages, but mpirun started ",
+             world, " ranks (replicas = ranks / stages must be whole)");
+  PipelineConfig from_file = o;
+  from_file.stages = s.schedule.stages;
+  from_file.replicas = world / s.schedule.stages;
+  s.partition = detail::partition_from_config(from_file, s.spec, world, s.shape.chunks);
+  s.shape.stages = s.partition.stages;
+}
+
 // The schedule kind, micro-batches, global batch and partition, from the flags or the plan file.
 void resolve_pipeline(detail::TrainerState& s, int world) {
   const PipelineConfig& o = s.config.pipeline;
@@ -84,29 +115,24 @@ void resolve_pipeline(detail::TrainerState& s, int world) {
     s.shape.global_batch = plan->global_batch > 0 ? plan->global_batch : o.global_batch;
     s.shape.schedule = plan->schedule;
   }
+  if (!o.schedule_file.empty()) return resolve_schedule_file(s, world);
   LOOM_CHECK(s.shape.microbatches >= 1, "--microbatches must be at least 1, got ", s.shape.microbatches);
   LOOM_CHECK(s.config.precision.precision != Precision::fp16 || !schedule::is_asynchronous(s.shape.schedule),
              "--precision fp16 needs a synchronous schedule (gpipe, dapple, interleaved, zb-h1), not ",
              schedule::schedule_kind_name(s.shape.schedule),
              ": its loss scaling skips whole steps on every rank (use --precision bf16)");
-  s.shape.chunks = s.shape.schedule == schedule::ScheduleKind::interleaved ? o.chunks : 1;
+  s.shape.chunks = schedule::is_multi_chunk(s.shape.schedule) ? o.chunks : 1;
+  LOOM_CHECK(!schedule::is_v_shaped(s.shape.schedule) || s.shape.chunks == 2, "--schedule ",
+             schedule::schedule_kind_name(s.shape.schedule), " places 2 chunks per rank in a V, not --chunks ",
+             s.shape.chunks);
   s.partition = plan ? detail::partition_from_plan(*plan, o.plan, s.spec, world)
                      : detail::partition_from_config(o, s.spec, world, s.shape.chunks);
   s.shape.stages = s.partition.stages;
 }
 
-// The data, the run's length and the schedule's programs.
-void resolve_run(detail::TrainerState& s) {
+// The schedule generator's programs (asynchronous ones over their window).
+void make_programs(detail::TrainerState& s) {
   const ResolvedConfig& o = s.config;
-  const bool classification = s.spec.data.target_shape.rank() == 0;
-  s.data = std::make_unique<detail::TrainingData>(o.data, o.seed, s.spec, s.shape.global_batch,
-                                                  classification && o.epochs > 0);
-  s.shape.train_samples = s.data->train_size();
-  s.shape.steps_per_epoch = s.data->steps_per_epoch();
-  LOOM_CHECK(o.epochs <= kMaxSteps / s.shape.steps_per_epoch, "--epochs ", o.epochs, " x ", s.shape.steps_per_epoch,
-             " steps per epoch is more than ", kMaxSteps, " steps");
-  s.shape.steps = o.steps > 0 ? o.steps : o.epochs * s.shape.steps_per_epoch;
-
   // Asynchronous schedules run a window of minibatches without a flush: one epoch (or all steps).
   const schedule::ScheduleKind kind = s.shape.schedule;
   const std::int64_t window = schedule::is_asynchronous(kind) ? (o.epochs > 0 ? s.shape.steps_per_epoch : s.shape.steps) : 1;
@@ -121,7 +147,10 @@ void resolve_run(detail::TrainerState& s) {
   so.warmup = o.pipeline.warmup;
   s.schedule = schedule::make_schedule(kind, so);
   if (kind == schedule::ScheduleKind::pipedream) s.shape.microbatches = 1;  // whole minibatches, no micro-batches
+}
 
+// The global batch splits into the schedule's micro-batches, and each into the stage's replicas.
+void check_batch_split(const detail::TrainerState& s) {
   const int per_batch = s.schedule.microbatches_per_batch();
   LOOM_CHECK(s.shape.global_batch % per_batch == 0, "--global-batch ", s.shape.global_batch, " is not divisible by ",
              per_batch, " micro-batches");
@@ -129,6 +158,22 @@ void resolve_run(detail::TrainerState& s) {
     LOOM_CHECK(s.shape.global_batch / per_batch >= static_cast<std::int64_t>(s.partition.ranks[st].size()),
                "a micro-batch of ", s.shape.global_batch / per_batch, " samples cannot be split over the ",
                s.partition.ranks[st].size(), " replicas of stage ", st);
+}
+
+// The data, the run's length and the schedule's programs.
+void resolve_run(detail::TrainerState& s) {
+  const ResolvedConfig& o = s.config;
+  const bool classification = s.spec.data.target_shape.rank() == 0;
+  s.data = std::make_unique<detail::TrainingData>(o.data, o.seed, s.spec, s.shape.global_batch,
+                                                  classification && o.epochs > 0);
+  s.shape.train_samples = s.data->train_size();
+  s.shape.steps_per_epoch = s.data->steps_per_epoch();
+  LOOM_CHECK(o.epochs <= kMaxSteps / s.shape.steps_per_epoch, "--epochs ", o.epochs, " x ", s.shape.steps_per_epoch,
+             " steps per epoch is more than ", kMaxSteps, " steps");
+  s.shape.steps = o.steps > 0 ? o.steps : o.epochs * s.shape.steps_per_epoch;
+
+  if (s.shape.schedule_file.empty()) make_programs(s);
+  check_batch_split(s);
 }
 
 // This rank's device (the physical node's local rank picks the GPU), every rank's placement, this
@@ -140,7 +185,8 @@ comm::DevicePlacement place_and_connect(detail::TrainerState& s, int rank) {
   s.device = resolve_device(o.device, machine.local_rank(rank));
   comm::DevicePlacement placement = comm::DevicePlacement::gather(machine, s.device);
   std::vector<std::vector<int>> virtual_ranks;
-  for (int v = 0; v < s.schedule.virtual_stages(); ++v) virtual_ranks.push_back(s.partition.ranks[v % s.shape.stages]);
+  for (int v = 0; v < s.schedule.virtual_stages(); ++v)
+    virtual_ranks.push_back(s.partition.ranks[static_cast<std::size_t>(s.schedule.stage_of(v))]);
   s.layout = std::make_unique<comm::ParallelLayout>(comm::ParallelLayout::from_table(virtual_ranks));
   const detail::CommPlan plan =
       detail::plan_communication(o.reduce_backend, o.boundary_backend, s.device, *s.layout, placement);
@@ -192,12 +238,14 @@ void build_executor(detail::TrainerState& s) {
 void build(detail::TrainerState& s, int rank) {
   const ResolvedConfig& o = s.config;
   const comm::DevicePlacement placement = place_and_connect(s, rank);
+  std::vector<int> stage_of;  // per virtual stage
+  for (int v = 0; v < s.schedule.virtual_stages(); ++v) stage_of.push_back(s.schedule.stage_of(v));
   detail::check_memory_fits(optimizer_state_tensors(o.optimizer.kind, o.optimizer.momentum), s.spec, s.partition,
-                            s.shape.global_batch / s.schedule.microbatches_per_batch(),
+                            stage_of, s.shape.global_batch / s.schedule.microbatches_per_batch(),
                             detail::memory_by_rank(s.groups->world(), s.device, placement));
   const auto positions = s.layout->positions(rank);
   LOOM_CHECK(!positions.empty(), "rank ", rank, " has no stage in the layout");
-  s.stage = positions.front().stage % s.shape.stages;
+  s.stage = s.schedule.stage_of(positions.front().stage);
   s.first_replica = std::all_of(positions.begin(), positions.end(), [](auto p) { return p.replica == 0; });
 
   std::vector<NamedParameter> trainable;
@@ -388,7 +436,8 @@ std::string Trainer::describe() const {
   const Precision precision = s.config.precision.precision;
   return loom::detail::concat(s.spec.describe(), " | data ", s.config.data, " (", r.train_samples, " samples) | ",
                               r.stages, r.stages > 1 ? " stages (" : " stage (", s.layout->describe(), ") | schedule ",
-                              schedule::schedule_kind_name(r.schedule),
+                              r.schedule_file.empty() ? std::string(schedule::schedule_kind_name(r.schedule))
+                                                      : loom::detail::concat(r.schedule_file, " (", r.chunks, r.chunks > 1 ? " chunks" : " chunk", " per stage)"),
                               pipedream ? std::string(" | whole minibatches (no micro-batches)")
                                         : loom::detail::concat(" | M=", r.microbatches),
                               " | B=", r.global_batch, " | ", r.steps, " steps",

@@ -30,7 +30,10 @@ PipelineConfig pipeline_config(const TrainerConfig& o) {
   LOOM_CHECK(o.plan.empty() || o.schedule.empty(), "--schedule ", o.schedule, " and --plan ", o.plan,
              " do not go together: the plan names its schedule (edit the plan, or drop --plan)");
   LOOM_CHECK(o.global_batch >= 1, "--global-batch must be at least 1, got ", o.global_batch);
-  PipelineConfig p{o.plan, std::nullopt, o.stages, o.replicas, o.microbatches, o.chunks, o.warmup, o.global_batch};
+  LOOM_CHECK(o.plan.empty() || o.schedule_file.empty(), "--schedule-file ", o.schedule_file, " and --plan ", o.plan,
+             " do not go together: the plan names its schedule");
+  PipelineConfig p{o.plan,   o.schedule_file, std::nullopt, o.stages,      o.replicas,
+                   o.microbatches, o.chunks,  o.warmup,     o.global_batch};
   if (!o.schedule.empty()) p.schedule = schedule::parse_schedule_kind(o.schedule, "--schedule");
   return p;
 }

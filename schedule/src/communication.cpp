@@ -1,6 +1,9 @@
 // Boundary transfers around compute. A receive sits right before the compute that needs it: that
 // is where the executor waits (it posted the receive long before). A send sits right after the
-// compute that produced its data, so the transfer overlaps whatever the rank does next.
+// compute that produced its data, so the transfer overlaps whatever the rank does next. First and
+// last are virtual stages under the schedule's placement; a boundary between two chunks of one
+// stage (the bottom of a V) gets its SA/RA and SG/RG too: the executor hands those tensors over in
+// memory, and since the producing compute comes first in the program, so does the send.
 #include <loom/schedule/generators.h>
 
 #include <utility>

@@ -18,6 +18,12 @@ Schedule make_schedule(ScheduleKind kind, const ScheduleOptions& options) {
       return pipedream_2bw(options.stages, options.microbatches, options.minibatches, options.warmup);
     case ScheduleKind::interleaved: return interleaved(options.stages, options.microbatches, options.chunks);
     case ScheduleKind::zb_h1: return zb_h1(options.stages, options.microbatches);
+    case ScheduleKind::zb_h2: return zb_h2(options.stages, options.microbatches);
+    case ScheduleKind::zb_v: return zb_v(options.stages, options.microbatches);
+    case ScheduleKind::v_half: return v_half(options.stages, options.microbatches);
+    case ScheduleKind::v_min: return v_min(options.stages, options.microbatches);
+    case ScheduleKind::looped_bfs: return looped_bfs(options.stages, options.microbatches, options.chunks);
+    case ScheduleKind::interleaved_zb: return interleaved_zb(options.stages, options.microbatches, options.chunks);
   }
   LOOM_THROW("internal: schedule kind ", static_cast<int>(kind));
 }

@@ -6,7 +6,9 @@
 namespace loom::schedule {
 
 const std::vector<std::string>& schedule_kinds() {
-  static const std::vector<std::string> kinds = {"gpipe", "dapple", "pipedream", "pipedream-2bw", "interleaved", "zb-h1"};
+  static const std::vector<std::string> kinds = {"gpipe", "dapple", "pipedream", "pipedream-2bw",
+                                                 "interleaved", "zb-h1", "zb-h2", "zb-v",
+                                                 "v-half", "v-min", "looped-bfs", "interleaved-zb"};
   return kinds;
 }
 
@@ -23,6 +25,15 @@ ScheduleKind parse_schedule_kind(std::string_view name, std::string_view source)
 
 bool is_asynchronous(ScheduleKind kind) {
   return kind == ScheduleKind::pipedream || kind == ScheduleKind::pipedream_2bw;
+}
+
+bool is_multi_chunk(ScheduleKind kind) {
+  return kind == ScheduleKind::interleaved || kind == ScheduleKind::looped_bfs || kind == ScheduleKind::interleaved_zb ||
+         is_v_shaped(kind);
+}
+
+bool is_v_shaped(ScheduleKind kind) {
+  return kind == ScheduleKind::zb_v || kind == ScheduleKind::v_half || kind == ScheduleKind::v_min;
 }
 
 }  // namespace loom::schedule

@@ -74,6 +74,7 @@ SimulationResult simulate(const Schedule& schedule, const CostModel& costs) {
   LOOM_CHECK(stages >= 1 && static_cast<int>(schedule.programs.size()) == stages,
                   "simulate: the schedule has ", schedule.programs.size(), " programs for ", stages, " stages");
   check_size(stages, schedule.microbatches, schedule.chunks, "simulate");  // bounds its time and memory
+  check_placement(schedule, "simulate");
   LOOM_CHECK(costs.stages.size() == 1 || static_cast<int>(costs.stages.size()) == stages, "cost model has ",
                   costs.stages.size(), " stage costs for a ", stages, "-stage schedule");
   LOOM_CHECK(costs.links.size() <= 1 || static_cast<int>(costs.links.size()) >= stages - 1, "cost model has ",
@@ -93,6 +94,7 @@ SimulationResult simulate(const Schedule& schedule, const CostModel& costs) {
   std::map<std::pair<int, int>, double> link_free;  // (from stage, to stage) -> free at
   std::size_t remaining = 0;
   for (const auto& program : schedule.programs) remaining += program.size();
+  const std::vector<int> holder = detail::holders(schedule);  // virtual stage -> its stage
 
   bool progress = true;
   while (remaining > 0 && progress) {
@@ -109,13 +111,22 @@ SimulationResult simulate(const Schedule& schedule, const CostModel& costs) {
           timed.end_ms = std::max(clock[s], found->second);
         } else if (is_send(a.op)) {
           const detail::MessageKey key = detail::sent_message(schedule, s, a);
-          const int to = schedule.stage_of(key.to_virtual_stage);
+          if (key.to_virtual_stage < 0 || key.to_virtual_stage >= schedule.virtual_stages()) {
+            check(schedule);  // an SA of the last or SG of the first virtual stage: says so
+            LOOM_THROW("simulate: schedule '", schedule.name, "' sends ", to_string(a, schedule.chunks > 1),
+                       " from stage ", s, " past the end of the pipeline");
+          }
+          const int to = holder[static_cast<std::size_t>(key.to_virtual_stage)];
           Transfer transfer{s, to, a, clock[s], clock[s]};
-          if (to != s) {
-            // The activation of stage t's output and its gradient share stage t's link and size.
-            const int boundary = a.op == Op::SendActivation ? s : to;
-            const Link link = costs.link(boundary);
-            const double bytes = costs.stage(boundary).boundary_bytes;
+          if (to != s) {  // else a local hand-over between two chunks of s: no time, no link
+            // An activation and its gradient have the size of the producing stage's output and
+            // share one link (in opposite directions): the link after the producer, except on the
+            // way back up a V (producer p → p − 1), which uses the link between p − 1 and p.
+            const int producer = a.op == Op::SendActivation ? s : to;
+            const int consumer = a.op == Op::SendActivation ? to : s;
+            const bool up = !schedule.placement.empty() && consumer == producer - 1;
+            const Link link = costs.link(up ? consumer : producer);
+            const double bytes = costs.stage(producer).boundary_bytes;
             double& free_at = link_free[{s, to}];
             transfer.start_ms = std::max(clock[s], free_at);
             const double wire_ms = std::isinf(link.bandwidth_bytes_per_s) ? 0 : bytes / link.bandwidth_bytes_per_s * 1e3;

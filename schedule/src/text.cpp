@@ -89,6 +89,12 @@ void for_each_token(std::string_view line, Each each) {
   }
 }
 
+// One entry of a placement line: the virtual stage and its 1-based column, for errors.
+struct PlacedChunk {
+  int virtual_stage = 0;
+  std::size_t column = 0;
+};
+
 std::string trim(std::string_view text) {
   std::size_t begin = 0, end = text.size();
   while (begin < end && std::isspace(static_cast<unsigned char>(text[begin]))) ++begin;
@@ -108,8 +114,24 @@ std::string program_text(const Schedule& schedule, int stage, TextStyle style) {
   return text;
 }
 
+std::string placement_text(const Schedule& schedule) {
+  if (schedule.placement.empty()) return "";
+  const int stages = static_cast<int>(schedule.programs.size());
+  LOOM_CHECK(static_cast<long long>(schedule.placement.size()) == static_cast<long long>(stages) * schedule.chunks,
+             "schedule '", schedule.name, "': the placement has ", schedule.placement.size(), " entries for ", stages,
+             " stages x ", schedule.chunks, " chunks");
+  std::string text = "placement";
+  for (int s = 0; s < stages; ++s)
+    for (int c = 0; c < schedule.chunks; ++c) {
+      text += c == 0 ? ' ' : ',';
+      text += std::to_string(schedule.placement[static_cast<std::size_t>(c * stages + s)]);
+    }
+  return text;
+}
+
 std::string to_text(const Schedule& schedule, TextStyle style) {
   std::string text = "schedule " + (schedule.name.empty() ? std::string("custom") : schedule.name) + "\n";
+  if (!schedule.placement.empty()) text += placement_text(schedule) + "\n";
   for (int stage = 0; stage < static_cast<int>(schedule.programs.size()); ++stage)
     text += "stage " + std::to_string(stage) + ": " + program_text(schedule, stage, style) + "\n";
   return text;
@@ -137,6 +159,8 @@ Schedule parse_schedule(std::string_view text, const std::string& source) {
   schedule.name = "custom";
   bool named = false;
   int line_number = 0;
+  int placement_line = 0;                         // where the placement was, 0 for none
+  std::vector<std::vector<PlacedChunk>> placement;  // placement[stage][chunk]
   std::istringstream lines{std::string(text)};
   std::string line;
   while (std::getline(lines, line)) {
@@ -154,6 +178,42 @@ Schedule parse_schedule(std::string_view text, const std::string& source) {
                           schedule.name.size() <= 80,
                       where(1), "'schedule' must be followed by one name (of at most 80 characters)");
       named = true;
+      continue;
+    }
+    if (content.rfind("placement", 0) == 0 && (content.size() == 9 || std::isspace(static_cast<unsigned char>(content[9])))) {
+      LOOM_CHECK(placement_line == 0 && schedule.programs.empty(), where(1),
+                 "'placement ...' must come once, before the stage lines");
+      placement_line = line_number;
+      const std::size_t keyword = line.find("placement");
+      for_each_token(std::string_view(line).substr(keyword + 9), [&](std::string_view token, std::size_t column) {
+        const std::size_t at = keyword + 9 + column;  // 1-based column in the line
+        const int stage = static_cast<int>(placement.size());
+        LOOM_CHECK(stage < kMaxStages, where(at), "the placement names more than ", kMaxStages, " stages");
+        std::vector<PlacedChunk> chunks;
+        std::size_t pos = 0;
+        while (true) {
+          const std::size_t begin = pos;
+          std::optional<int> value = read_number(token, pos);
+          LOOM_CHECK(value.has_value(), where(at + begin), "bad placement entry '", excerpt(token), "' (stage ", stage,
+                     "): expected virtual stages separated by commas, one per chunk (e.g. '0,7')");
+          LOOM_CHECK(*value < kMaxStages * kMaxChunks, where(at + begin), "placement: virtual stage ", *value,
+                     " of stage ", stage, " is beyond the largest a schedule may have (", kMaxStages * kMaxChunks - 1, ")");
+          chunks.push_back({*value, at + begin});
+          if (pos == token.size()) break;
+          LOOM_CHECK(token[pos] == ',' && pos + 1 < token.size(), where(at + pos), "bad placement entry '",
+                     excerpt(token), "' (stage ", stage,
+                     "): expected virtual stages separated by commas, one per chunk (e.g. '0,7')");
+          ++pos;
+        }
+        LOOM_CHECK(static_cast<int>(chunks.size()) <= kMaxChunks, where(at), "placement: stage ", stage, " has ",
+                   chunks.size(), " chunks, more than the ", kMaxChunks, " a schedule may have");
+        LOOM_CHECK(placement.empty() || chunks.size() == placement.front().size(), where(at), "placement: stage ",
+                   stage, " has ", chunks.size(), " chunks but stage 0 has ", placement.front().size(),
+                   " (every stage holds the same number)");
+        placement.push_back(std::move(chunks));
+      });
+      LOOM_CHECK(!placement.empty(), where(1),
+                 "'placement' must be followed by each stage's virtual stages, one per chunk (e.g. 'placement 0,3 1,2')");
       continue;
     }
     std::size_t colon = line.find(':');
@@ -184,6 +244,35 @@ Schedule parse_schedule(std::string_view text, const std::string& source) {
   LOOM_CHECK(max_microbatch >= 0, source, ": the schedule has no micro-batch actions");
   schedule.microbatches = max_microbatch + 1;
   schedule.chunks = max_chunk + 1;
+  if (placement_line > 0) {
+    auto where = [&](std::size_t column) {
+      return source + ":" + std::to_string(placement_line) + ":" + std::to_string(column) + ": ";
+    };
+    const int stages = schedule.stages, chunks = static_cast<int>(placement.front().size());
+    LOOM_CHECK(static_cast<int>(placement.size()) == stages, where(1), "the placement names ", placement.size(),
+               " stages, but the schedule has ", stages, " stage lines");
+    LOOM_CHECK(max_chunk < chunks, where(1), "the placement gives each stage ", chunks, " chunks, but the programs use chunk ",
+               max_chunk);
+    schedule.chunks = chunks;
+    check_size(schedule.stages, schedule.microbatches, schedule.chunks, source);
+    const int total = stages * chunks;
+    std::vector<int> holder(static_cast<std::size_t>(total), -1);  // virtual stage -> stage * chunks + chunk
+    schedule.placement.assign(static_cast<std::size_t>(total), 0);
+    for (int s = 0; s < stages; ++s)
+      for (int c = 0; c < chunks; ++c) {
+        const PlacedChunk& entry = placement[s][c];
+        LOOM_CHECK(entry.virtual_stage < total, where(entry.column), "placement: virtual stage ", entry.virtual_stage,
+                   " (stage ", s, " chunk ", c, ") is outside 0..", total - 1, " (", stages, " stages x ", chunks,
+                   " chunks)");
+        int& other = holder[static_cast<std::size_t>(entry.virtual_stage)];
+        LOOM_CHECK(other < 0, where(entry.column), "placement: virtual stage ", entry.virtual_stage,
+                   " is given twice (stage ", other / chunks, " chunk ", other % chunks, " and stage ", s, " chunk ", c, ")");
+        other = s * chunks + c;
+        schedule.placement[static_cast<std::size_t>(c * stages + s)] = entry.virtual_stage;
+      }
+    // S·v entries in range, none twice: every virtual stage is placed once.
+    return schedule;
+  }
   check_size(schedule.stages, schedule.microbatches, schedule.chunks, source);
   return schedule;
 }

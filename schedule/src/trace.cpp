@@ -52,8 +52,12 @@ Trace simulation_trace(const Schedule& schedule, const SimulationResult& result)
   for (const TimedAction& timed : result.timeline) {
     // A receive that did not wait is not worth a slice; the send instant marks the transfer.
     if (is_receive(timed.action.op) && timed.end_ms <= timed.start_ms) continue;
-    trace.events.push_back(
-        trace_event(timed.action, timed.stage, timed.stage, timed.start_ms, timed.end_ms, schedule.chunks > 1));
+    TraceEvent event =
+        trace_event(timed.action, timed.stage, timed.stage, timed.start_ms, timed.end_ms, schedule.chunks > 1);
+    // With several chunks a chunk number alone does not say where in the model it is (chunk 1 of
+    // stage 0 is virtual stage S looped, 2S − 1 in a V).
+    if (schedule.chunks > 1 && event.chunk >= 0) event.virtual_stage = schedule.virtual_stage(timed.stage, event.chunk);
+    trace.events.push_back(std::move(event));
   }
   return trace;
 }
@@ -68,6 +72,7 @@ nlohmann::json chrome_event(const TraceEvent& e) {
   if (e.stage >= 0) args["stage"] = e.stage;
   if (e.microbatch >= 0) args["microbatch"] = e.microbatch;
   if (e.chunk >= 0) args["chunk"] = e.chunk;
+  if (e.virtual_stage >= 0) args["virtual_stage"] = e.virtual_stage;
   if (e.version >= 0) args["version"] = e.version;
   nlohmann::json event = {{"name", e.name}, {"cat", e.category}, {"pid", 0}, {"tid", e.track},
                           {"ts", e.start_ms * 1e3}, {"args", args}};

@@ -53,6 +53,39 @@ std::string token(const Schedule& schedule, Op op, int microbatch, int chunk) {
   return to_string(Action{op, microbatch, chunk, -1}, schedule.chunks > 1);
 }
 
+// What is wrong with the placement, at most kMaxErrors lines; empty when it is fine.
+std::vector<std::string> placement_problems(const Schedule& schedule) {
+  std::vector<std::string> problems;
+  Reporter report{problems};
+  if (schedule.placement.empty()) return problems;
+  const int stages = schedule.stages, chunks = schedule.chunks, total = stages * chunks;
+  if (static_cast<long long>(schedule.placement.size()) != total) {
+    report("the placement has ", schedule.placement.size(), " entries, but ", stages, " stages x ", chunks,
+           " chunks need ", total, " (one virtual stage for each chunk of each stage)");
+    return problems;
+  }
+  std::vector<int> holder(static_cast<std::size_t>(total), -1);  // virtual stage -> index into placement
+  for (int c = 0; c < chunks; ++c)
+    for (int s = 0; s < stages; ++s) {
+      const int index = c * stages + s;
+      const int j = schedule.placement[static_cast<std::size_t>(index)];
+      if (j < 0 || j >= total) {
+        report("the placement gives stage ", s, " chunk ", c, " virtual stage ", j, ", outside 0..", total - 1);
+      } else if (holder[static_cast<std::size_t>(j)] >= 0) {
+        const int other = holder[static_cast<std::size_t>(j)];
+        report("the placement gives virtual stage ", j, " to both stage ", other % stages, " chunk ", other / stages,
+               " and stage ", s, " chunk ", c, " (each virtual stage goes to one chunk)");
+      } else {
+        holder[static_cast<std::size_t>(j)] = index;
+      }
+    }
+  if (problems.empty())  // S·v entries in range, none twice: a permutation
+    return problems;
+  for (int j = 0; j < total; ++j)
+    if (holder[static_cast<std::size_t>(j)] < 0) report("the placement gives virtual stage ", j, " to no chunk");
+  return problems;
+}
+
 bool check_shape(const Schedule& schedule, Reporter& report) {
   if (schedule.stages < 1 || schedule.microbatches < 1 || schedule.chunks < 1) {
     report("the schedule needs stages, micro-batches and chunks >= 1 (has S=", schedule.stages, ", M=",
@@ -67,6 +100,10 @@ bool check_shape(const Schedule& schedule, Reporter& report) {
   }
   if (static_cast<int>(schedule.programs.size()) != schedule.stages) {
     report("the schedule has ", schedule.programs.size(), " programs for ", schedule.stages, " stages");
+    return false;
+  }
+  if (const auto problems = placement_problems(schedule); !problems.empty()) {
+    for (const std::string& problem : problems) report(problem);
     return false;
   }
   bool ok = true;
@@ -85,6 +122,34 @@ bool check_shape(const Schedule& schedule, Reporter& report) {
     }
   }
   return ok;
+}
+
+// A boundary between two chunks of stage s is handed over in memory: no other rank sends it, so the
+// send (SA after the producing F, SG after the consuming B/BI) must come before its receive in the
+// same program, or the stage would wait for itself.
+void check_local_handovers(const Schedule& schedule, int s, std::map<std::pair<int, int>, Positions>& positions,
+                           Reporter& report) {
+  std::map<int, int> chunk_of;  // virtual stage -> chunk, for the chunks of stage s
+  for (int c = 0; c < schedule.chunks; ++c) chunk_of[schedule.virtual_stage(s, c)] = c;
+  for (int c = 0; c < schedule.chunks; ++c) {
+    const int j = schedule.virtual_stage(s, c);
+    const auto found = chunk_of.find(j + 1);
+    if (found == chunk_of.end()) continue;  // the next virtual stage is on another stage (or none)
+    const int next = found->second;
+    for (int m = 0; m < schedule.microbatches; ++m) {
+      auto order = [&](Op send_op, int send_chunk, Op receive_op, int receive_chunk) {
+        const auto& sends = positions[{m, send_chunk}].of(send_op);
+        const auto& receives = positions[{m, receive_chunk}].of(receive_op);
+        if (sends.empty() || receives.empty() || sends.front() < receives.front()) return;
+        report("stage ", s, ": ", token(schedule, receive_op, m, receive_chunk), " (action ", receives.front() + 1,
+               ") comes before ", token(schedule, send_op, m, send_chunk), " (action ", sends.front() + 1,
+               "), but virtual stages ", j, " and ", j + 1, " are both on stage ", s,
+               ": the hand-over is local, so its send must come first");
+      };
+      order(Op::SendActivation, c, Op::RecvActivation, next);
+      order(Op::SendGradient, next, Op::RecvGradient, c);
+    }
+  }
 }
 
 // Counts and order of compute and transfers, per (micro-batch, chunk) on each stage.
@@ -159,6 +224,7 @@ void check_work(const Schedule& schedule, Reporter& report) {
         }
       }
     }
+    check_local_handovers(schedule, s, positions, report);
   }
 }
 
@@ -219,6 +285,7 @@ void check_deadlock(const Schedule& schedule, Reporter& report) {
   const int stages = schedule.stages;
   std::vector<std::size_t> next(stages, 0);
   std::set<detail::MessageKey> sent;
+  const std::vector<int> holder = detail::holders(schedule);
   bool progress = true;
   while (progress) {
     progress = false;
@@ -226,7 +293,10 @@ void check_deadlock(const Schedule& schedule, Reporter& report) {
       const auto& program = schedule.programs[s];
       while (next[s] < program.size()) {
         const Action& a = program[next[s]];
-        if (is_receive(a.op) && !sent.count(detail::received_message(schedule, s, a))) break;
+        // A local hand-over's send comes earlier in this same program (check_local_handovers), so
+        // its receive never waits for another rank; any other receive waits for its sender.
+        if (is_receive(a.op) && !detail::is_local(holder, schedule, s, a) && !sent.count(detail::received_message(schedule, s, a)))
+          break;
         if (is_send(a.op)) sent.insert(detail::sent_message(schedule, s, a));
         ++next[s];
         progress = true;
@@ -275,6 +345,13 @@ StageMemory stage_memory(const std::vector<Action>& program) {
     }
   }
   return memory;
+}
+
+void check_placement(const Schedule& schedule, const std::string& source) {
+  const auto problems = placement_problems(schedule);
+  if (problems.empty()) return;
+  LOOM_THROW(source, source.empty() ? "" : ": ", "schedule '", schedule.name, "': ", problems.front(),
+             problems.size() > 1 ? " (and " + std::to_string(problems.size() - 1) + " more problems)" : "");
 }
 
 void check_size(int stages, int microbatches, int chunks, const std::string& source) {

@@ -255,3 +255,26 @@ if(NOT rc EQUAL 0 OR NOT out MATCHES "done: 2 steps")
   message(FATAL_ERROR "--config pipedream.options.toml did not repeat the run (${rc}):\n${out}\n${err}")
 endif()
 message(STATUS "ok: --config pipedream.options.toml repeats the pipedream run")
+
+# Schedule files (issue 28): a PyTorch CSV that cannot run gives one line naming the file, the rank
+# and the cell; a schedule exported as CSV (and as loom's text) simulates, sizes from the file.
+file(WRITE ${WORK_DIR}/bad.csv "0F0,0B1,0F1,0B0\r\n1F0,1B0,1F1,1B1\r\n")
+expect_single_failure("bad.csv: rank 0, step 2: '0B1': backward B with no forward before it"
+                      simulate --schedule-file ${WORK_DIR}/bad.csv)
+file(WRITE ${WORK_DIR}/overlap.csv "0F0,0F1,(0F2;0B0)OVERLAP_F_B,0B1,0B2\r\n")
+expect_single_failure("overlap.csv: rank 0, step 3: '(0F2;0B0)OVERLAP_F_B': overlapped actions"
+                      simulate --schedule-file ${WORK_DIR}/overlap.csv)
+expect_single_failure("--format: unknown schedule file format 'json'"
+                      schedule export --schedule dapple --stages 2 --microbatches 4 --format json)
+expect_single_failure("--format csv: 'pipedream' is asynchronous"
+                      schedule export --schedule pipedream --stages 2 --microbatches 4 --format csv)
+expect_single_success("wrote ${WORK_DIR}/zb-h1.csv" schedule export --schedule zb-h1 --stages 4 --microbatches 8
+                      --format csv --out ${WORK_DIR}/zb-h1.csv)
+expect_single_success("S=4 stages, M=8 micro-batches" simulate --schedule-file ${WORK_DIR}/zb-h1.csv)
+expect_single_success("S=4 stages, M=8 micro-batches" simulate --schedule-file ${WORK_DIR}/zb-h1.csv --stages 4
+                      --microbatches 8 --schedule zb-h1)
+expect_single_failure("--stages 2 does not match ${WORK_DIR}/zb-h1.csv, which has 4 stages"
+                      simulate --schedule-file ${WORK_DIR}/zb-h1.csv --stages 2)
+expect_single_success("wrote ${WORK_DIR}/interleaved.txt" schedule export --schedule interleaved --stages 2
+                      --microbatches 4 --chunks 2 --format loom --out ${WORK_DIR}/interleaved.txt)
+expect_single_success("v=2 chunks per stage" simulate --schedule-file ${WORK_DIR}/interleaved.txt)

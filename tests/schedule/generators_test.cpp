@@ -9,23 +9,10 @@
 #include <loom/schedule/text.h>
 #include <loom/schedule/validator.h>
 
+#include "require_programs.h"
+
 using namespace loom::schedule;
-
-namespace {
-
-void require_programs(const Schedule& schedule, const std::vector<std::string>& expected,
-                      TextStyle style = TextStyle::Compute) {
-  REQUIRE(schedule.programs.size() == expected.size());
-  for (int s = 0; s < static_cast<int>(expected.size()); ++s) {
-    INFO("stage " << s);
-    CHECK(program_text(schedule, s, style) == expected[s]);
-  }
-  const ValidationReport report = validate(schedule);
-  INFO((report.errors.empty() ? "" : report.errors.front()));
-  CHECK(report.ok());
-}
-
-}  // namespace
+using loom::schedule::test::require_programs;
 
 TEST_CASE("gpipe S=4 M=8: all forwards, then all backwards") {
   const std::string program =

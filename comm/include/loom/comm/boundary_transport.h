@@ -27,7 +27,11 @@
 
 namespace loom::comm {
 
-enum class BoundaryPath : unsigned char { host_staged, device_direct };
+// How a stage boundary's tensors travel: over MPI from host memory, device to device (NCCL or its
+// stand-in), or not at all: `local` joins two chunks of the same ranks (a V-shaped schedule's turn,
+// an interleaved schedule on one stage), whose tensors the executor hands over in memory, so the
+// boundary gets no link.
+enum class BoundaryPath : unsigned char { host_staged, device_direct, local };
 const char* boundary_path_name(BoundaryPath path);
 
 // One message: `tensor` (contiguous, in the transport's memory) sent to or received from world

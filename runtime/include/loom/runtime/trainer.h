@@ -76,7 +76,8 @@ struct TrainSummary {
 
 // What a run looks like, resolved from the config (and plan), the same on every rank.
 struct RunShape {
-  schedule::ScheduleKind schedule = schedule::ScheduleKind::dapple;
+  schedule::ScheduleKind schedule = schedule::ScheduleKind::dapple;  // not read for a schedule file
+  std::string schedule_file;  // where the programs come from, or empty (a generator of `schedule`)
   int stages = 1;
   int chunks = 1;
   int microbatches = 1;

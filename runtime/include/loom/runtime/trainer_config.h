@@ -27,6 +27,9 @@ struct TrainerConfig {
   std::string data = "synthetic";
   std::string plan;               // plan JSON from `loom plan` (stages, replicas, ranks, micro-batches, schedule)
   std::string schedule;           // a schedule kind name; empty: dapple (or the plan's). Not with `plan`.
+  // A schedule file (loom's text or PyTorch's CSV, schedule/schedule_file.h): stages and chunks from
+  // the file, replicas = ranks / stages, M the file's (microbatches must agree). Not with `plan`.
+  std::string schedule_file;
   int stages = 1;
   int replicas = 1;
   int microbatches = 4;           // synchronous schedules; PipeDream's have none (one minibatch at a time)
@@ -84,6 +87,7 @@ const char* backend_choice_name(BackendChoice choice);
 // The schedule, the stage split and the micro-batches (from the flags, or from a plan file).
 struct PipelineConfig {
   std::string plan;                                // a plan file, or empty
+  std::string schedule_file;                       // a schedule file, or empty
   std::optional<schedule::ScheduleKind> schedule;  // unset: dapple, or the plan's
   int stages = 1, replicas = 1, microbatches = 4, chunks = 2;
   std::vector<int> warmup;

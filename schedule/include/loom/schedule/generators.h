@@ -44,6 +44,34 @@ Schedule interleaved(int stages, int microbatches, int chunks);
 // stage never holds more than S micro-batches (1F1B's peak on stage 0).
 Schedule zb_h1(int stages, int microbatches);
 
+// ZB-H2 (Qi et al.): zero bubble inside the step at (2S − 1)/S of 1F1B's stage-0 activation memory.
+// Stage s runs F(x), BI(x − 2(S − 1 − s)), BW(x − L) for x = 0, 1, ... (L = min(2(S − 1), M)), so
+// 2(S − s) − 1 forwards come before its first BI and the deferred BWs fill the tail; every stage
+// holds min(M, 2S − 1) micro-batches at most. Any M ≥ 1. With loom's synchronous STEP the staggered
+// start and end remain (no optimizer post-validation): see zb_h2.cpp and docs/schedules.md.
+Schedule zb_h2(int stages, int microbatches);
+
+// V-shaped schedules on 2 chunks per stage (v_placement): ZB-V (zero bubble at 1F1B's memory),
+// V-Half and V-Min ("Pipeline parallelism with controllable memory": 1/2 and 1/3 of 1F1B's
+// activation memory). See v_shape.cpp.
+Schedule zb_v(int stages, int microbatches);
+Schedule v_half(int stages, int microbatches);
+Schedule v_min(int stages, int microbatches);
+
+// Looped BFS (PyTorch's ScheduleLoopedBFS): looped placement (chunk c of stage s = virtual stage
+// c·S + s); each rank runs the forwards of all micro-batches on chunk 0, then chunk 1, ... (breadth
+// first), then the backwards chunk by chunk in reverse, micro-batches last first. Any M ≥ 1; every
+// stage holds all v·M chunks at the turn. See looped_bfs.cpp.
+Schedule looped_bfs(int stages, int microbatches, int chunks);
+
+// Interleaved zero bubble (PyTorch's ScheduleInterleavedZeroBubble): interleaved 1F1B with the
+// backward split into BI and BW, stage s running each BW s steps after its BI so BWs fill the
+// drain. Micro-batches go through the chunks in rounds of R = M / max(1, ⌊M / S⌋) (PyTorch's rule),
+// so M < S works and M ≥ S must be a multiple of ⌊M / S⌋ (any M for one chunk, where this is
+// zb_h1). See
+// interleaved_zb.cpp.
+Schedule interleaved_zb(int stages, int microbatches, int chunks);
+
 // The programs above are generated from compute order; this inserts, around every F and B/BI, the
 // receive just before it and the send just after it. Exposed for hand-built schedules.
 Schedule with_communication(Schedule compute_only);

@@ -1,9 +1,12 @@
 // A pipeline schedule: for each stage, the ordered program its ranks run. Replicas of a stage run
 // the same program, so one list per stage is the per-rank program of every replica.
 //
-// With `chunks` = v > 1 (interleaved schedules) the model is cut into stages·v virtual stages and
-// chunk c of stage s holds virtual stage c·stages + s (Megatron's assignment): activations flow
-// stage 0 → 1 → … → S−1 → (chunk + 1 on) stage 0 → …
+// With `chunks` = v > 1 (interleaved and V-shaped schedules) the model is cut into stages·v virtual
+// stages, and `placement` says which chunk of which stage holds each. Without one, chunk c of stage
+// s holds virtual stage c·stages + s (Megatron's looped assignment): activations flow stage 0 → 1 →
+// … → S−1 → (chunk + 1 on) stage 0 → … A V placement (v_placement: chunk 0 of stage s holds virtual
+// stage s, chunk 1 holds 2S−1−s) sends them down the pipeline and back up; the boundary between
+// virtual stages S−1 and S then joins two chunks of one stage, a local hand-over.
 #pragma once
 
 #include <string>
@@ -19,11 +22,16 @@ struct Schedule {
   int microbatches = 0;  // M: micro-batches covered by the program (the whole window for PipeDream)
   int chunks = 1;        // v: virtual stages per rank
   std::vector<std::vector<Action>> programs;  // programs[stage]
+  // placement[chunk * stages + stage]: the virtual stage that chunk of that stage holds; empty: the
+  // looped c·S + s. A permutation of 0..S·v−1 (the validator checks it).
+  std::vector<int> placement = {};
 
   int virtual_stages() const { return stages * chunks; }
-  int virtual_stage(int stage, int chunk) const { return chunk * stages + stage; }
-  int stage_of(int virtual_stage) const { return virtual_stage % stages; }
-  int chunk_of(int virtual_stage) const { return virtual_stage / stages; }
+  int virtual_stage(int stage, int chunk) const {
+    return placement.empty() ? chunk * stages + stage : placement.at(static_cast<std::size_t>(chunk * stages + stage));
+  }
+  int stage_of(int virtual_stage) const;  // the stage holding it
+  int chunk_of(int virtual_stage) const;  // which of its stage's chunks it is
   bool is_first(int stage, int chunk) const { return virtual_stage(stage, chunk) == 0; }
   bool is_last(int stage, int chunk) const { return virtual_stage(stage, chunk) == virtual_stages() - 1; }
   // True when actions carry weight versions (PipeDream-style asynchronous updates).
@@ -35,5 +43,9 @@ struct Schedule {
 
   friend bool operator==(const Schedule&, const Schedule&) = default;
 };
+
+// The V placement of S stages with 2 chunks each: chunk 0 of stage s holds virtual stage s, chunk 1
+// holds 2S−1−s (ZB-V, V-Half, V-Min, DualPipeV).
+std::vector<int> v_placement(int stages);
 
 }  // namespace loom::schedule

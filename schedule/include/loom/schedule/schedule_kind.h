@@ -10,7 +10,10 @@
 
 namespace loom::schedule {
 
-enum class ScheduleKind : std::uint8_t { gpipe, dapple, pipedream, pipedream_2bw, interleaved, zb_h1 };
+enum class ScheduleKind : std::uint8_t {
+  gpipe, dapple, pipedream, pipedream_2bw, interleaved, zb_h1,
+  zb_h2, zb_v, v_half, v_min, looped_bfs, interleaved_zb,
+};
 
 std::string_view schedule_kind_name(ScheduleKind kind);
 // Unknown names: a loom::Error that lists the known ones, prefixed by `source` when given.
@@ -20,5 +23,9 @@ const std::vector<std::string>& schedule_kinds();
 
 // PipeDream-style schedules update weights without a flush (weight versions, a window of batches).
 bool is_asynchronous(ScheduleKind kind);
+// Kinds that cut the model into stages x chunks virtual stages (--chunks), and of those the ones
+// placed in a V (v_placement), which need exactly 2 chunks.
+bool is_multi_chunk(ScheduleKind kind);
+bool is_v_shaped(ScheduleKind kind);
 
 }  // namespace loom::schedule

@@ -6,7 +6,8 @@
 // receive waits until its message has arrived (receives are posted early, so arrival never depends
 // on when the receiver got there). A transfer of b bytes on a link starts when the link is free
 // (one message at a time per direction, in the sender's order) and arrives b/bandwidth + latency
-// later. Sends between chunks on the same rank are free. Pure data: no tensors, no MPI.
+// later. Sends between chunks on the same rank (a local hand-over, e.g. at the bottom of a V) take
+// no time and no link. Pure data: no tensors, no MPI.
 #pragma once
 
 #include <limits>
@@ -25,7 +26,7 @@ struct StageCost {
   double allreduce_ms = 0;          // one AR (the part not hidden behind backward)
   double step_ms = 0;               // one STEP
   double activation_bytes = 0;      // activations saved by F for one micro-batch, freed by B/BW
-  double boundary_bytes = 0;        // output activation sent to the next stage (its gradient comes back)
+  double boundary_bytes = 0;        // output activation sent to the next virtual stage (its gradient comes back)
   // What a forward holds above what it keeps, only while it runs (temporaries, outputs not kept):
   // the peak of a stage is reached during a forward, so it adds once, on top of the kept bytes.
   double forward_transient_bytes = 0;
@@ -39,8 +40,9 @@ struct Link {
 
 struct CostModel {
   std::vector<StageCost> stages;  // one per stage, or one for all stages
-  // links[s]: between stage s and the next (S−1 → 0 for interleaved), both directions. Empty: free;
-  // one entry: the same link everywhere.
+  // links[s]: between stage s and the next (S−1 → 0 for the looped wrap of interleaved schedules),
+  // both directions; a V placement's way back up (s + 1 → s) uses links[s] too. Empty: free; one
+  // entry: the same link everywhere.
   std::vector<Link> links;
 
   const StageCost& stage(int s) const;

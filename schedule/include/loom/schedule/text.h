@@ -6,6 +6,13 @@
 //
 // One line per stage in stage order, tokens separated by blanks (action.h lists them), '#' starts a
 // comment. The parser infers S from the stage lines, M and v from the largest micro-batch and chunk.
+//
+// A schedule with an explicit placement (schedule.h; the V-shaped ones) has, before its stage lines,
+//   placement 0,7 1,6 2,5 3,4
+// one group per stage in stage order, each the virtual stages of that stage's chunks 0, 1, ...
+// separated by commas (here S = 4, v = 2, chunk 0 of stage 1 holds virtual stage 1 and chunk 1 holds
+// 6). Every group has v entries and the S·v entries are 0..S·v−1 once each; v is then the group size.
+// Without the line the placement is the looped c·S + s (and `placement` stays empty).
 #pragma once
 
 #include <loom/core/error.h>
@@ -26,7 +33,10 @@ enum class TextStyle {
 // One stage's program on one line, without the "stage N:" prefix.
 std::string program_text(const Schedule& schedule, int stage, TextStyle style = TextStyle::Compute);
 
-// The whole schedule, "schedule NAME" line first.
+// "placement 0,7 1,6 ..." for a schedule with an explicit placement, "" without one.
+std::string placement_text(const Schedule& schedule);
+
+// The whole schedule, "schedule NAME" line first, then the placement line if it has one.
 std::string to_text(const Schedule& schedule, TextStyle style = TextStyle::Full);
 
 // User text in error messages is quoted with loom::excerpt (core/error.h).

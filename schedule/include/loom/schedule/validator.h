@@ -2,7 +2,8 @@
 //
 // Rules (docs/schedules.md, "Semantics"): every (micro-batch, chunk) has exactly one F and either
 // one B or one BI followed by one BW on its stage; B/BI after F; every boundary needs exactly one
-// matching send (after the producing compute) and receive (before the consuming compute); under
+// matching send (after the producing compute) and receive (before the consuming compute), and a
+// boundary between two chunks of one stage (a local hand-over) has its send before its receive; under
 // the executor's semantics — blocking compute, non-blocking sends, receives waited in program
 // order — no rank waits forever; synchronous schedules end with AR then STEP after all compute;
 // asynchronous ones use a weight version no newer than the stage's STEPs so far and run each
@@ -40,7 +41,13 @@ constexpr long long kMaxScheduleCells = 1 << 19;
 // lies outside those ranges.
 void check_size(int stages, int microbatches, int chunks, const std::string& source);
 
-// Reports sizes outside check_size()'s ranges as its first error, without looking further.
+// The placement (schedule.h) is empty (the looped c·S + s) or gives each of the S·v (chunk, stage)
+// pairs its own virtual stage in 0..S·v−1: a permutation, so every stage holds v of them. Throws
+// loom::Error naming the first bad entry, prefixed by `source` when given.
+void check_placement(const Schedule& schedule, const std::string& source = "");
+
+// Reports sizes outside check_size()'s ranges as its first error, without looking further; a bad
+// placement likewise.
 ValidationReport validate(const Schedule& schedule);
 
 // validate() and throw loom::Error with the first errors when it fails, prefixed by `source` (the

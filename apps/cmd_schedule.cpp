@@ -1,0 +1,75 @@
+// `loom schedule export`: a built-in schedule as a file, in loom's text or PyTorch's CSV (which
+// torch.distributed.pipelining loads with _load_csv), to run it elsewhere or edit it and read it back
+// with `loom simulate --schedule-file` (docs/schedules.md "Schedule files").
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include <loom/core/error.h>
+#include <loom/schedule/generators.h>
+#include <loom/schedule/schedule_file.h>
+#include <loom/schedule/validator.h>
+
+#include "commands.h"
+#include "schedule_sizes.h"
+
+namespace loom::apps {
+
+namespace {
+
+struct ScheduleExportFlags {
+  schedule::ScheduleOptions schedule{"", 4, 8, 2, 3, {}};
+  std::string format = "loom";
+  std::string out;  // empty: stdout
+};
+
+void run_export(const ScheduleExportFlags& flags) {
+  const schedule::ScheduleFileFormat format = schedule::parse_schedule_file_format(flags.format, "--format");
+  check_schedule_sizes(flags.schedule);
+  const schedule::Schedule sched = schedule::make_schedule(flags.schedule);
+  if (format == schedule::ScheduleFileFormat::Csv)
+    LOOM_CHECK(!sched.asynchronous(), "--format csv: '", sched.name,
+               "' is asynchronous (weight versions, a STEP per minibatch) and PyTorch's CSV holds synchronous "
+               "schedules only; use --format loom");
+  if (flags.out.empty()) {
+    const std::string text = schedule::write_schedule_file(sched, format);
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    return;
+  }
+  schedule::write_schedule_file(sched, format, flags.out);
+  std::printf("wrote %s: %s, S=%d stages, M=%d micro-batches%s, %s format\n", flags.out.c_str(), sched.name.c_str(),
+              sched.stages, sched.microbatches,
+              sched.chunks > 1 ? (", v=" + std::to_string(sched.chunks) + " chunks").c_str() : "",
+              std::string(schedule::schedule_file_format_name(format)).c_str());
+}
+
+}  // namespace
+
+void add_schedule_command(CLI::App& app) {
+  CLI::App* cmd = app.add_subcommand("schedule", "Schedule files: export a built-in schedule (loom's text or PyTorch's "
+                                                 "CSV); read one back with `loom simulate --schedule-file`");
+  cmd->require_subcommand(1);
+  auto flags = std::make_shared<ScheduleExportFlags>();
+  CLI::App* exp = cmd->add_subcommand(
+      "export", "Write a built-in schedule to a file: --format loom (every action, docs/schedules.md) or csv "
+                "(PyTorch's compute-only CSV, torch.distributed.pipelining's _load_csv)");
+  std::string kinds;
+  for (const std::string& kind : schedule::schedule_kinds()) kinds += (kinds.empty() ? "" : "|") + kind;
+  exp->add_option("--schedule", flags->schedule.kind, "Schedule: " + kinds)->required();
+  exp->add_option("--stages", flags->schedule.stages, "Pipeline stages S")->capture_default_str();
+  exp->add_option("--microbatches", flags->schedule.microbatches,
+                  "Micro-batches M per step (pipedream: minibatches in the window; pipedream-2bw: per minibatch)")
+      ->capture_default_str();
+  exp->add_option("--chunks", flags->schedule.chunks, "Multi-chunk schedules: virtual stages per rank v")
+      ->capture_default_str();
+  exp->add_option("--minibatches", flags->schedule.minibatches, "pipedream-2bw: minibatches in the window")
+      ->capture_default_str();
+  exp->add_option("--warmup", flags->schedule.warmup,
+                  "dapple/pipedream: warm-up forwards, K of the first stage (K_s = K - s) or one per stage")
+      ->delimiter(',');
+  exp->add_option("--format", flags->format, "File format: loom or csv")->capture_default_str();
+  exp->add_option("--out", flags->out, "Write to this file (default: standard output)");
+  exp->callback([flags] { run_export(*flags); });
+}
+
+}  // namespace loom::apps
