@@ -18,7 +18,7 @@ while [ $# -gt 0 ]; do
 done
 mkdir -p "$out"
 scripts=(planner_table comm_bytes boundary_bytes allreduce_hierarchy bubble_vs_microbatches gpipe_vs_dapple
-         time_to_accuracy weight_stashing)
+         time_to_accuracy weight_stashing schedule_memory)
 started=$(date +%s)
 echo "== all.sh: $(date -u '+%Y-%m-%d %H:%M UTC') on $(uname -n), $(nproc) cores; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 failed=()

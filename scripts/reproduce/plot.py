@@ -319,8 +319,85 @@ def weight_stashing(rows, png):
                     "with weight stashing vs without (--no-weight-stashing-experiment)")
 
 
+SCHEDULE_LABELS = {"gpipe": "GPipe", "dapple": "1F1B\n(DAPPLE)", "zb-h1": "ZB-H1", "zb-h2": "ZB-H2",
+                   "interleaved": "interleaved\n1F1B", "looped-bfs": "looped\nBFS", "interleaved-zb": "interleaved\nZB",
+                   "zb-v": "ZB-V", "v-half": "V-Half", "v-min": "V-Min"}
+
+
+def schedule_memory(rows, png):
+    """(a) each kind's measured activation peak per stage at the smallest M, with the simulator's
+    in-flight count and the paper's figure; (b) the fullest stage against 1F1B's stage 0 for each M,
+    measured, simulated and the paper's; (c) the simulator's bubble against the closed form."""
+    kinds = list(dict.fromkeys(r["schedule"] for r in rows))
+    ms = sorted({int(r["microbatches"]) for r in rows})
+    stages = sorted({int(r["stage"]) for r in rows})
+    unit = number(rows[0]["stage_microbatch_bytes"])
+    run = {(r["schedule"], int(r["microbatches"]), int(r["stage"])): r for r in rows}
+    fig, axes = plt.subplots(3, 1, figsize=(15, 15))
+    colors = ["#3c78d8", "#6aa84f", "#e6883c", "#a64d79"]
+    width = 0.8 / len(stages)
+    m0 = ms[0]
+    base = number(run[("dapple", m0, 0)]["measured_min_bytes"]) / unit
+    for k, stage in enumerate(stages):
+        xs = [i + (k - (len(stages) - 1) / 2) * width for i in range(len(kinds))]
+        low = [number(run[(kind, m0, stage)]["measured_min_bytes"]) / unit for kind in kinds]
+        high = [number(run[(kind, m0, stage)]["measured_max_bytes"]) / unit for kind in kinds]
+        axes[0].bar(xs, low, width, color=colors[k % len(colors)], label=f"stage {stage}: measured (lowest of the runs)")
+        axes[0].bar(xs, [h - lo for h, lo in zip(high, low)], width, bottom=low, color=colors[k % len(colors)], alpha=0.35,
+                    hatch="///", edgecolor="black", linewidth=0.3, label="highest of the runs" if k == 0 else None)
+        axes[0].plot(xs, [number(run[(kind, m0, stage)]["simulated_bytes"]) / unit for kind in kinds], "o", color="black",
+                     markersize=4, label="simulator: peak in flight x chunk + the forward's pre-activation" if k == 0 else None)
+        lower = [number(run[(kind, m0, stage)]["model_lower_bytes"]) / unit for kind in kinds]
+        upper = [number(run[(kind, m0, stage)]["model_upper_bytes"]) / unit for kind in kinds]
+        axes[0].errorbar([x + width / 4 for x in xs], lower, yerr=[[0] * len(lower), [u - lo for u, lo in zip(upper, lower)]],
+                         fmt="_", color="dimgray", capsize=2, linewidth=1, markersize=5,
+                         label="tensor model: sends done at once .. as late as possible" if k == 0 else None)
+    for i, kind in enumerate(kinds):
+        paper = number(run[(kind, m0, 0)]["paper_ratio"]) * base
+        axes[0].plot([i - 0.45, i + 0.45], [paper, paper], color="red", linewidth=1.5,
+                     label="paper's figure x 1F1B's measured stage 0" if i == 0 else None)
+    axes[0].set_ylabel("peak activations (micro-batches of a stage)")
+    axes[0].set_title(f"(a) activation peak per stage at M = {m0} (a micro-batch of a stage = {unit / 1024:g} KiB; "
+                      "a chunk of a 2-chunk kind is half of it)", fontsize=10)
+    width = 0.8 / (2 * len(ms))
+    for j, m in enumerate(ms):
+        fullest = {kind: max((run[(kind, m, s)] for s in stages), key=lambda r: number(r["measured_min_bytes"])) for kind in kinds}
+        for q, (key, label, alpha) in enumerate((("measured_ratio_min", "measured", 1.0), ("simulated_ratio", "simulator", 0.45))):
+            xs = [i + (2 * j + q - (2 * len(ms) - 1) / 2) * width for i in range(len(kinds))]
+            values = [max(number(run[(kind, m, s)][key]) for s in stages) for kind in kinds]
+            axes[1].bar(xs, values, width, color=colors[j % len(colors)], alpha=alpha, label=f"M = {m}: {label}",
+                        edgecolor="black", linewidth=0.3)
+        xs = [i + (2 * j + 0.5 - (2 * len(ms) - 1) / 2) * width for i in range(len(kinds))]
+        axes[1].plot(xs, [number(fullest[kind]["paper_ratio"]) for kind in kinds], "_", color="red", markersize=18,
+                     markeredgewidth=2, label="paper's figure" if j == len(ms) - 1 else None)
+    axes[1].axhline(1, color="black", linewidth=0.6)
+    axes[1].set_ylabel("fullest stage / 1F1B's stage 0")
+    axes[1].set_title("(b) the fullest stage's activation peak relative to 1F1B's stage 0 (measured: lowest of the runs)",
+                      fontsize=10)
+    for j, m in enumerate(ms):
+        xs = [i + (j - (len(ms) - 1) / 2) * 0.35 for i in range(len(kinds))]
+        axes[2].bar(xs, [number(run[(kind, m, 0)]["simulated_bubble"]) for kind in kinds], 0.35, color=colors[j % len(colors)],
+                    label=f"M = {m}: loom simulate", alpha=0.8)
+        axes[2].plot(xs, [number(run[(kind, m, 0)]["formula_bubble"]) for kind in kinds], "_", color="red", markersize=16,
+                     markeredgewidth=2, label="closed form (docs/schedules.md)" if j == 0 else None)
+    axes[2].set_ylabel("bubble fraction")
+    axes[2].set_title("(c) bubble: loom simulate (F = 1 ms, B = 2 ms, BI = BW = 1 ms, free links) and the closed form",
+                      fontsize=10)
+    for ax in axes:
+        ax.set_xticks(range(len(kinds)))
+        ax.set_xticklabels([SCHEDULE_LABELS.get(kind, kind) for kind in kinds], fontsize=9)
+        ax.grid(axis="y", alpha=0.3)
+        ax.set_ylim(0, ax.get_ylim()[1] * 1.35)  # room for the legend
+        ax.legend(fontsize=8, ncol=3, loc="upper left")
+    fig.suptitle(f"Activation memory and bubble of loom's schedules: an mlp of uniform blocks ({unit / 1024:g} KiB of "
+                 f"activations per stage and micro-batch), {len(stages)} stages x 1 rank, {rows[0]['microbatch_rows']} "
+                 f"samples per micro-batch, {rows[0]['repeats']} runs per kind", fontsize=11)
+    save(fig, png)
+
+
 FIGURES = {f.__name__: f for f in (planner_table, bubble_vs_microbatches, allreduce_hierarchy, time_to_accuracy,
-                                   weight_stashing, comm_bytes, boundary_bytes, gpipe_vs_dapple)}
+                                   weight_stashing, comm_bytes, boundary_bytes, gpipe_vs_dapple,
+                                   schedule_memory)}
 
 
 def main():

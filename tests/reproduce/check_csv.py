@@ -148,7 +148,51 @@ def gpipe_vs_dapple(rows):
         check(act[("gpipe", "0", large, 0)] > act[("gpipe", "0", small, 0)], f"GPipe's stage 0 grows from M={small} to {large}")
 
 
+def schedule_memory(rows):
+    kinds = {"gpipe", "dapple", "zb-h1", "zb-h2", "interleaved", "looped-bfs", "interleaved-zb", "zb-v", "v-half", "v-min"}
+    split = {"zb-h1", "zb-h2", "interleaved-zb", "zb-v", "v-half", "v-min"}
+    check({r["schedule"] for r in rows} == kinds, "every schedule kind present")
+    ms = sorted({int(r["microbatches"]) for r in rows})
+    s_count = int(rows[0]["stages"])
+    run = {(r["schedule"], int(r["microbatches"]), int(r["stage"])): r for r in rows}
+    check(len(run) == len(rows) == len(kinds) * len(ms) * s_count, "one row per (M, kind, stage)")
+    if failures:
+        return
+    for (kind, m, s), r in run.items():
+        case = f"{kind} M={m} stage {s}"
+        lo, hi = int(r["measured_min_bytes"]), int(r["measured_max_bytes"])
+        sim = int(r["simulated_bytes"])
+        check(r["split_backward"] == ("1" if kind in split else "0"), f"{case}: split_backward")
+        # The memory accounting is exact and the tensor model of scripts/reproduce/schedule_memory.py
+        # bounds it: lower = every send completes at once, upper = as late as causality allows.
+        check(int(r["model_lower_bytes"]) <= lo <= hi <= int(r["model_upper_bytes"]),
+              f"{case}: measured {lo}..{hi} B within the tensor model's {r['model_lower_bytes']}..{r['model_upper_bytes']} B")
+        if kind not in split:
+            # Without a split backward no send changes the peak: the simulator's peak in flight x one
+            # chunk's activations + one block's pre-activation (the forward's transient), plus the
+            # 4-byte losses held on the last virtual stage.
+            check(lo == hi == int(r["model_lower_bytes"]) == int(r["model_upper_bytes"]), f"{case}: one peak, the model's")
+            check(0 <= lo - sim <= 4 * m, f"{case}: measured {lo} B = in flight x chunk + block output ({sim} B) + losses")
+            check(abs(number(r, "measured_ratio_min") - number(r, "simulated_ratio")) <= 0.002,
+                  f"{case}: measured ratio {r['measured_ratio_min']} = the simulator's {r['simulated_ratio']}")
+        if r["formula_bubble"]:
+            check(abs(number(r, "simulated_bubble") - number(r, "formula_bubble")) <= 1e-4,
+                  f"{case}: simulated bubble {r['simulated_bubble']} = closed form {r['formula_bubble']}")
+        # docs/schedules.md's peak in-flight (micro-batch, chunk) pairs, for M >= 2S
+        if m >= 2 * s_count:
+            S = s_count
+            expected = {"gpipe": m, "dapple": S - s, "zb-h1": S, "zb-h2": 2 * S - 1, "interleaved": 2 * (S - s - 1) + S + 1,
+                        "looped-bfs": 2 * m, "interleaved-zb": 2 * S, "zb-v": 2 * S, "v-half": 2 * (S // 2) + 2,
+                        "v-min": 2 * (S // 3) + 2 + (2 if S % 3 == 2 and s % 3 else 0)}[kind]
+            check(int(r["simulated_inflight_chunks"]) == expected, f"{case}: simulated in flight {expected}")
+
+
 COLUMNS = {
+    "schedule_memory": "schedule chunks stages microbatches microbatch_rows stage repeats split_backward block_output_bytes "
+                       "chunk_activation_bytes stage_microbatch_bytes measured_min_bytes measured_max_bytes "
+                       "simulated_inflight_chunks simulated_inflight_microbatches simulated_bytes model_lower_bytes "
+                       "model_upper_bytes paper_ratio simulated_bubble formula_bubble measured_ratio_min measured_ratio_max "
+                       "simulated_ratio",
     "gpipe_vs_dapple": "model schedule recompute microbatches microbatch_rows global_batch stage samples_per_s step_ms "
                        "peak_total_bytes peak_activation_bytes simulated_inflight_microbatches",
     "planner_table": "source model cluster global_batch overlap dp_speedup pipedream_speedup dapple_speedup "
