@@ -154,6 +154,70 @@ std::vector<Action> parse_program(std::string_view line) {
   return program;
 }
 
+// The entries of a `placement` line: per stage, its chunks' virtual stages with their columns.
+template <typename Where>
+std::vector<std::vector<PlacedChunk>> parse_placement_line(const std::string& line, const Where& where) {
+  std::vector<std::vector<PlacedChunk>> placement;
+  const std::size_t keyword = line.find("placement");
+  for_each_token(std::string_view(line).substr(keyword + 9), [&](std::string_view token, std::size_t column) {
+    const std::size_t at = keyword + 9 + column;  // 1-based column in the line
+    const int stage = static_cast<int>(placement.size());
+    LOOM_CHECK(stage < kMaxStages, where(at), "the placement names more than ", kMaxStages, " stages");
+    std::vector<PlacedChunk> chunks;
+    std::size_t pos = 0;
+    while (true) {
+      const std::size_t begin = pos;
+      std::optional<int> value = read_number(token, pos);
+      LOOM_CHECK(value.has_value(), where(at + begin), "bad placement entry '", excerpt(token), "' (stage ", stage,
+                 "): expected virtual stages separated by commas, one per chunk (e.g. '0,7')");
+      LOOM_CHECK(*value < kMaxStages * kMaxChunks, where(at + begin), "placement: virtual stage ", *value,
+                 " of stage ", stage, " is beyond the largest a schedule may have (", kMaxStages * kMaxChunks - 1, ")");
+      chunks.push_back({*value, at + begin});
+      if (pos == token.size()) break;
+      LOOM_CHECK(token[pos] == ',' && pos + 1 < token.size(), where(at + pos), "bad placement entry '",
+                 excerpt(token), "' (stage ", stage,
+                 "): expected virtual stages separated by commas, one per chunk (e.g. '0,7')");
+      ++pos;
+    }
+    LOOM_CHECK(static_cast<int>(chunks.size()) <= kMaxChunks, where(at), "placement: stage ", stage, " has ",
+               chunks.size(), " chunks, more than the ", kMaxChunks, " a schedule may have");
+    LOOM_CHECK(placement.empty() || chunks.size() == placement.front().size(), where(at), "placement: stage ",
+               stage, " has ", chunks.size(), " chunks but stage 0 has ", placement.front().size(),
+               " (every stage holds the same number)");
+    placement.push_back(std::move(chunks));
+  });
+  return placement;
+}
+
+// Checks a parsed placement against the stage lines and stores it (placement[stage][chunk]).
+template <typename Where>
+void apply_placement(Schedule& schedule, const std::vector<std::vector<PlacedChunk>>& placement, int max_chunk,
+                     const std::string& source, const Where& where) {
+  const int stages = schedule.stages, chunks = static_cast<int>(placement.front().size());
+  LOOM_CHECK(static_cast<int>(placement.size()) == stages, where(1), "the placement names ", placement.size(),
+             " stages, but the schedule has ", stages, " stage lines");
+  LOOM_CHECK(max_chunk < chunks, where(1), "the placement gives each stage ", chunks, " chunks, but the programs use chunk ",
+             max_chunk);
+  schedule.chunks = chunks;
+  check_size(schedule.stages, schedule.microbatches, schedule.chunks, source);
+  const int total = stages * chunks;
+  std::vector<int> holder(static_cast<std::size_t>(total), -1);  // virtual stage -> stage * chunks + chunk
+  schedule.placement.assign(static_cast<std::size_t>(total), 0);
+  for (int s = 0; s < stages; ++s)
+    for (int c = 0; c < chunks; ++c) {
+      const PlacedChunk& entry = placement[s][c];
+      LOOM_CHECK(entry.virtual_stage < total, where(entry.column), "placement: virtual stage ", entry.virtual_stage,
+                 " (stage ", s, " chunk ", c, ") is outside 0..", total - 1, " (", stages, " stages x ", chunks,
+                 " chunks)");
+      int& other = holder[static_cast<std::size_t>(entry.virtual_stage)];
+      LOOM_CHECK(other < 0, where(entry.column), "placement: virtual stage ", entry.virtual_stage,
+                 " is given twice (stage ", other / chunks, " chunk ", other % chunks, " and stage ", s, " chunk ", c, ")");
+      other = s * chunks + c;
+      schedule.placement[static_cast<std::size_t>(c * stages + s)] = entry.virtual_stage;
+    }
+  // S·v entries in range, none twice: every virtual stage is placed once.
+}
+
 Schedule parse_schedule(std::string_view text, const std::string& source) {
   Schedule schedule;
   schedule.name = "custom";
@@ -184,34 +248,7 @@ Schedule parse_schedule(std::string_view text, const std::string& source) {
       LOOM_CHECK(placement_line == 0 && schedule.programs.empty(), where(1),
                  "'placement ...' must come once, before the stage lines");
       placement_line = line_number;
-      const std::size_t keyword = line.find("placement");
-      for_each_token(std::string_view(line).substr(keyword + 9), [&](std::string_view token, std::size_t column) {
-        const std::size_t at = keyword + 9 + column;  // 1-based column in the line
-        const int stage = static_cast<int>(placement.size());
-        LOOM_CHECK(stage < kMaxStages, where(at), "the placement names more than ", kMaxStages, " stages");
-        std::vector<PlacedChunk> chunks;
-        std::size_t pos = 0;
-        while (true) {
-          const std::size_t begin = pos;
-          std::optional<int> value = read_number(token, pos);
-          LOOM_CHECK(value.has_value(), where(at + begin), "bad placement entry '", excerpt(token), "' (stage ", stage,
-                     "): expected virtual stages separated by commas, one per chunk (e.g. '0,7')");
-          LOOM_CHECK(*value < kMaxStages * kMaxChunks, where(at + begin), "placement: virtual stage ", *value,
-                     " of stage ", stage, " is beyond the largest a schedule may have (", kMaxStages * kMaxChunks - 1, ")");
-          chunks.push_back({*value, at + begin});
-          if (pos == token.size()) break;
-          LOOM_CHECK(token[pos] == ',' && pos + 1 < token.size(), where(at + pos), "bad placement entry '",
-                     excerpt(token), "' (stage ", stage,
-                     "): expected virtual stages separated by commas, one per chunk (e.g. '0,7')");
-          ++pos;
-        }
-        LOOM_CHECK(static_cast<int>(chunks.size()) <= kMaxChunks, where(at), "placement: stage ", stage, " has ",
-                   chunks.size(), " chunks, more than the ", kMaxChunks, " a schedule may have");
-        LOOM_CHECK(placement.empty() || chunks.size() == placement.front().size(), where(at), "placement: stage ",
-                   stage, " has ", chunks.size(), " chunks but stage 0 has ", placement.front().size(),
-                   " (every stage holds the same number)");
-        placement.push_back(std::move(chunks));
-      });
+      placement = parse_placement_line(line, where);
       LOOM_CHECK(!placement.empty(), where(1),
                  "'placement' must be followed by each stage's virtual stages, one per chunk (e.g. 'placement 0,3 1,2')");
       continue;
@@ -245,32 +282,9 @@ Schedule parse_schedule(std::string_view text, const std::string& source) {
   schedule.microbatches = max_microbatch + 1;
   schedule.chunks = max_chunk + 1;
   if (placement_line > 0) {
-    auto where = [&](std::size_t column) {
+    apply_placement(schedule, placement, max_chunk, source, [&](std::size_t column) {
       return source + ":" + std::to_string(placement_line) + ":" + std::to_string(column) + ": ";
-    };
-    const int stages = schedule.stages, chunks = static_cast<int>(placement.front().size());
-    LOOM_CHECK(static_cast<int>(placement.size()) == stages, where(1), "the placement names ", placement.size(),
-               " stages, but the schedule has ", stages, " stage lines");
-    LOOM_CHECK(max_chunk < chunks, where(1), "the placement gives each stage ", chunks, " chunks, but the programs use chunk ",
-               max_chunk);
-    schedule.chunks = chunks;
-    check_size(schedule.stages, schedule.microbatches, schedule.chunks, source);
-    const int total = stages * chunks;
-    std::vector<int> holder(static_cast<std::size_t>(total), -1);  // virtual stage -> stage * chunks + chunk
-    schedule.placement.assign(static_cast<std::size_t>(total), 0);
-    for (int s = 0; s < stages; ++s)
-      for (int c = 0; c < chunks; ++c) {
-        const PlacedChunk& entry = placement[s][c];
-        LOOM_CHECK(entry.virtual_stage < total, where(entry.column), "placement: virtual stage ", entry.virtual_stage,
-                   " (stage ", s, " chunk ", c, ") is outside 0..", total - 1, " (", stages, " stages x ", chunks,
-                   " chunks)");
-        int& other = holder[static_cast<std::size_t>(entry.virtual_stage)];
-        LOOM_CHECK(other < 0, where(entry.column), "placement: virtual stage ", entry.virtual_stage,
-                   " is given twice (stage ", other / chunks, " chunk ", other % chunks, " and stage ", s, " chunk ", c, ")");
-        other = s * chunks + c;
-        schedule.placement[static_cast<std::size_t>(c * stages + s)] = entry.virtual_stage;
-      }
-    // S·v entries in range, none twice: every virtual stage is placed once.
+    });
     return schedule;
   }
   check_size(schedule.stages, schedule.microbatches, schedule.chunks, source);
