@@ -51,7 +51,13 @@ GradientBucketer::GradientBucketer(ReduceGroup& group, std::vector<Tensor> gradi
     bucket.flat = Tensor::empty(Shape{bucket.bytes / static_cast<std::int64_t>(dtype_size(bucket.dtype))}, bucket.dtype, device);
     bucket.pending = static_cast<int>(bucket.members.size());
   }
-  if (options_.background) {
+  // NCCL work comes from one thread per process, the executor's, in schedule order (the same on
+  // every replica): NCCL kernels that two threads launch on one GPU for different communicators
+  // (this group's allreduce, a boundary's send) have no progress guarantee, and may each wait for
+  // a peer that launched them in the other order. Buckets over NCCL therefore run inline.
+  if (options_.background && group_.members().backend() == Backend::nccl)
+    spdlog::debug("gradient buckets over NCCL run inside mark_ready: one thread issues this rank's NCCL work");
+  else if (options_.background) {
     if (mpi_thread_multiple())
       worker_ = std::thread([this] { worker_loop(); });
     else

@@ -1,5 +1,6 @@
 #include <loom/comm/nccl_communicator.h>
 
+#include <loom/comm/nccl_group.h>
 #include <loom/comm/watchdog.h>
 #include <loom/core/cuda/context.h>
 #include <loom/core/error.h>
@@ -55,7 +56,7 @@ NcclCommunicator::NcclCommunicator(MPI_Comm comm, Device device) : Communicator(
 
 NcclCommunicator::~NcclCommunicator() {
   cudaSetDevice(device_.index);
-  if (nccl_) ncclCommDestroy(nccl_);
+  release_nccl(nccl_);
   if (compute_done_) cudaEventDestroy(compute_done_);
   if (stream_) cudaStreamDestroy(stream_);
 }
@@ -74,7 +75,7 @@ void NcclCommunicator::allreduce(void* data, std::int64_t count, DType dtype, do
   if (count == 0) return;
   begin();
   ScaledSum sum(scale, dtype, nccl_);
-  LOOM_NCCL_CHECK(ncclAllReduce(data, data, static_cast<std::size_t>(count), nccl_datatype(dtype), sum.op(), nccl_, stream_));
+  LOOM_NCCL_OPERATION(ncclAllReduce(data, data, static_cast<std::size_t>(count), nccl_datatype(dtype), sum.op(), nccl_, stream_));
   finish("ncclAllReduce");
 }
 
@@ -87,16 +88,16 @@ void NcclCommunicator::reduce_scatter(void* data, const Partition& parts, DType 
   const std::size_t element = dtype_size(dtype);
   if (parts.uniform()) {
     const std::size_t count = static_cast<std::size_t>(parts.part(0).size());
-    LOOM_NCCL_CHECK(ncclReduceScatter(base, base + rank() * count * element, count, nccl_datatype(dtype), sum.op(), nccl_,
+    LOOM_NCCL_OPERATION(ncclReduceScatter(base, base + rank() * count * element, count, nccl_datatype(dtype), sum.op(), nccl_,
                                       stream_));
   } else {
-    LOOM_NCCL_CHECK(ncclGroupStart());
+    NcclGroup group;
     for (int p = 0; p < size(); ++p) {
       char* part = base + parts.part(p).begin * element;
-      LOOM_NCCL_CHECK(ncclReduce(part, part, static_cast<std::size_t>(parts.part(p).size()), nccl_datatype(dtype), sum.op(),
+      LOOM_NCCL_OPERATION(ncclReduce(part, part, static_cast<std::size_t>(parts.part(p).size()), nccl_datatype(dtype), sum.op(),
                                  p, nccl_, stream_));
     }
-    LOOM_NCCL_CHECK(ncclGroupEnd());
+    group.close("ncclGroupEnd (NCCL reduce-scatter)");
   }
   finish("NCCL reduce-scatter");
 }
@@ -109,15 +110,15 @@ void NcclCommunicator::allgather(void* data, const Partition& parts, DType dtype
   const std::size_t element = dtype_size(dtype);
   if (parts.uniform()) {
     const std::size_t count = static_cast<std::size_t>(parts.part(0).size());
-    LOOM_NCCL_CHECK(ncclAllGather(base + rank() * count * element, base, count, nccl_datatype(dtype), nccl_, stream_));
+    LOOM_NCCL_OPERATION(ncclAllGather(base + rank() * count * element, base, count, nccl_datatype(dtype), nccl_, stream_));
   } else {
-    LOOM_NCCL_CHECK(ncclGroupStart());
+    NcclGroup group;
     for (int p = 0; p < size(); ++p) {
       char* part = base + parts.part(p).begin * element;
-      LOOM_NCCL_CHECK(
+      LOOM_NCCL_OPERATION(
           ncclBroadcast(part, part, static_cast<std::size_t>(parts.part(p).size()), nccl_datatype(dtype), p, nccl_, stream_));
     }
-    LOOM_NCCL_CHECK(ncclGroupEnd());
+    group.close("ncclGroupEnd (NCCL allgather)");
   }
   finish("NCCL allgather");
 }
@@ -125,7 +126,7 @@ void NcclCommunicator::allgather(void* data, const Partition& parts, DType dtype
 void NcclCommunicator::broadcast(void* data, std::int64_t count, DType dtype, int root) {
   if (count == 0) return;
   begin();
-  LOOM_NCCL_CHECK(ncclBroadcast(data, data, static_cast<std::size_t>(count), nccl_datatype(dtype), root, nccl_, stream_));
+  LOOM_NCCL_OPERATION(ncclBroadcast(data, data, static_cast<std::size_t>(count), nccl_datatype(dtype), root, nccl_, stream_));
   finish("ncclBroadcast");
 }
 

@@ -3,6 +3,7 @@
 
 #include <map>
 
+#include <loom/comm/nccl_group.h>
 #include <loom/comm/runtime.h>
 #include <loom/core/cuda/context.h>
 
@@ -37,12 +38,19 @@ namespace {
 
 class NcclTransferGroup final : public TransferGroup {
  public:
-  NcclTransferGroup(std::vector<Transfer> transfers, ncclComm_t& comm, cudaEvent_t done)
-      : transfers_(std::move(transfers)), comm_(comm), done_(done) {}
-  ~NcclTransferGroup() override { cudaEventDestroy(done_); }
+  NcclTransferGroup(std::vector<Transfer> transfers, ncclComm_t& comm, cudaEvent_t done, int device)
+      : transfers_(std::move(transfers)), comm_(comm), done_(done), device_(device) {}
+  // The buffers go back to loom's cache, which hands them to work on the compute stream: that
+  // stream first waits for the group (dropped before it completed, on an error path, NCCL may still
+  // be reading or writing them). Nothing here throws: the first error is the one the user sees.
+  ~NcclTransferGroup() override {
+    if (cudaSetDevice(device_) == cudaSuccess) cudaStreamWaitEvent(cuda::stream(device_), done_, 0);
+    cudaEventDestroy(done_);
+  }
   NcclTransferGroup(const NcclTransferGroup&) = delete;
   NcclTransferGroup& operator=(const NcclTransferGroup&) = delete;
 
+  const std::vector<Transfer>& transfers() const { return transfers_; }
   bool test() override {
     const cudaError_t status = cudaEventQuery(done_);
     if (status == cudaErrorNotReady) return false;
@@ -58,6 +66,7 @@ class NcclTransferGroup final : public TransferGroup {
   std::vector<Transfer> transfers_;  // keeps the buffers alive until the transfers are done
   ncclComm_t& comm_;
   cudaEvent_t done_;
+  int device_;
 };
 
 // One NCCL communicator over a boundary's ranks and its own stream. Every group first waits for
@@ -78,10 +87,11 @@ class NcclTransport final : public BoundaryTransport {
     nccl_ = join_nccl(members, device);
     LOOM_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     LOOM_CUDA_CHECK(cudaEventCreateWithFlags(&compute_done_, cudaEventDisableTiming));
+    connect(world, mine);
   }
   ~NcclTransport() override {
     cudaSetDevice(device_.index);
-    if (nccl_) ncclCommDestroy(nccl_);
+    release_nccl(nccl_);
     if (compute_done_) cudaEventDestroy(compute_done_);
     if (stream_) cudaStreamDestroy(stream_);
   }
@@ -93,29 +103,54 @@ class NcclTransport final : public BoundaryTransport {
 
   std::unique_ptr<TransferGroup> start(std::vector<Transfer> transfers) override {
     LOOM_CHECK(nccl_ != nullptr, "NCCL stage boundary used after an NCCL error aborted it");
-    cudaStream_t compute = cuda::stream(device_.index);  // also makes the device current
-    LOOM_CUDA_CHECK(cudaEventRecord(compute_done_, compute));
-    LOOM_CUDA_CHECK(cudaStreamWaitEvent(stream_, compute_done_, 0));
-    LOOM_NCCL_CHECK(ncclGroupStart());
+    std::vector<int> peers;  // every check before the group: a throw inside it would leave it open
     for (const Transfer& t : transfers) {
       LOOM_CHECK(t.tensor.device() == device_, "NCCL boundary transfer of a ", t.tensor.device().str(), " tensor on ",
                  device_.str());
       const auto peer = member_of_.find(t.peer);
       LOOM_CHECK(peer != member_of_.end(), "rank ", t.peer, " is not on this NCCL stage boundary");
-      const auto bytes = static_cast<std::size_t>(t.tensor.nbytes());
-      if (t.send)
-        LOOM_NCCL_CHECK(ncclSend(t.tensor.raw_data(), bytes, ncclUint8, peer->second, nccl_, stream_));
-      else
-        LOOM_NCCL_CHECK(ncclRecv(t.tensor.raw_data(), bytes, ncclUint8, peer->second, nccl_, stream_));
+      peers.push_back(peer->second);
     }
-    LOOM_NCCL_CHECK(ncclGroupEnd());
+    cudaStream_t compute = cuda::stream(device_.index);  // also makes the device current
+    LOOM_CUDA_CHECK(cudaEventRecord(compute_done_, compute));
+    LOOM_CUDA_CHECK(cudaStreamWaitEvent(stream_, compute_done_, 0));
     cudaEvent_t done = nullptr;
     LOOM_CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+    auto group = std::make_unique<NcclTransferGroup>(std::move(transfers), nccl_, done, device_.index);
+    enqueue(group->transfers(), peers);
     LOOM_CUDA_CHECK(cudaEventRecord(done, stream_));
-    return std::make_unique<NcclTransferGroup>(std::move(transfers), nccl_, done);
+    return group;
   }
 
  private:
+  // The transfers as one NCCL group on this transport's stream; `peers`: their members.
+  void enqueue(const std::vector<Transfer>& transfers, const std::vector<int>& peers) {
+    NcclGroup group;
+    for (std::size_t i = 0; i < transfers.size(); ++i) {
+      const Transfer& t = transfers[i];
+      const auto bytes = static_cast<std::size_t>(t.tensor.nbytes());
+      if (t.send)
+        LOOM_NCCL_OPERATION(ncclSend(t.tensor.raw_data(), bytes, ncclUint8, peers[i], nccl_, stream_));
+      else
+        LOOM_NCCL_OPERATION(ncclRecv(t.tensor.raw_data(), bytes, ncclUint8, peers[i], nccl_, stream_));
+    }
+    group.close("ncclGroupEnd (NCCL stage boundary)");
+  }
+
+  // Every member exchanges a value with every other in one group now, while all of them construct
+  // this transport, so that NCCL makes its point-to-point connections here. NCCL connects lazily
+  // inside the first ncclGroupEnd with a peer and blocks there until the peer joins; left to the
+  // first boundary transfer, two ranks that both send first would each wait for the other.
+  void connect(const std::vector<int>& world, int mine) {
+    std::vector<Transfer> transfers;
+    for (int rank : world) {
+      if (rank == mine) continue;
+      transfers.push_back({Tensor::zeros({1}, DType::f32, device_), rank, true});
+      transfers.push_back({Tensor::zeros({1}, DType::f32, device_), rank, false});
+    }
+    if (!transfers.empty()) start(std::move(transfers))->wait("NCCL stage boundary connection", -1);
+  }
+
   Device device_;
   std::map<int, int> member_of_;  // world rank -> rank in the NCCL communicator
   ncclComm_t nccl_ = nullptr;

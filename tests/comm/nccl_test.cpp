@@ -1,13 +1,19 @@
 // The NCCL backend: every allreduce algorithm on CUDA buffers against the same reduction on the
-// host, and stage-boundary transfers over NCCL send/receive against the rows sent. Needs a GPU per
-// rank (NCCL puts at most one rank of a communicator on a GPU); without them (or in a build
-// without CUDA) it says so and exits with 77, which ctest reports as skipped.
+// host, and stage-boundary transfers over NCCL send/receive against the rows sent ([np2], two
+// ranks); and NCCL in a group of one ([np1], comm_nccl_test_np1), so that a machine with one GPU
+// runs NCCL at all. Needs a GPU per rank (NCCL puts at most one rank of a communicator on a GPU);
+// without them (or in a build without CUDA) it says so and exits with 77, which ctest reports as
+// skipped.
 #include <cstdio>
 #include <cstdlib>
 
 #include <catch2/catch.hpp>
 
 #include <loom/comm/allreduce.h>
+#include <loom/comm/boundary_transport.h>
+#ifdef LOOM_WITH_CUDA
+#include <loom/comm/nccl_group.h>
+#endif
 #include <loom/comm/runtime.h>
 #include <loom/comm/stage_link.h>
 #include <loom/core/device.h>
@@ -29,7 +35,7 @@ void require_a_gpu_per_rank() {
 
 }  // namespace
 
-TEST_CASE("NCCL allreduce matches the MPI one") {
+TEST_CASE("NCCL allreduce matches the MPI one", "[np2]") {
   require_a_gpu_per_rank();
   const int rank = world_rank();
   const Device device = Device::cuda(rank);
@@ -56,7 +62,7 @@ TEST_CASE("NCCL allreduce matches the MPI one") {
 // Rank 0 sends rank 1 three micro-batches of two tensors (f32 activations whose shape changes per
 // micro-batch, and i64 ids) forward over NCCL, rank 1 returns them negated backward; received
 // straight into device memory, waited for in reverse order, every value exact.
-TEST_CASE("a stage boundary over NCCL send/receive") {
+TEST_CASE("a stage boundary over NCCL send/receive", "[np2]") {
   require_a_gpu_per_rank();
   const int rank = world_rank();
   const Device device = Device::cuda(rank);
@@ -95,4 +101,35 @@ TEST_CASE("a stage boundary over NCCL send/receive") {
   }
   MPI_Comm_free(&members);
   MPI_Comm_free(&comm);
+}
+
+// One rank: an allreduce (scaled), a reduce-scatter and an all-gather in place, then a send and a
+// receive to itself in one group on a stage-boundary transport. Each still calls NCCL (there is no
+// size-1 shortcut: nccl_operations() counts five), and the values are what one member gives.
+TEST_CASE("NCCL in a group of one", "[np1]") {
+  require_a_gpu_per_rank();
+#ifdef LOOM_WITH_CUDA
+  REQUIRE(world_size() == 1);
+  const Device device = Device::cuda(0);
+  const std::vector<float> values = {1.5f, -2.0f, 3.25f, 4.0f};
+  const std::vector<float> halves = {0.75f, -1.0f, 1.625f, 2.0f};
+  const std::int64_t before = nccl_operations();
+  {
+    auto nccl = make_communicator(Backend::nccl, MPI_COMM_WORLD, device);
+    Tensor data = Tensor::from_vector(values, Shape{4}).to(device);
+    nccl->allreduce(data.raw_data(), 4, DType::f32, 0.5);
+    CHECK(data.to_float_vector() == halves);
+    nccl->reduce_scatter(data.raw_data(), Partition::even(4, 1), DType::f32);
+    CHECK(data.to_float_vector() == halves);
+    nccl->allgather(data.raw_data(), Partition::even(4, 1), DType::f32);
+    CHECK(data.to_float_vector() == halves);
+  }
+  std::unique_ptr<BoundaryTransport> transport = make_nccl_transport(MPI_COMM_WORLD, device);
+  const Tensor sent = Tensor::from_vector(values, Shape{4}).to(device);
+  Tensor received = Tensor::zeros(Shape{4}, DType::f32, device);
+  std::vector<Transfer> both = {{sent, world_rank(), true}, {received, world_rank(), false}};
+  transport->start(std::move(both))->wait("NCCL send to itself", world_rank());
+  CHECK(received.to_float_vector() == values);
+  CHECK(nccl_operations() - before == 5);
+#endif
 }

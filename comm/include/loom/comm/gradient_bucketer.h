@@ -12,7 +12,11 @@
 // collectives in the same order and the result is deterministic, while the executor thread goes on
 // with backward (and its own stage-boundary traffic on other communicators). Without it, the
 // bucket runs inside the mark_ready call that completes it (still before backward ends, but
-// blocking it). The reduce group belongs to the bucketer while a step is in flight.
+// blocking it). Over an NCCL reduce group buckets always run inline: one thread (the executor's)
+// issues all of a rank's NCCL work, in schedule order, because NCCL kernels launched on one GPU by
+// two threads for different communicators have no progress guarantee (issue 33); the allreduce is
+// then not overlapped with backward. The reduce group belongs to the bucketer while a step is in
+// flight.
 //
 // Host-staged buckets: when the gradients live on a device (cuda, or the sim device) and the reduce
 // group moves host memory (MPI), each bucket's flat buffer is host memory, so packing copies the
