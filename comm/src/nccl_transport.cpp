@@ -44,7 +44,8 @@ class NcclTransferGroup final : public TransferGroup {
   // stream first waits for the group (dropped before it completed, on an error path, NCCL may still
   // be reading or writing them). Nothing here throws: the first error is the one the user sees.
   ~NcclTransferGroup() override {
-    if (cudaSetDevice(device_) == cudaSuccess) cudaStreamWaitEvent(cuda::stream(device_), done_, 0);
+    cudaStream_t compute = cuda::existing_stream(device_);
+    if (compute != nullptr && cudaSetDevice(device_) == cudaSuccess) (void)cudaStreamWaitEvent(compute, done_, 0);
     cudaEventDestroy(done_);
   }
   NcclTransferGroup(const NcclTransferGroup&) = delete;

@@ -74,3 +74,18 @@ TEST_CASE("past its limit the cache releases passed blocks, oldest first, never 
   CHECK(released.size() == 5);
   CHECK(cache.cached_bytes() == 0);
 }
+
+// After a kernel fault the CUDA backend cannot record or query a fence, and gives the block back
+// with one that never passes (cuda_pinned.cpp): such a block is never handed out again, and
+// neither give_back (a tensor's destructor) nor trimming to the limit throws or releases it.
+TEST_CASE("a block whose fence never passes is held, never reused", "[memory][pinned]") {
+  std::set<void*> released;
+  FencedBlockCache cache(4096, [&](void* b) { released.insert(b); });
+  const FencedBlockCache::Fence never = [] { return false; };
+  CHECK_NOTHROW(cache.give_back(block(3), 4096, never));
+  CHECK_NOTHROW(cache.give_back(block(4), 4096, never));  // over the limit: nothing can be released
+  CHECK(cache.take(4096) == nullptr);
+  CHECK(cache.release(false) == 0);
+  CHECK(released.empty());
+  CHECK(cache.cached_bytes() == 8192);
+}

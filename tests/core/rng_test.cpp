@@ -77,3 +77,22 @@ TEST_CASE("uniform, normal and bernoulli have the right moments", "[rng]") {
   Tensor ints = Tensor::empty({3}, DType::i32);
   CHECK_THROWS_WITH(rng::uniform(ints, 1, 1, 0, 1), Catch::Contains("f32 or f64"));
 }
+
+// The rounding every build and the GPU share (philox.h, multiply_add): (hi - lo) * u + lo rounded
+// once, here computed exactly in double (the product of two floats and its sum with lo fit in 53
+// bits for these values) and rounded to float. Rounding the product first (a baseline x86-64
+// build of the plain expression) differs for some words, so this test tells the two apart.
+TEST_CASE("uniform_from_word rounds (hi - lo) * u + lo once", "[rng]") {
+  const float lo = 0.1f, hi = 0.7f;  // a span that is not a power of two: the product is inexact
+  int twice_differs = 0;
+  for (std::uint32_t i = 0; i < 100000; ++i) {
+    const std::uint32_t word = philox::word(7, 3, i);
+    const float u = philox::to_unit_float(word) - (1.0f / 16777216.0f);
+    const float span = hi - lo;
+    const auto once = static_cast<float>(static_cast<double>(span) * static_cast<double>(u) + static_cast<double>(lo));
+    REQUIRE(philox::uniform_from_word(word, lo, hi) == once);
+    volatile float product = span * u;  // volatile: rounded to float, never contracted
+    if (product + lo != once) ++twice_differs;
+  }
+  CHECK(twice_differs > 0);
+}

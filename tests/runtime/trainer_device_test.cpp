@@ -178,6 +178,17 @@ TEST_CASE("Trainer: each stage's gradient allreduce on NCCL or host-staged MPI",
   CHECK_THROWS_WITH(runtime::Trainer(bad), Catch::Contains("--boundary-backend 'tcp': expected auto, mpi or nccl"));
 }
 
+// Interleaving on one stage (two chunks of the same ranks) on cuda: the boundary between the chunks
+// is a local hand-over, never an NCCL send to itself, even with --boundary-backend nccl (issue 33).
+TEST_CASE("Trainer: a stage boundary to the same ranks is local, not NCCL", "[runtime][device]") {
+  const comm::ParallelLayout chunks = comm::ParallelLayout::from_table({{0}, {0}, {1}});
+  const comm::DevicePlacement own({0, 0}, {Device::cuda(0), Device::cuda(1)});
+  const auto plan = runtime::detail::plan_communication(runtime::BackendChoice::automatic, runtime::BackendChoice::nccl,
+                                                        Device::cuda(0), chunks, own);
+  CHECK(plan.boundaries == std::vector<comm::BoundaryPath>{comm::BoundaryPath::local, comm::BoundaryPath::device_direct});
+  CHECK_THAT(plan.line, Catch::Contains("stage boundaries 0 join chunks of the same ranks: handed over in memory"));
+}
+
 TEST_CASE("Trainer: each stage boundary device to device on NCCL or host-staged MPI", "[runtime][device]") {
   using comm::BoundaryPath;
   const auto direct = BoundaryPath::device_direct, staged = BoundaryPath::host_staged;

@@ -45,6 +45,11 @@ cublasHandle_t cublas(int device) { return get(device).cublas; }
 cudnnHandle_t cudnn(int device) { return get(device).cudnn; }
 void synchronize(int device) { LOOM_CUDA_CHECK(cudaStreamSynchronize(stream(device))); }
 
+cudaStream_t existing_stream(int device) noexcept {
+  if (device < 0 || device >= kMaxDevices || !handles()[device].ready) return nullptr;
+  return handles()[device].stream;
+}
+
 std::vector<int> devices_in_use() {
   std::vector<int> devices;
   for (int d = 0; d < kMaxDevices; ++d)

@@ -21,11 +21,13 @@ struct Pool {
   std::int64_t cached_bytes = 0;
 };
 
+// Never destroyed: a tensor in a static object may be freed after static destruction began
+// (a destroyed map would then be written to).
 Pool& pool(int device) {
-  static std::map<int, Pool> pools;
-  static std::mutex mutex;
-  std::lock_guard lock(mutex);
-  return pools[device];
+  static auto* pools = new std::map<int, Pool>();
+  static auto* mutex = new std::mutex();
+  std::lock_guard lock(*mutex);
+  return (*pools)[device];
 }
 }  // namespace
 
@@ -96,8 +98,25 @@ std::int64_t release_cache(int device) {
   return released;
 }
 
+namespace {
+// Makes `device`'s loom stream wait for what `source`'s loom stream has queued so far.
+void order_after(int source, int device) {
+  cudaEvent_t written = nullptr;
+  cudaStream_t producer = stream(source);
+  LOOM_CUDA_CHECK(cudaEventCreateWithFlags(&written, cudaEventDisableTiming));
+  const cudaError_t recorded = cudaEventRecord(written, producer);
+  const cudaError_t ordered = recorded == cudaSuccess ? cudaStreamWaitEvent(stream(device), written, 0) : recorded;
+  (void)cudaEventDestroy(written);  // the wait keeps what it needs
+  LOOM_CUDA_CHECK(ordered);
+}
+}  // namespace
+
+// A copy runs on the destination GPU's stream (the source's for device -> host). Between two GPUs
+// that stream first waits for the source GPU's: the kernels writing the source run there.
 void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, std::size_t bytes, bool wait) {
   const int device = dst_device.is_cuda() ? dst_device.index : src_device.index;
+  if (dst_device.is_cuda() && src_device.is_cuda() && src_device.index != dst_device.index)
+    order_after(src_device.index, device);
   cudaStream_t s = stream(device);
   LOOM_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s));
   if (wait) LOOM_CUDA_CHECK(cudaStreamSynchronize(s));

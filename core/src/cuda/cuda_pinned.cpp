@@ -21,11 +21,20 @@ std::size_t round_page(std::size_t bytes) { return (bytes + 4095) / 4096 * 4096;
 
 // Never destroyed: a tensor in a static object may be freed after static destruction began, and
 // cudaFreeHost after the CUDA runtime has shut down fails.
+// Nothing on the way from a tensor's destructor to here throws (the release below, the fences):
+// after a kernel fault every CUDA call fails with the same sticky error, and a throw from a
+// destructor would end the process before the first error, already on its way up, is printed.
+// A failed cudaFreeHost leaks the block; a fence that cannot be recorded or queried never passes,
+// so its block is never handed out again.
 FencedBlockCache& cache() {
   static auto* blocks = new FencedBlockCache(
       static_cast<std::size_t>(env_count("LOOM_PINNED_CACHE_MB", 1024, 1 << 24)) << 20,
-      [](void* block) { LOOM_CUDA_CHECK(cudaFreeHost(block)); });
+      [](void* block) { (void)cudaFreeHost(block); });
   return *blocks;
+}
+
+FencedBlockCache::Fence never_passes() {
+  return [] { return false; };
 }
 
 // Passes once every device's stream has run what was queued on it before this call.
@@ -39,17 +48,14 @@ FencedBlockCache::Fence record_fence() {
   std::shared_ptr<std::vector<cudaEvent_t>> events(new std::vector<cudaEvent_t>(), deleter);
   for (int device : devices) {
     cudaEvent_t event = nullptr;
-    LOOM_CUDA_CHECK(cudaSetDevice(device));
-    LOOM_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+    if (cudaSetDevice(device) != cudaSuccess || cudaEventCreateWithFlags(&event, cudaEventDisableTiming) != cudaSuccess)
+      return never_passes();
     events->push_back(event);
-    LOOM_CUDA_CHECK(cudaEventRecord(event, stream(device)));
+    if (cudaEventRecord(event, existing_stream(device)) != cudaSuccess) return never_passes();
   }
   return [events] {
-    for (cudaEvent_t event : *events) {
-      const cudaError_t status = cudaEventQuery(event);
-      if (status == cudaErrorNotReady) return false;
-      LOOM_CUDA_CHECK(status);
-    }
+    for (cudaEvent_t event : *events)
+      if (cudaEventQuery(event) != cudaSuccess) return false;  // not ready, or failed: never reused
     return true;
   };
 }

@@ -1,4 +1,8 @@
 // CUDA kernels of Embedding: gather rows; scatter-add gradients with atomics (ids repeat).
+// Not reproducible run to run: when an id repeats in a batch, the atomics add its rows' gradients
+// in whatever order the threads reach them, so the table's gradient (and the training after it)
+// may differ in the last bits between two identical runs on the GPU. The CPU backend adds them in
+// token order. (A deterministic version sorts the ids and reduces each run of equal ids.)
 #include <loom/core/cuda/context.h>
 #include <loom/core/dtype_dispatch.h>
 

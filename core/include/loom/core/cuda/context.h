@@ -19,6 +19,9 @@ cudnnHandle_t cudnn(int device);    // bound to stream(device)
 void synchronize(int device);
 // The devices whose loom stream exists (this process has queued work there).
 std::vector<int> devices_in_use();
+// `device`'s loom stream if it exists, else nullptr; makes no CUDA call and never throws, for
+// destructor paths (after a kernel fault every CUDA call fails, and stream() would throw).
+cudaStream_t existing_stream(int device) noexcept;
 
 // Grid size for a grid-stride loop over n elements.
 inline unsigned int blocks_for(long long n, unsigned int threads = 256) {
