@@ -7,6 +7,7 @@ Builds, without a process group, PyTorch 2.x's schedule classes
     ScheduleInterleavedZeroBubble  -> interleaved-zb-s4-m8.csv
     ScheduleZBVZeroBubble          -> zb-v-s4-m8.csv
     ScheduleInterleaved1F1B        -> interleaved-s4-m8.csv   (sanity check against loom's `interleaved`)
+    ScheduleDualPipeV              -> dualpipev-s4-m8.csv     (overlapped pairs as (0F7;7B3)OVERLAP_F_B cells)
 
 at S = 4 ranks, 2 stages per rank (8 virtual stages) and M = 8 micro-batches, and writes each
 schedule's `pipeline_order` (rank -> list of _Action or None, computed for every rank by the
@@ -44,6 +45,7 @@ KINDS = [
     ("interleaved-zb", "ScheduleInterleavedZeroBubble"),
     ("zb-v", "ScheduleZBVZeroBubble"),
     ("interleaved", "ScheduleInterleaved1F1B"),
+    ("dualpipev", "ScheduleDualPipeV"),
 ]
 
 

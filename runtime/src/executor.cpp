@@ -10,41 +10,14 @@
 #include <loom/layers/loss.h>
 #include <loom/runtime/stage_runner.h>
 #include <loom/runtime/weight_stash.h>
+#include <loom/schedule/overlap.h>
+
+#include "executor_state.h"
 
 namespace loom::runtime {
 
 using schedule::Action;
 using schedule::Op;
-
-struct Executor::MicrobatchState {
-  struct {
-    std::int64_t batch = 0;           // global batch index
-    std::int64_t microbatch_rows = 0;
-    std::int64_t first = 0;           // this replica's first row within the batch
-    std::int64_t count = 0;           // this replica's rows
-  } rows;
-  TensorList inputs;        // received or read, until forward
-  Tensor targets;           // last virtual stage, until forward
-  TensorList outputs;       // until sent
-  TensorList grad_outputs;  // received, until backward
-  TensorList grad_inputs;   // until sent
-  comm::PendingReceive activation_receive;
-  comm::PendingReceive gradient_receive;
-};
-
-struct Executor::ChunkState {
-  int virtual_stage = 0;
-  bool first = false;
-  bool last = false;
-  // This rank's chunk holding the next (previous) virtual stage, when that boundary is local (a V's
-  // turn, interleaving on one stage): its tensors are handed over in memory, not sent. Else -1.
-  int next_local = -1, previous_local = -1;
-  int replica = 0;
-  std::unique_ptr<StageRunner> runner;
-  std::map<int, MicrobatchState> microbatches;
-  std::vector<std::vector<int>> block_gradients;  // per block: its gradients' bucketer indices
-  std::unique_ptr<comm::GradientBucketer> bucketer;  // null without replicas
-};
 
 namespace {
 int replica_index(comm::ProcessGroups& groups, int virtual_stage) {
@@ -132,6 +105,7 @@ Executor::Executor(const schedule::Schedule& schedule, int stage, comm::ProcessG
   const auto& program = schedule.programs.at(stage);
   stash_ = std::make_unique<WeightStash>(parameters_, program);
   final_backward_ = final_backwards(program, schedule.chunks);
+  for (const schedule::OverlapGroup& group : schedule::overlap_groups(program)) overlap_groups_[group.begin] = group;
   pause_points_ = pause_points(program, schedule.microbatches_per_batch());
 }
 
@@ -213,26 +187,52 @@ double Executor::loss_denominator(std::int64_t batch, const BatchReader& reader)
   return it->second;
 }
 
-void Executor::forward(ChunkState& chunk, int microbatch, const BatchReader& reader, StepResult& result,
-                       std::int64_t first_batch) {
+StageRunner::Pass Executor::begin_forward(ChunkState& chunk, int microbatch, const BatchReader& reader) {
   MicrobatchState& state = chunk.microbatches.at(microbatch);
   read_rows(chunk, state, reader);
   const MicrobatchInfo info{state.rows.batch, state.rows.first, loss_denominator(state.rows.batch, reader), loss_scale_};
-  TensorList outputs = chunk.runner->forward(microbatch, std::move(state.inputs), std::move(state.targets), info);
+  return chunk.runner->begin_forward(microbatch, std::move(state.inputs), std::move(state.targets), info);
+}
+
+void Executor::end_forward(ChunkState& chunk, StageRunner::Pass& pass, StepResult& result, std::int64_t first_batch) {
+  MicrobatchState& state = chunk.microbatches.at(pass.microbatch());
+  TensorList outputs = chunk.runner->finish(pass);
   if (chunk.last)
     result.loss_sums.at(static_cast<std::size_t>(state.rows.batch - first_batch)) +=
-        chunk.runner->loss(microbatch).item();
+        chunk.runner->loss(pass.microbatch()).item();
   else
     state.outputs = std::move(outputs);
 }
 
+void Executor::forward(ChunkState& chunk, int microbatch, const BatchReader& reader, StepResult& result,
+                       std::int64_t first_batch) {
+  StageRunner::Pass pass = begin_forward(chunk, microbatch, reader);
+  while (!pass.done()) chunk.runner->step(pass);
+  end_forward(chunk, pass, result, first_batch);
+}
+
+StageRunner::BlockDone Executor::block_done(ChunkState& chunk, bool final_for_batch) {
+  if (!final_for_batch || !chunk.bucketer) return nullptr;
+  return [&chunk](std::size_t block) {
+    for (int g : chunk.block_gradients[block]) chunk.bucketer->mark_ready(g);
+  };
+}
+
+StageRunner::Pass Executor::begin_backward(ChunkState& chunk, int microbatch, bool final_for_batch) {
+  MicrobatchState& state = chunk.microbatches.at(microbatch);
+  return chunk.runner->begin_backward(microbatch, std::move(state.grad_outputs), block_done(chunk, final_for_batch));
+}
+
+void Executor::end_backward(ChunkState& chunk, StageRunner::Pass& pass) {
+  MicrobatchState& state = chunk.microbatches.at(pass.microbatch());
+  TensorList grad = chunk.runner->finish(pass);
+  state.grad_outputs.clear();
+  if (!chunk.first) state.grad_inputs = std::move(grad);
+}
+
 void Executor::backward(ChunkState& chunk, const Action& action, bool final_for_batch) {
   MicrobatchState& state = chunk.microbatches.at(action.microbatch);
-  StageRunner::BlockDone on_block_done;
-  if (final_for_batch && chunk.bucketer)
-    on_block_done = [&chunk](std::size_t block) {
-      for (int g : chunk.block_gradients[block]) chunk.bucketer->mark_ready(g);
-    };
+  const StageRunner::BlockDone on_block_done = block_done(chunk, final_for_batch);
   TensorList grad;
   if (action.op == Op::Backward)
     grad = chunk.runner->backward(action.microbatch, std::move(state.grad_outputs), on_block_done);
@@ -325,6 +325,12 @@ StepResult Executor::run(std::int64_t first_batch, const BatchReader& reader, do
   stash_->begin_run();
   prepare_microbatches(program, first_batch);
   for (std::size_t i = 0; i < program.size(); ++i) {
+    if (const auto group = overlap_groups_.find(i); group != overlap_groups_.end()) {
+      run_overlap_group(group->second, first_batch, reader, result);
+      i = group->second.end - 1;
+      progress_links();
+      continue;
+    }
     const double start = now_us();
     run_action(i, first_batch, reader, result);
     if (observer_) observer_({program[i], stage_, start, now_us()});

@@ -67,13 +67,49 @@ TensorList StageRunner::run_forward(Microbatch& mb, const TensorList& inputs, bo
   return outputs;
 }
 
-TensorList StageRunner::forward(int microbatch, TensorList inputs, Tensor targets, const MicrobatchInfo& info) {
+StageRunner::Pass StageRunner::begin_forward(int microbatch, TensorList inputs, Tensor targets, const MicrobatchInfo& info) {
+  MemoryCategoryScope scope(MemoryCategory::activations);
   Microbatch& mb = microbatches_[microbatch];
   mb.info = info;
   mb.targets = std::move(targets);
-  TensorList outputs = run_forward(mb, inputs, !options_.recompute);
-  if (options_.recompute) mb.inputs = std::move(inputs);
-  return outputs;
+  prepare(mb.ctx, true, options_.seed, mb.info);
+  at_block_boundary(inputs);  // the first stage's data (received boundary tensors are rounded already)
+  if (options_.recompute) mb.inputs = inputs;
+  Pass pass;
+  pass.microbatch_ = microbatch;
+  pass.x_ = inputs;
+  pass.inputs_ = std::move(inputs);
+  return pass;
+}
+
+void StageRunner::forward_step(Pass& pass) {
+  Microbatch& mb = at(pass.microbatch_);
+  MemoryCategoryScope scope(MemoryCategory::activations);
+  if (pass.blocks_run_ < chain_.size()) {
+    const ops::GemmOperandScope math = block_math();
+    const std::size_t b = pass.blocks_run_++;
+    pass.x_ = chain_.block(b).forward(pass.x_, mb.ctx.child(b));
+    at_block_boundary(pass.x_);
+  }
+  if (pass.blocks_run_ < chain_.size()) return;
+  if (loss_) {
+    prepare(mb.loss_ctx, true, options_.seed, mb.info);
+    mb.loss_ctx.loss_denominator = mb.info.loss_denominator;
+    LOOM_CHECK(!pass.x_.empty(), "stage runner: the last stage produced no output");
+    mb.loss = loss_->forward({pass.x_[0], mb.targets}, mb.loss_ctx);
+  }
+  if (options_.recompute) {  // keep the inputs (begin_forward), not the contexts
+    mb.ctx.clear();
+    mb.loss_ctx.clear();
+  }
+  pass.inputs_.clear();
+  pass.done_ = true;
+}
+
+TensorList StageRunner::forward(int microbatch, TensorList inputs, Tensor targets, const MicrobatchInfo& info) {
+  Pass pass = begin_forward(microbatch, std::move(inputs), std::move(targets), info);
+  while (!pass.done()) step(pass);
+  return finish(pass);
 }
 
 TensorList StageRunner::start_backward(Microbatch& mb, TensorList grad_outputs) {
@@ -92,18 +128,49 @@ TensorList StageRunner::start_backward(Microbatch& mb, TensorList grad_outputs) 
   return grad;
 }
 
-TensorList StageRunner::backward(int microbatch, TensorList grad_outputs, const BlockDone& on_block_done) {
-  Microbatch& mb = at(microbatch);
-  TensorList grad = start_backward(mb, std::move(grad_outputs));
-  MemoryCategoryScope scope(MemoryCategory::workspace);
-  const ops::GemmOperandScope math = block_math();
-  for (std::size_t b = chain_.size(); b-- > 0;) {
-    grad = chain_.block(b).backward(grad, mb.ctx.child(b));
-    at_block_boundary(grad);
-    if (on_block_done) on_block_done(b);
+StageRunner::Pass StageRunner::begin_backward(int microbatch, TensorList grad_outputs, BlockDone on_block_done) {
+  at(microbatch);  // it ran forward
+  Pass pass;
+  pass.backward_ = true;
+  pass.microbatch_ = microbatch;
+  pass.x_ = std::move(grad_outputs);
+  pass.on_block_done_ = std::move(on_block_done);
+  return pass;
+}
+
+void StageRunner::backward_step(Pass& pass) {
+  Microbatch& mb = at(pass.microbatch_);
+  if (!pass.started_) {
+    pass.x_ = start_backward(mb, std::move(pass.x_));
+    pass.started_ = true;
   }
+  MemoryCategoryScope scope(MemoryCategory::workspace);
+  if (pass.blocks_run_ < chain_.size()) {
+    const ops::GemmOperandScope math = block_math();
+    const std::size_t b = chain_.size() - 1 - pass.blocks_run_++;
+    pass.x_ = chain_.block(b).backward(pass.x_, mb.ctx.child(b));
+    at_block_boundary(pass.x_);
+    if (pass.on_block_done_) pass.on_block_done_(b);
+  }
+  if (pass.blocks_run_ < chain_.size()) return;
   mb.ctx.clear();
-  return grad;
+  pass.done_ = true;
+}
+
+void StageRunner::step(Pass& pass) {
+  LOOM_CHECK(!pass.done_, "stage runner: step() on a finished pass of micro-batch ", pass.microbatch_);
+  pass.backward_ ? backward_step(pass) : forward_step(pass);
+}
+
+TensorList StageRunner::finish(Pass& pass) {
+  LOOM_CHECK(pass.done_, "stage runner: finish() before the pass of micro-batch ", pass.microbatch_, " is done");
+  return std::move(pass.x_);
+}
+
+TensorList StageRunner::backward(int microbatch, TensorList grad_outputs, const BlockDone& on_block_done) {
+  Pass pass = begin_backward(microbatch, std::move(grad_outputs), on_block_done);
+  while (!pass.done()) step(pass);
+  return finish(pass);
 }
 
 TensorList StageRunner::backward_input(int microbatch, TensorList grad_outputs) {

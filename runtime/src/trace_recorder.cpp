@@ -16,7 +16,7 @@ namespace loom::runtime {
 
 namespace {
 nlohmann::json event_row(const schedule::TraceEvent& e) {
-  return {e.name, e.category, e.start_ms, e.duration_ms, e.microbatch, e.chunk, e.version, e.stage};
+  return {e.name, e.category, e.start_ms, e.duration_ms, e.microbatch, e.chunk, e.version, e.stage, e.overlapped};
 }
 
 schedule::TraceEvent event_from_row(const nlohmann::json& row, int track) {
@@ -30,6 +30,7 @@ schedule::TraceEvent event_from_row(const nlohmann::json& row, int track) {
   event.chunk = row[5];
   event.version = row[6];
   event.stage = row[7];
+  event.overlapped = row[8];
   return event;
 }
 

@@ -39,6 +39,7 @@ struct Compute {
   int stage = 0;
   Op op = Op::Forward;
   int microbatch = 0;
+  Overlap overlap = Overlap::none;
   int step = 0;
   std::string text;
 };
@@ -131,9 +132,6 @@ std::optional<int> read_number(std::string_view text, std::size_t& pos, int most
 // wrong with it is thrown as that cell's error by the caller, here returned.
 std::optional<std::string> parse_cell(std::string_view cell, Compute& action, bool& compute) {
   compute = false;
-  if (cell.front() == '(')
-    return "overlapped actions (PyTorch's (A;B)OVERLAP_F_B) are not supported yet: loom runs one compute action at "
-           "a time on a rank; write the two as separate cells";
   std::size_t pos = 0;
   const bool digits = std::isdigit(static_cast<unsigned char>(cell.front()));
   const std::optional<int> stage = read_number(cell, pos, kMaxVirtualStages - 1);
@@ -174,30 +172,64 @@ std::optional<std::string> parse_cell(std::string_view cell, Compute& action, bo
   return std::nullopt;
 }
 
+// Parses one non-blank cell onto `computes`: nothing for a derived action, one compute, or the two
+// halves of PyTorch's overlapped pair "(0F7;7B3)OVERLAP_F_B" (a forward, then a full backward).
+std::optional<std::string> parse_cell(std::string_view cell, std::vector<Compute>& computes) {
+  Compute action;
+  bool compute = false;
+  if (cell.front() != '(') {
+    auto problem = parse_cell(cell, action, compute);
+    if (!problem && compute) computes.push_back(action);
+    return problem;
+  }
+  constexpr std::string_view kSuffix = ")OVERLAP_F_B";
+  const std::size_t semicolon = cell.find(';');
+  if (cell.size() < kSuffix.size() + 4 || cell.substr(cell.size() - kSuffix.size()) != kSuffix ||
+      semicolon == std::string_view::npos || semicolon > cell.size() - kSuffix.size())
+    return "an overlapped pair is written (FORWARD;BACKWARD)OVERLAP_F_B, e.g. (0F7;7B3)OVERLAP_F_B";
+  const std::string_view halves[2] = {cell.substr(1, semicolon - 1),
+                                      cell.substr(semicolon + 1, cell.size() - kSuffix.size() - semicolon - 1)};
+  for (int h = 0; h < 2; ++h) {
+    if (halves[h].empty()) return "an overlapped pair needs two actions, e.g. (0F7;7B3)OVERLAP_F_B";
+    if (auto problem = parse_cell(halves[h], action, compute)) return "in the overlapped pair: " + *problem;
+    if (!compute || action.op != (h == 0 ? Op::Forward : Op::Backward))
+      return "an overlapped pair runs a forward F and then a full backward B (e.g. (0F7;7B3)OVERLAP_F_B)";
+    action.overlap = h == 0 ? Overlap::forward_half : Overlap::backward_half;
+    computes.push_back(action);
+  }
+  return std::nullopt;
+}
+
+using FirstSeen = std::map<int, std::pair<int, int>>;  // stage -> (rank, step) of its first cell
+
+// Adds one compute of cell `cell` of rank `r`: its micro-batch within the asked-for M, its stage on
+// no other rank.
+void add_compute(Compute action, std::vector<std::vector<Compute>>& ranks, FirstSeen& first_seen, int r,
+                 const Cell& cell, const std::string& source, const ScheduleFileOptions& options) {
+  if (options.microbatches > 0 && action.microbatch >= options.microbatches)
+    cell_error(source, r, cell.step, cell.text, "micro-batch ", action.microbatch, " is outside 0..",
+               options.microbatches - 1, " (", options.microbatches, " micro-batches were asked for)");
+  const auto [seen, first] = first_seen.try_emplace(action.stage, r, cell.step);
+  if (!first && seen->second.first != r)
+    cell_error(source, r, cell.step, cell.text, "stage ", action.stage, " is on two ranks (rank ", seen->second.first,
+               " runs it at step ", seen->second.second, "): a stage's weights live on one rank");
+  action.step = cell.step;
+  action.text = cell.text;
+  ranks[r].push_back(std::move(action));
+}
+
 // The compute cells of every rank, each stage on one rank, micro-batches within the asked-for M.
 std::vector<std::vector<Compute>> compute_cells(const std::vector<std::vector<Cell>>& rows, const std::string& source,
                                                 const ScheduleFileOptions& options) {
   std::vector<std::vector<Compute>> ranks(rows.size());
-  std::map<int, std::pair<int, int>> first_seen;  // stage -> (rank, step) of its first cell
+  FirstSeen first_seen;
   for (int r = 0; r < static_cast<int>(rows.size()); ++r) {
     for (const Cell& cell : rows[r]) {
       const std::string_view text = trimmed(cell.text);
       if (text.empty()) continue;  // idle step
-      Compute action;
-      bool compute = false;
-      if (auto problem = parse_cell(text, action, compute)) cell_error(source, r, cell.step, cell.text, *problem);
-      if (!compute) continue;
-      if (options.microbatches > 0 && action.microbatch >= options.microbatches)
-        cell_error(source, r, cell.step, cell.text, "micro-batch ", action.microbatch, " is outside 0..",
-                   options.microbatches - 1, " (", options.microbatches, " micro-batches were asked for)");
-      const auto [seen, first] = first_seen.try_emplace(action.stage, r, cell.step);
-      if (!first && seen->second.first != r)
-        cell_error(source, r, cell.step, cell.text, "stage ", action.stage, " is on two ranks (rank ",
-                   seen->second.first, " runs it at step ", seen->second.second,
-                   "): a stage's weights live on one rank");
-      action.step = cell.step;
-      action.text = cell.text;
-      ranks[r].push_back(std::move(action));
+      std::vector<Compute> computes;
+      if (auto problem = parse_cell(text, computes)) cell_error(source, r, cell.step, cell.text, *problem);
+      for (Compute& action : computes) add_compute(std::move(action), ranks, first_seen, r, cell, source, options);
     }
   }
   return ranks;
@@ -374,7 +406,8 @@ Schedule parse_csv_schedule(std::string_view text, const std::string& source, co
   Schedule schedule{"custom", placed.stages, microbatches, placed.chunks, {}, placed.placement};
   for (const auto& row : ranks) {
     std::vector<Action> program;
-    for (const Compute& a : row) program.push_back(Action{a.op, a.microbatch, placed.chunk_of[a.stage], -1});
+    for (const Compute& a : row)
+      program.push_back(Action{a.op, a.microbatch, placed.chunk_of[a.stage], -1, a.overlap});
     schedule.programs.push_back(std::move(program));
   }
   schedule = finish_synchronous(std::move(schedule));
@@ -393,10 +426,14 @@ std::string to_csv(const Schedule& schedule) {
     for (const Action& a : schedule.programs[s]) {
       if (!is_compute(a.op)) continue;
       const char* type = a.op == Op::Forward ? "F" : a.op == Op::Backward ? "B" : a.op == Op::BackwardInput ? "I" : "W";
-      if (!first) text += ',';
+      // An overlapped pair is one cell, "(0F7;7B3)OVERLAP_F_B"; its forward half opened it.
+      if (a.overlap == Overlap::backward_half) text += ';';
+      else if (!first) text += ',';
+      if (a.overlap == Overlap::forward_half) text += '(';
       text += std::to_string(schedule.virtual_stage(s, a.chunk));
       text += type;
       text += std::to_string(a.microbatch);
+      if (a.overlap == Overlap::backward_half) text += ")OVERLAP_F_B";
       first = false;
     }
     text += "\r\n";

@@ -22,6 +22,7 @@ Schedule make_schedule(ScheduleKind kind, const ScheduleOptions& options) {
     case ScheduleKind::zb_v: return zb_v(options.stages, options.microbatches);
     case ScheduleKind::v_half: return v_half(options.stages, options.microbatches);
     case ScheduleKind::v_min: return v_min(options.stages, options.microbatches);
+    case ScheduleKind::dualpipev: return dualpipev(options.stages, options.microbatches);
     case ScheduleKind::looped_bfs: return looped_bfs(options.stages, options.microbatches, options.chunks);
     case ScheduleKind::interleaved_zb: return interleaved_zb(options.stages, options.microbatches, options.chunks);
   }

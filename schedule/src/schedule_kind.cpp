@@ -8,7 +8,8 @@ namespace loom::schedule {
 const std::vector<std::string>& schedule_kinds() {
   static const std::vector<std::string> kinds = {"gpipe", "dapple", "pipedream", "pipedream-2bw",
                                                  "interleaved", "zb-h1", "zb-h2", "zb-v",
-                                                 "v-half", "v-min", "looped-bfs", "interleaved-zb"};
+                                                 "v-half", "v-min", "looped-bfs", "interleaved-zb",
+                                                 "dualpipev"};
   return kinds;
 }
 
@@ -33,7 +34,8 @@ bool is_multi_chunk(ScheduleKind kind) {
 }
 
 bool is_v_shaped(ScheduleKind kind) {
-  return kind == ScheduleKind::zb_v || kind == ScheduleKind::v_half || kind == ScheduleKind::v_min;
+  return kind == ScheduleKind::zb_v || kind == ScheduleKind::v_half || kind == ScheduleKind::v_min ||
+         kind == ScheduleKind::dualpipev;
 }
 
 }  // namespace loom::schedule

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <map>
 
+#include <loom/schedule/overlap.h>
 #include <loom/schedule/validator.h>
 
 #include <loom/core/error.h>
@@ -69,7 +70,135 @@ double steady_ms_per_microbatch(const std::vector<TimedAction>& timeline, int mi
 
 }  // namespace
 
-SimulationResult simulate(const Schedule& schedule, const CostModel& costs) {
+namespace {
+
+// The state of one simulation: clocks, messages in flight, links.
+struct Simulation {
+  const Schedule& schedule;
+  const CostModel& costs;
+  SimulationResult& result;
+  std::vector<double> clock;
+  std::map<detail::MessageKey, double> arrival;
+  std::map<std::pair<int, int>, double> link_free;  // (from stage, to stage) -> free at
+  std::vector<int> holder;                          // virtual stage -> its stage
+
+  // A send of stage s at time `at`: the transfer starts when its link is free.
+  void send(int s, const Action& a, double at) {
+    const detail::MessageKey key = detail::sent_message(schedule, s, a);
+    if (key.to_virtual_stage < 0 || key.to_virtual_stage >= schedule.virtual_stages()) {
+      check(schedule);  // an SA of the last or SG of the first virtual stage: says so
+      LOOM_THROW("simulate: schedule '", schedule.name, "' sends ", to_string(a, schedule.chunks > 1), " from stage ", s,
+                 " past the end of the pipeline");
+    }
+    const int to = holder[static_cast<std::size_t>(key.to_virtual_stage)];
+    Transfer transfer{s, to, a, at, at};
+    if (to != s) {  // else a local hand-over between two chunks of s: no time, no link
+      // An activation and its gradient have the size of the producing stage's output and share one
+      // link (in opposite directions): the link after the producer, except on the way back up a V
+      // (producer p → p − 1), which uses the link between p − 1 and p.
+      const int producer = a.op == Op::SendActivation ? s : to;
+      const int consumer = a.op == Op::SendActivation ? to : s;
+      const bool up = !schedule.placement.empty() && consumer == producer - 1;
+      const Link link = costs.link(up ? consumer : producer);
+      const double bytes = costs.stage(producer).boundary_bytes;
+      double& free_at = link_free[{s, to}];
+      transfer.start_ms = std::max(at, free_at);
+      const double wire_ms = std::isinf(link.bandwidth_bytes_per_s) ? 0 : bytes / link.bandwidth_bytes_per_s * 1e3;
+      free_at = transfer.start_ms + wire_ms;
+      transfer.arrival_ms = free_at + link.latency_ms;
+    }
+    arrival[key] = transfer.arrival_ms;
+    result.transfers.push_back(transfer);
+  }
+
+  void compute(int s, std::size_t index, double start, double end) {
+    result.timeline.push_back({s, static_cast<int>(index), schedule.programs[s][index], start, end});
+    result.stages[s].busy_ms += end - start;
+    result.stages[s].compute_ms += end - start;
+  }
+
+  // An overlapped pair's group (overlap.h), once both halves' messages are known; false if not yet.
+  // The forward runs first when its input is there no later than the backward's; else the backward
+  // starts and the forward takes over when its input lands (the executor switches between blocks),
+  // the backward finishing after it. Each half's send leaves when that half ends.
+  bool overlap_group(int s, const OverlapGroup& g) {
+    const auto& program = schedule.programs[s];
+    double ready[2] = {clock[s], clock[s]};
+    const std::optional<std::size_t> receives[2] = {g.forward_receive, g.backward_receive};
+    for (int h = 0; h < 2; ++h) {
+      if (!receives[h]) continue;
+      auto found = arrival.find(detail::received_message(schedule, s, program[*receives[h]]));
+      if (found == arrival.end()) return false;
+      ready[h] = std::max(clock[s], found->second);
+      result.timeline.push_back({s, static_cast<int>(*receives[h]), program[*receives[h]], clock[s], ready[h]});
+    }
+    const StageCost& cost = costs.stage(s);
+    const double df = cost.forward_ms / schedule.chunks, db = cost.backward_ms / schedule.chunks;
+    double forward_end = 0, backward_end = 0;
+    if (ready[0] <= ready[1] || ready[1] + db <= ready[0]) {  // one half, then the other
+      const bool forward_first = ready[0] <= ready[1];
+      const double first_end = (forward_first ? ready[0] : ready[1]) + (forward_first ? df : db);
+      const double second_start = std::max(first_end, forward_first ? ready[1] : ready[0]);
+      forward_end = forward_first ? first_end : second_start + df;
+      backward_end = forward_first ? second_start + db : first_end;
+      compute(s, g.forward, forward_end - df, forward_end);
+      compute(s, g.forward + 1, backward_end - db, backward_end);
+    } else {  // the backward from ready[1], paused while the forward runs from ready[0]
+      forward_end = ready[0] + df;
+      backward_end = forward_end + db - (ready[0] - ready[1]);
+      compute(s, g.forward + 1, ready[1], ready[0]);
+      compute(s, g.forward, ready[0], forward_end);
+      compute(s, g.forward + 1, forward_end, backward_end);
+    }
+    const std::optional<std::size_t> sends[2] = {g.forward_send, g.backward_send};
+    const double ends[2] = {forward_end, backward_end};
+    const int order[2] = {forward_end <= backward_end ? 0 : 1, forward_end <= backward_end ? 1 : 0};
+    for (int h : order)
+      if (sends[h]) {
+        send(s, program[*sends[h]], ends[h]);
+        result.timeline.push_back({s, static_cast<int>(*sends[h]), program[*sends[h]], ends[h], ends[h]});
+      }
+    clock[s] = std::max(forward_end, backward_end);
+    return true;
+  }
+
+  // Runs stage s as far as it can; returns the actions done.
+  std::size_t advance(int s, std::size_t& next, const std::map<std::size_t, OverlapGroup>& groups) {
+    const auto& program = schedule.programs[s];
+    const StageCost& cost = costs.stage(s);
+    std::size_t done = 0;
+    while (next < program.size()) {
+      if (auto group = groups.find(next); group != groups.end()) {
+        if (!overlap_group(s, group->second)) break;
+        done += group->second.end - next;
+        next = group->second.end;
+        continue;
+      }
+      const Action& a = program[next];
+      TimedAction timed{s, static_cast<int>(next), a, clock[s], clock[s]};
+      if (is_receive(a.op)) {
+        auto found = arrival.find(detail::received_message(schedule, s, a));
+        if (found == arrival.end()) break;  // its sender has not got there yet
+        timed.end_ms = std::max(clock[s], found->second);
+      } else if (is_send(a.op)) {
+        send(s, a, clock[s]);
+      } else {
+        const double d = duration_ms(a, cost, schedule.chunks);
+        timed.end_ms = clock[s] + d;
+        result.stages[s].busy_ms += d;
+        if (is_compute(a.op)) result.stages[s].compute_ms += d;
+      }
+      clock[s] = timed.end_ms;
+      result.timeline.push_back(timed);
+      ++next;
+      ++done;
+    }
+    return done;
+  }
+};
+
+// Checks the schedule's shape and the cost model against it.
+void check_inputs(const Schedule& schedule, const CostModel& costs) {
   const int stages = schedule.stages;
   LOOM_CHECK(stages >= 1 && static_cast<int>(schedule.programs.size()) == stages,
                   "simulate: the schedule has ", schedule.programs.size(), " programs for ", stages, " stages");
@@ -85,70 +214,32 @@ SimulationResult simulate(const Schedule& schedule, const CostModel& costs) {
                         c.activation_bytes >= 0 && c.forward_transient_bytes >= 0 && c.boundary_bytes >= 0,
                     "cost model: negative cost for stage ", s);
   }
+}
 
+}  // namespace
+
+SimulationResult simulate(const Schedule& schedule, const CostModel& costs) {
+  check_inputs(schedule, costs);
+  const int stages = schedule.stages;
   SimulationResult result;
   result.stages.resize(stages);
-  std::vector<double> clock(stages, 0.0);
+  Simulation sim{schedule, costs, result, std::vector<double>(stages, 0.0), {}, {}, detail::holders(schedule)};
+  std::vector<std::map<std::size_t, OverlapGroup>> groups(stages);  // per stage, by the group's begin
+  for (int s = 0; s < stages; ++s)
+    for (const OverlapGroup& g : overlap_groups(schedule.programs[s])) groups[s][g.begin] = g;
   std::vector<std::size_t> next(stages, 0);
-  std::map<detail::MessageKey, double> arrival;
-  std::map<std::pair<int, int>, double> link_free;  // (from stage, to stage) -> free at
   std::size_t remaining = 0;
   for (const auto& program : schedule.programs) remaining += program.size();
-  const std::vector<int> holder = detail::holders(schedule);  // virtual stage -> its stage
-
   bool progress = true;
   while (remaining > 0 && progress) {
     progress = false;
     for (int s = 0; s < stages; ++s) {
-      const auto& program = schedule.programs[s];
-      const StageCost& cost = costs.stage(s);
-      while (next[s] < program.size()) {
-        const Action& a = program[next[s]];
-        TimedAction timed{s, static_cast<int>(next[s]), a, clock[s], clock[s]};
-        if (is_receive(a.op)) {
-          auto found = arrival.find(detail::received_message(schedule, s, a));
-          if (found == arrival.end()) break;  // its sender has not got there yet
-          timed.end_ms = std::max(clock[s], found->second);
-        } else if (is_send(a.op)) {
-          const detail::MessageKey key = detail::sent_message(schedule, s, a);
-          if (key.to_virtual_stage < 0 || key.to_virtual_stage >= schedule.virtual_stages()) {
-            check(schedule);  // an SA of the last or SG of the first virtual stage: says so
-            LOOM_THROW("simulate: schedule '", schedule.name, "' sends ", to_string(a, schedule.chunks > 1),
-                       " from stage ", s, " past the end of the pipeline");
-          }
-          const int to = holder[static_cast<std::size_t>(key.to_virtual_stage)];
-          Transfer transfer{s, to, a, clock[s], clock[s]};
-          if (to != s) {  // else a local hand-over between two chunks of s: no time, no link
-            // An activation and its gradient have the size of the producing stage's output and
-            // share one link (in opposite directions): the link after the producer, except on the
-            // way back up a V (producer p → p − 1), which uses the link between p − 1 and p.
-            const int producer = a.op == Op::SendActivation ? s : to;
-            const int consumer = a.op == Op::SendActivation ? to : s;
-            const bool up = !schedule.placement.empty() && consumer == producer - 1;
-            const Link link = costs.link(up ? consumer : producer);
-            const double bytes = costs.stage(producer).boundary_bytes;
-            double& free_at = link_free[{s, to}];
-            transfer.start_ms = std::max(clock[s], free_at);
-            const double wire_ms = std::isinf(link.bandwidth_bytes_per_s) ? 0 : bytes / link.bandwidth_bytes_per_s * 1e3;
-            free_at = transfer.start_ms + wire_ms;
-            transfer.arrival_ms = free_at + link.latency_ms;
-          }
-          arrival[key] = transfer.arrival_ms;
-          result.transfers.push_back(transfer);
-        } else {
-          const double d = duration_ms(a, cost, schedule.chunks);
-          timed.end_ms = clock[s] + d;
-          result.stages[s].busy_ms += d;
-          if (is_compute(a.op)) result.stages[s].compute_ms += d;
-        }
-        clock[s] = timed.end_ms;
-        result.timeline.push_back(timed);
-        ++next[s];
-        --remaining;
-        progress = true;
-      }
+      const std::size_t done = sim.advance(s, next[s], groups[s]);
+      remaining -= done;
+      progress = progress || done > 0;
     }
   }
+  std::vector<double>& clock = sim.clock;
   if (remaining > 0) {
     check(schedule);  // says why it is stuck
     LOOM_THROW("simulate: schedule '", schedule.name, "' cannot finish");

@@ -88,7 +88,8 @@ std::string svg_timeline(const Trace& trace, const std::string& title) {
     const double x = label_width + e.start_ms * scale, w = e.duration_ms * scale;
     const double y = top + e.track * row_height + 2;
     svg << "<rect x=\"" << x << "\" y=\"" << y << "\" width=\"" << w << "\" height=\"" << row_height - 4
-        << "\" fill=\"" << color_for(e) << "\" stroke=\"white\" stroke-width=\"0.5\"><title>" << escape(e.name)
+        << "\" fill=\"" << color_for(e) << (e.overlapped ? "\" stroke=\"black\" stroke-width=\"1.5" : "\" stroke=\"white\" stroke-width=\"0.5")
+        << "\"><title>" << escape(e.name) << (e.overlapped ? " (overlapped pair)" : "")
         << (e.virtual_stage >= 0 ? " (virtual stage " + std::to_string(e.virtual_stage) + ")" : "") << " ["
         << e.start_ms << ", " << e.start_ms + e.duration_ms << "] ms</title></rect>\n";
     const std::string label = e.microbatch >= 0 ? std::to_string(e.microbatch) : e.name;
@@ -120,6 +121,9 @@ std::string svg_timeline(const Trace& trace, const std::string& title) {
   const bool chunks = std::any_of(trace.events.begin(), trace.events.end(), [](const TraceEvent& e) { return e.chunk > 0; });
   if (chunks)
     svg << "<text x=\"" << legend_x << "\" y=\"" << axis_y + 50 << "\">lighter: later chunks</text>\n";
+  if (std::any_of(trace.events.begin(), trace.events.end(), [](const TraceEvent& e) { return e.overlapped; }))
+    svg << "<text x=\"" << legend_x + (chunks ? 140 : 0) << "\" y=\"" << axis_y + 50
+        << "\">black outline: overlapped F+B pair</text>\n";
   svg << "</svg>\n";
   return svg.str();
 }

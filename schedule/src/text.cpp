@@ -75,6 +75,31 @@ std::optional<std::string> parse_token(std::string_view token, Action& action) {
   return std::nullopt;
 }
 
+// Parses one token, an action or an overlapped pair "(F7c0;B3c1)", onto `program`; returns what is
+// wrong with it, or nullopt.
+std::optional<std::string> parse_item(std::string_view token, std::vector<Action>& program) {
+  if (token.front() != '(') {
+    Action action;
+    if (auto problem = parse_token(token, action)) return problem;
+    program.push_back(action);
+    return std::nullopt;
+  }
+  const std::size_t semicolon = token.find(';');
+  if (token.back() != ')' || semicolon == std::string_view::npos || token.size() < 5)
+    return "an overlapped pair is written (F<mb>[c<chunk>];B<mb>[c<chunk>]), e.g. (F7c0;B3c1)";
+  Action halves[2];
+  const std::string_view parts[2] = {token.substr(1, semicolon - 1), token.substr(semicolon + 1, token.size() - semicolon - 2)};
+  for (int h = 0; h < 2; ++h)
+    if (auto problem = parse_token(parts[h], halves[h])) return "in the overlapped pair: " + *problem;
+  if (halves[0].op != Op::Forward || halves[1].op != Op::Backward)
+    return "an overlapped pair runs a forward F and a full backward B, in that order (e.g. (F7c0;B3c1))";
+  halves[0].overlap = Overlap::forward_half;
+  halves[1].overlap = Overlap::backward_half;
+  program.push_back(halves[0]);
+  program.push_back(halves[1]);
+  return std::nullopt;
+}
+
 // Calls `each(token, column)` (column 1-based within `line`) for every blank-separated token
 // before a '#'.
 template <typename Each>
@@ -108,8 +133,14 @@ std::string program_text(const Schedule& schedule, int stage, TextStyle style) {
   std::string text;
   for (const Action& action : schedule.programs.at(stage)) {
     if (style == TextStyle::Compute && is_communication(action.op)) continue;
+    if (action.overlap == Overlap::backward_half) {  // "(F7c0;B3c1)": its forward half wrote "(F7c0;"
+      text += to_string(action, schedule.chunks > 1) + ")";
+      continue;
+    }
     if (!text.empty()) text += ' ';
+    if (action.overlap == Overlap::forward_half) text += '(';
     text += to_string(action, schedule.chunks > 1);
+    if (action.overlap == Overlap::forward_half) text += ';';
   }
   return text;
 }
@@ -145,11 +176,11 @@ Action parse_action(std::string_view token) {
 
 std::vector<Action> parse_program(std::string_view line) {
   std::vector<Action> program;
+  int tokens = 0;
   for_each_token(line, [&](std::string_view token, std::size_t column) {
-    Action action;
-    if (auto problem = parse_token(token, action))
-      LOOM_THROW("bad action '", excerpt(token), "' (token ", program.size() + 1, ", column ", column, "): ", *problem);
-    program.push_back(action);
+    ++tokens;
+    if (auto problem = parse_item(token, program))
+      LOOM_THROW("bad action '", excerpt(token), "' (token ", tokens, ", column ", column, "): ", *problem);
   });
   return program;
 }
@@ -261,12 +292,12 @@ Schedule parse_schedule(std::string_view text, const std::string& source) {
                     ": <actions>' (stages in order from 0), found '", excerpt(content), "'");
     std::vector<Action> program;
     std::string_view rest = std::string_view(line).substr(colon + 1);
+    int tokens = 0;
     for_each_token(rest, [&](std::string_view token, std::size_t column) {
-      Action action;
-      if (auto problem = parse_token(token, action))
-        LOOM_THROW(where(colon + 1 + column), "bad action '", excerpt(token), "' (token ", program.size() + 1,
-                     " of stage ", expected, "): ", *problem);
-      program.push_back(action);
+      ++tokens;
+      if (auto problem = parse_item(token, program))
+        LOOM_THROW(where(colon + 1 + column), "bad action '", excerpt(token), "' (token ", tokens, " of stage ",
+                   expected, "): ", *problem);
     });
     schedule.programs.push_back(std::move(program));
   }

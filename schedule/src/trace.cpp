@@ -43,6 +43,7 @@ TraceEvent trace_event(const Action& action, int track, int stage, double start_
   event.chunk = action.microbatch >= 0 ? action.chunk : -1;
   event.version = action.version;
   event.stage = stage;
+  event.overlapped = action.overlap != Overlap::none;
   return event;
 }
 
@@ -74,6 +75,7 @@ nlohmann::json chrome_event(const TraceEvent& e) {
   if (e.chunk >= 0) args["chunk"] = e.chunk;
   if (e.virtual_stage >= 0) args["virtual_stage"] = e.virtual_stage;
   if (e.version >= 0) args["version"] = e.version;
+  if (e.overlapped) args["overlapped"] = true;
   nlohmann::json event = {{"name", e.name}, {"cat", e.category}, {"pid", 0}, {"tid", e.track},
                           {"ts", e.start_ms * 1e3}, {"args", args}};
   if (e.duration_ms > 0) {

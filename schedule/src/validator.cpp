@@ -228,6 +228,30 @@ void check_work(const Schedule& schedule, Reporter& report) {
   }
 }
 
+// Overlapped pairs (overlap.h): a forward half followed at once by a backward half, F then B.
+void check_overlap(const Schedule& schedule, Reporter& report) {
+  for (int s = 0; s < schedule.stages; ++s) {
+    const auto& program = schedule.programs[s];
+    for (std::size_t i = 0; i < program.size(); ++i) {
+      const Action& a = program[i];
+      if (a.overlap == Overlap::none) continue;
+      const bool forward_half = a.overlap == Overlap::forward_half;
+      const bool paired = forward_half ? i + 1 < program.size() && program[i + 1].overlap == Overlap::backward_half
+                                       : i > 0 && program[i - 1].overlap == Overlap::forward_half;
+      const std::string name = to_string(a, schedule.chunks > 1);
+      if (!paired)
+        report("stage ", s, ", action ", i + 1, ": ", name, " is half of an overlapped pair whose other half is not ",
+               forward_half ? "right after it" : "right before it");
+      else if (a.op != (forward_half ? Op::Forward : Op::Backward))
+        report("stage ", s, ", action ", i + 1, ": ", name, " cannot be the ", forward_half ? "first" : "second",
+               " half of an overlapped pair (a forward F, then a full backward B)");
+      else if (a.version >= 0)
+        report("stage ", s, ", action ", i + 1, ": ", name,
+               " is overlapped, but overlapped pairs need a synchronous schedule (no weight versions)");
+    }
+  }
+}
+
 // One AR and one STEP after all compute (synchronous), or versions that exist (asynchronous).
 void check_updates(const Schedule& schedule, Reporter& report) {
   const bool asynchronous = schedule.asynchronous();
@@ -371,6 +395,7 @@ ValidationReport validate(const Schedule& schedule) {
   Reporter report{result.errors};
   if (!check_shape(schedule, report)) return result;
   check_work(schedule, report);
+  check_overlap(schedule, report);
   check_updates(schedule, report);
   // A missing send or receive would show up again as a deadlock; report the cause only.
   if (result.errors.empty()) check_deadlock(schedule, report);

@@ -321,7 +321,7 @@ def weight_stashing(rows, png):
 
 SCHEDULE_LABELS = {"gpipe": "GPipe", "dapple": "1F1B\n(DAPPLE)", "zb-h1": "ZB-H1", "zb-h2": "ZB-H2",
                    "interleaved": "interleaved\n1F1B", "looped-bfs": "looped\nBFS", "interleaved-zb": "interleaved\nZB",
-                   "zb-v": "ZB-V", "v-half": "V-Half", "v-min": "V-Min"}
+                   "zb-v": "ZB-V", "v-half": "V-Half", "v-min": "V-Min", "dualpipev": "DualPipeV"}
 
 
 def schedule_memory(rows, png):

@@ -26,12 +26,12 @@ import sys
 
 TOKEN = re.compile(r"^(F|BI|BW|B|SA|RA|SG|RG|AR|STEP)(\d*)(?:c(\d+))?(?:@\d+)?$")
 COMPUTE = {"F", "B", "BI", "BW"}
-SPLIT_KINDS = {"zb-h1", "zb-h2", "interleaved-zb", "zb-v", "v-half", "v-min"}
+SPLIT_KINDS = {"zb-h1", "zb-h2", "interleaved-zb", "zb-v", "v-half", "v-min", "dualpipev"}  # dualpipev: in part
 CHUNKED_KINDS = {"interleaved", "looped-bfs", "interleaved-zb"}  # take --chunks
-V_KINDS = {"zb-v", "v-half", "v-min"}
+V_KINDS = {"zb-v", "v-half", "v-min", "dualpipev"}
 LABELS = {"gpipe": "GPipe", "dapple": "1F1B (DAPPLE)", "zb-h1": "ZB-H1", "zb-h2": "ZB-H2",
           "interleaved": "interleaved 1F1B", "looped-bfs": "looped BFS", "interleaved-zb": "interleaved ZB",
-          "zb-v": "ZB-V", "v-half": "V-Half", "v-min": "V-Min"}
+          "zb-v": "ZB-V", "v-half": "V-Half", "v-min": "V-Min", "dualpipev": "DualPipeV"}
 
 
 def chunks_of(kind):
@@ -62,6 +62,8 @@ def paper_ratio(kind, s, m, v):
         return 0.5, "controllable-memory paper: V-Half 1/2"
     if kind == "v-min":
         return 1 / 3, "controllable-memory paper: V-Min 1/3"
+    if kind == "dualpipev":
+        return (2 * s + 1) / (2 * s), "DualPipe table: 2S+1 chunks, (2S+1)/2S"
     raise ValueError(kind)
 
 
@@ -91,6 +93,10 @@ def formula_bubble(kind, s, m, v):
             return (s - 1) / (3 * v * m + s - 1), "(S−1)/(3vM+S−1) for M ≥ S, longest path"
         return None, "M < S: the max of two forms"
     slots = 6 * m  # the V kinds: a slot is one chunk action, each stage computes 6M of them
+    if kind == "dualpipev":
+        if m < 2 * s:
+            return None, "M < 2S: the phases shrink (M >= 2S in the doc)"
+        return 1 - slots / (6 * m + s - 1), "1 − 6M/(6M+S−1) slots for M ≥ 2S, loom's pairs (rigid pairs: 6M+2(S−1))"
     if kind == "zb-v":
         step = max(6 * m + s - 1, 4 * m + 4 * s - 2)
         return 1 - slots / step, "1 − 6M/max(6M+S−1, 4M+4S−2) slots, lower bound met"
@@ -123,7 +129,10 @@ def parse_full(text, stages, chunks):
         elif re.match(r"^stage \d+:", line):
             head, body = line.split(":", 1)
             program = []
-            for token in body.split():
+            tokens = []
+            for token in body.split():  # an overlapped pair (F3c0;B1c1): its halves in order
+                tokens += token.strip("()").split(";") if token.startswith("(") else [token]
+            for token in tokens:
                 match = TOKEN.match(token)
                 if not match:
                     raise ValueError(f"cannot read action {token!r}")

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every schedule kind's per-stage activation peak, measured by `loom train`, next to what its paper
 # says relative to 1F1B (ZB-H1 ≈ 1F1B, ZB-H2 (2S−1)/S, ZB-V ≈ 1F1B, V-Half 1/2, V-Min 1/3,
-# interleaved 1F1B 1 + (S−1)/(S·v), GPipe and looped BFS all M), `loom simulate`'s peak in-flight
+# interleaved 1F1B 1 + (S−1)/(S·v), GPipe and looped BFS all M, DualPipeV (2S+1)/2S), `loom simulate`'s peak in-flight
 # (micro-batch, chunk) pairs, and a tensor-level model of loom's accounting
 # (scripts/reproduce/schedule_memory.py); and `loom simulate`'s bubble against the closed forms of
 # docs/schedules.md.
@@ -20,7 +20,7 @@
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 repro_init schedule_memory "$@"
-kinds=${KINDS:-gpipe dapple zb-h1 zb-h2 interleaved looped-bfs interleaved-zb zb-v v-half v-min}
+kinds=${KINDS:-gpipe dapple zb-h1 zb-h2 interleaved looped-bfs interleaved-zb zb-v v-half v-min dualpipev}
 rows=${ROWS:-8}
 layers=${LAYERS:-8}
 width=512

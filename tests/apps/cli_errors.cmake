@@ -261,8 +261,8 @@ message(STATUS "ok: --config pipedream.options.toml repeats the pipedream run")
 file(WRITE ${WORK_DIR}/bad.csv "0F0,0B1,0F1,0B0\r\n1F0,1B0,1F1,1B1\r\n")
 expect_single_failure("bad.csv: rank 0, step 2: '0B1': backward B with no forward before it"
                       simulate --schedule-file ${WORK_DIR}/bad.csv)
-file(WRITE ${WORK_DIR}/overlap.csv "0F0,0F1,(0F2;0B0)OVERLAP_F_B,0B1,0B2\r\n")
-expect_single_failure("overlap.csv: rank 0, step 3: '(0F2;0B0)OVERLAP_F_B': overlapped actions"
+file(WRITE ${WORK_DIR}/overlap.csv "0F0,0F1,(0B0;0F2)OVERLAP_F_B,0B1,0B2\r\n")
+expect_single_failure("overlap.csv: rank 0, step 3: '(0B0;0F2)OVERLAP_F_B': an overlapped pair runs a forward F"
                       simulate --schedule-file ${WORK_DIR}/overlap.csv)
 expect_single_failure("--format: unknown schedule file format 'json'"
                       schedule export --schedule dapple --stages 2 --microbatches 4 --format json)

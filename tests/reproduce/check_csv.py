@@ -149,8 +149,9 @@ def gpipe_vs_dapple(rows):
 
 
 def schedule_memory(rows):
-    kinds = {"gpipe", "dapple", "zb-h1", "zb-h2", "interleaved", "looped-bfs", "interleaved-zb", "zb-v", "v-half", "v-min"}
-    split = {"zb-h1", "zb-h2", "interleaved-zb", "zb-v", "v-half", "v-min"}
+    kinds = {"gpipe", "dapple", "zb-h1", "zb-h2", "interleaved", "looped-bfs", "interleaved-zb", "zb-v", "v-half", "v-min",
+             "dualpipev"}
+    split = {"zb-h1", "zb-h2", "interleaved-zb", "zb-v", "v-half", "v-min", "dualpipev"}
     check({r["schedule"] for r in rows} == kinds, "every schedule kind present")
     ms = sorted({int(r["microbatches"]) for r in rows})
     s_count = int(rows[0]["stages"])
@@ -183,7 +184,7 @@ def schedule_memory(rows):
             S = s_count
             expected = {"gpipe": m, "dapple": S - s, "zb-h1": S, "zb-h2": 2 * S - 1, "interleaved": 2 * (S - s - 1) + S + 1,
                         "looped-bfs": 2 * m, "interleaved-zb": 2 * S, "zb-v": 2 * S, "v-half": 2 * (S // 2) + 2,
-                        "v-min": 2 * (S // 3) + 2 + (2 if S % 3 == 2 and s % 3 else 0)}[kind]
+                        "v-min": 2 * (S // 3) + 2 + (2 if S % 3 == 2 and s % 3 else 0), "dualpipev": 2 * S + 1}[kind]
             check(int(r["simulated_inflight_chunks"]) == expected, f"{case}: simulated in flight {expected}")
 
 

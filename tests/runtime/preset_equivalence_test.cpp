@@ -118,14 +118,14 @@ TEST_CASE("the papers' model families train pipelined as they do sequentially", 
   }
 }
 
-// Issue 28: a V-shaped and a looped zero-bubble schedule on paper families at tiny size (GNMT's
+// Issue 28: V-shaped (ZB-V, DualPipeV) and looped zero-bubble schedules on paper families at tiny size (GNMT's
 // boundaries carry two tensors, through the V's local turn too).
-TEST_CASE("paper families train under ZB-V and interleaved zero bubble as they do sequentially", "[train][mpi][models]") {
+TEST_CASE("paper families train under ZB-V, interleaved zero bubble and DualPipeV as they do sequentially", "[train][mpi][models]") {
   comm::ensure_mpi();
   REQUIRE(comm::world_size() == 4);
   const std::string model = GENERATE(as<std::string>{}, "gnmt16", "bert48");
   for (const auto& [stages, replicas, schedule] : std::vector<std::tuple<int, int, std::string>>{
-           {4, 1, "zb-v"}, {2, 2, "interleaved-zb"}}) {
+           {4, 1, "zb-v"}, {2, 2, "interleaved-zb"}, {4, 1, "dualpipev"}}) {
     runtime::TrainerConfig o = tiny(model);
     if (model == "bert48") o.overrides = "layers=6";  // 8 blocks: one per virtual stage of 4 stages x 2 chunks
     o.stages = stages;

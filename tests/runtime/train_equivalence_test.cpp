@@ -102,9 +102,19 @@ TEST_CASE("the zero-bubble, looped and V-shaped schedules equal sequential train
   }
 }
 
+// Issue 28: DualPipeV, whose overlapped pairs (F of one chunk with B of the other) the executor
+// interleaves block by block (runtime/src/overlap_pair.cpp), with and without recomputation.
+TEST_CASE("DualPipeV equals sequential training", "[train][mpi]") {
+  REQUIRE(!layouts_of_this_world().empty());
+  for (const std::string model : {"mlp", "gpt"}) {
+    const runtime::TrainerConfig base = small_model(model);
+    check_schedules(base, test::train_sequentially(base), {{"dualpipev", false}, {"dualpipev", true}});
+  }
+}
+
 // Issue 28: schedules from files in PyTorch's CSV notation (torch.distributed.pipelining's
 // _dump_csv form: a row per rank, cells STAGE OP MICROBATCH, I/W the split backward), written by
-// hand for S = 2, M = 4: the file sets the stages, chunks and placement, replicas = ranks / 2.
+// hand for S = 2, M = 4 (DualPipeV's with the overlapped pairs of PyTorch's OVERLAP_F_B cells): the file sets the stages, chunks and placement, replicas = ranks / 2.
 TEST_CASE("schedules from PyTorch CSV files equal sequential training", "[train][mpi][schedule-file]") {
   comm::ensure_mpi();
   const std::vector<std::pair<std::string, std::string>> files = {
@@ -115,7 +125,12 @@ TEST_CASE("schedules from PyTorch CSV files equal sequential training", "[train]
        "1F0,1F1,3F0,3B0,3F1,3B1,1F2,1B0,1F3,1B1,3F2,3B2,3F3,3B3,1B2,1B3\r\n"},
       {"zb-v",  // V: rank 0 holds stages 0 and 3, rank 1 stages 1 and 2 (the turn is local)
        "0F0,0F1,0F2,3F0,3I0,3W0,3F1,3I1,3W1,0F3,0I0,0W0,3F2,3I2,3W2,0I1,0W1,3F3,3I3,3W3,0I2,0W2,0I3,0W3\r\n"
-       "1F0,2F0,1F1,2F1,2I0,2W0,1F2,1I0,1W0,2F2,2I1,2W1,1F3,1I1,1W1,2F3,2I2,2W2,1I2,2I3,1I3,1W2,2W3,1W3\r\n"}};
+       "1F0,2F0,1F1,2F1,2I0,2W0,1F2,1I0,1W0,2F2,2I1,2W1,1F3,1I1,1W1,2F3,2I2,2W2,1I2,2I3,1I3,1W2,2W3,1W3\r\n"},
+      {"dualpipev",  // V as zb-v, with PyTorch's overlapped pairs (F of one stage; B of another)
+       "0F0,0F1,0F2,3F0,3I0,3W0,3F1,(0F3;3B1)OVERLAP_F_B,(3F2;0B0)OVERLAP_F_B,3B2,(3F3;0B1)OVERLAP_F_B,3B3,0I2,0W2,"
+       "0I3,0W3\r\n"
+       "1F0,2F0,1F1,2F1,1F2,2B0,(2F2;1B0)OVERLAP_F_B,(1F3;2B1)OVERLAP_F_B,(2F3;1B1)OVERLAP_F_B,2B2,1B2,2I3,1I3,2W3,"
+       "1W3\r\n"}};
   for (const std::string model : {"mlp", "gpt"}) {
     runtime::TrainerConfig base = small_model(model);
     const test::SequentialRun reference = test::train_sequentially(base);

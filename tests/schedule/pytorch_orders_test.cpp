@@ -1,6 +1,6 @@
 // loom's generators against PyTorch's own schedule classes (issue 28): the compute order PyTorch 2.x
-// computes for ScheduleLoopedBFS, ScheduleInterleavedZeroBubble, ScheduleZBVZeroBubble and
-// ScheduleInterleaved1F1B at S = 4 ranks, 2 stages per rank, M = 8, written once as CSV by
+// computes for ScheduleLoopedBFS, ScheduleInterleavedZeroBubble, ScheduleZBVZeroBubble,
+// ScheduleInterleaved1F1B and ScheduleDualPipeV (its overlapped pairs included) at S = 4 ranks, 2 stages per rank, M = 8, written once as CSV by
 // scripts/pytorch_schedule_orders.py into tests/schedule/pytorch/ (its README.md has the torch
 // version, the command and the date). Each file is read with parse_csv_schedule; per rank, the
 // sequence of compute actions (op, micro-batch, virtual stage) must equal the generator's, and so
@@ -38,6 +38,7 @@ struct Compute {
   Op op;
   int microbatch;
   int virtual_stage;
+  Overlap overlap;
   friend bool operator==(const Compute&, const Compute&) = default;
 };
 
@@ -47,13 +48,14 @@ std::string to_string(const Compute& c) {
                    : c.op == Op::BackwardInput  ? "I"
                    : c.op == Op::BackwardWeight ? "W"
                                                 : "?";
-  return std::to_string(c.virtual_stage) + op + std::to_string(c.microbatch);  // PyTorch's cell
+  const std::string cell = std::to_string(c.virtual_stage) + op + std::to_string(c.microbatch);  // PyTorch's cell
+  return c.overlap == Overlap::none ? cell : cell + (c.overlap == Overlap::forward_half ? " (overlapped, first)" : " (overlapped, second)");
 }
 
 std::vector<Compute> compute_order(const Schedule& schedule, int stage) {
   std::vector<Compute> order;
   for (const Action& a : schedule.programs.at(static_cast<std::size_t>(stage)))
-    if (is_compute(a.op)) order.push_back({a.op, a.microbatch, schedule.virtual_stage(stage, a.chunk)});
+    if (is_compute(a.op)) order.push_back({a.op, a.microbatch, schedule.virtual_stage(stage, a.chunk), a.overlap});
   return order;
 }
 
@@ -96,7 +98,8 @@ void check_same_order(const std::string& kind) {
     CHECK(held_virtual_stages(both.loom, rank) == held_virtual_stages(both.pytorch, rank));
     const std::vector<Compute> expected = compute_order(both.pytorch, rank);
     const std::vector<Compute> actual = compute_order(both.loom, rank);
-    CHECK(expected.size() == static_cast<std::size_t>(kMicrobatches * kChunks * (kind == "looped-bfs" || kind == "interleaved" ? 2 : 3)));
+    if (kind != "dualpipev")  // DualPipeV mixes full and split backwards
+      CHECK(expected.size() == static_cast<std::size_t>(kMicrobatches * kChunks * (kind == "looped-bfs" || kind == "interleaved" ? 2 : 3)));
     const int at = first_difference(expected, actual);
     INFO("first difference at position " << at << ": PyTorch "
                                          << (at >= 0 && at < static_cast<int>(expected.size()) ? to_string(expected[static_cast<std::size_t>(at)]) : "(end)")
@@ -118,6 +121,17 @@ TEST_CASE("zb-v is PyTorch's ScheduleZBVZeroBubble (S=4, M=8, 2 stages per rank)
 
 TEST_CASE("interleaved is PyTorch's ScheduleInterleaved1F1B (S=4, M=8, 2 stages per rank)") {
   check_same_order("interleaved");
+}
+
+TEST_CASE("dualpipev is PyTorch's ScheduleDualPipeV, overlapped pairs included (S=4, M=8, 2 stages per rank)") {
+  check_same_order("dualpipev");
+  const Loaded both = load("dualpipev");
+  int pairs = 0;
+  for (const auto& program : both.pytorch.programs)
+    for (const Action& a : program) pairs += a.overlap == Overlap::forward_half;
+  CHECK(pairs == 5 + 6 + 7 + 7);  // the (0F7;7B3)OVERLAP_F_B cells of the file, rank 0 to 3
+  for (int rank = 0; rank < kStages; ++rank)
+    CHECK(held_virtual_stages(both.pytorch, rank) == std::set<int>{rank, 2 * kStages - 1 - rank});
 }
 
 TEST_CASE("the placements are PyTorch's: looped for BFS and interleaved, V for ZB-V") {

@@ -17,14 +17,10 @@
 #include "require_programs.h"
 
 using namespace loom::schedule;
+using loom::schedule::test::first_error;
 using loom::schedule::test::require_programs;
 
 namespace {
-
-std::string first_error(const Schedule& schedule) {
-  const ValidationReport report = validate(schedule);
-  return report.errors.empty() ? "" : report.errors.front();
-}
 
 // Every chunk action costs one slot: F = 2, B = 4 per stage, so F = BI = BW = 1 per chunk.
 CostModel slot_costs() { return uniform_costs(2, 4); }

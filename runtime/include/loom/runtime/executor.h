@@ -10,6 +10,10 @@
 //       an AR, the runner reports each block as soon as it is done, and the gradient bucketer
 //       starts that block's allreduce while the remaining blocks still run backward
 //   SG  start sending the input gradient back
+//   (F;B) an overlapped pair (DualPipeV, schedule/overlap.h) with the receives right before it and
+//       the sends right after it, run as one action (overlap_pair.cpp): whichever half has its
+//       input runs, a block at a time, the forward first when both have; the links progress
+//       between blocks and each half's output leaves as soon as that half ends
 //   AR  wait for every gradient bucket of this rank's chunks (sum over replicas)
 //   STEP the optimizer step (a callback, given the global batch it completes), then gradients
 //       are zeroed
@@ -31,6 +35,8 @@
 #include <loom/comm/process_groups.h>
 #include <loom/layers/chain.h>
 #include <loom/runtime/precision.h>
+#include <loom/runtime/stage_runner.h>
+#include <loom/schedule/overlap.h>
 #include <loom/schedule/schedule.h>
 
 namespace loom::runtime {
@@ -74,7 +80,6 @@ struct ActionEvent {
   double start_us = 0, end_us = 0;
 };
 
-class StageRunner;
 class WeightStash;
 
 class Executor {
@@ -105,12 +110,27 @@ class Executor {
  private:
   struct MicrobatchState;
   struct ChunkState;
+  struct OverlapHalf;
 
   void prepare_microbatches(const std::vector<schedule::Action>& program, std::int64_t first_batch);
   void read_rows(const ChunkState& chunk, MicrobatchState& state, const BatchReader& reader);
   void forward(ChunkState& chunk, int microbatch, const BatchReader& reader, StepResult& result,
                std::int64_t first_batch);
   void backward(ChunkState& chunk, const schedule::Action& action, bool final_for_batch);
+  // The pieces of forward() and of a full backward, for an overlapped pair's halves.
+  StageRunner::Pass begin_forward(ChunkState& chunk, int microbatch, const BatchReader& reader);
+  void end_forward(ChunkState& chunk, StageRunner::Pass& pass, StepResult& result, std::int64_t first_batch);
+  StageRunner::Pass begin_backward(ChunkState& chunk, int microbatch, bool final_for_batch);
+  void end_backward(ChunkState& chunk, StageRunner::Pass& pass);
+  // Feeds the gradient bucketer block by block during the backward that completes a chunk's gradients.
+  StageRunner::BlockDone block_done(ChunkState& chunk, bool final_for_batch);
+  // An overlapped pair's group (overlap_pair.cpp).
+  void run_overlap_group(const schedule::OverlapGroup& group, std::int64_t first_batch, const BatchReader& reader,
+                         StepResult& result);
+  // Takes a half's input if its receive has completed (or was local); true once it is there.
+  bool poll_input(OverlapHalf& half, double since_us);
+  void wait_for_an_input(OverlapHalf* halves, double since_us);
+  void emit(const schedule::Action& action, double start_us, double end_us);
   void send(ChunkState& chunk, const schedule::Action& action);
   // Waits for a posted receive: the tensors widened back to f32 from a 16-bit precision's boundary
   // dtype (precision.h), charged to communication as the received tensors are.
@@ -130,6 +150,7 @@ class Executor {
   std::unique_ptr<WeightStash> stash_;
   std::vector<char> final_backward_;    // per action: the backward that completes a chunk for an AR
   std::vector<char> pause_points_;      // per action: 1 + its LOOM_TEST_PAUSE_AT point, or 0
+  std::map<std::size_t, schedule::OverlapGroup> overlap_groups_;  // by the index the group begins at
   std::function<void(const ActionEvent&)> observer_;
   std::map<std::int64_t, double> target_counts_;  // count_targets: per batch in flight
   std::int64_t batch_rows_ = 0;         // rows of the batch being run

@@ -12,6 +12,9 @@
 // Passing `on_block_done` to backward / backward_weight runs the blocks one at a time and reports
 // each block, last to first, as soon as its parameter gradients are final: the gradient bucketer
 // is fed from that callback.
+// A forward or a full backward can also be run a block at a time (begin_forward / begin_backward,
+// step, finish: forward() and backward() are such a pass run to its end), so that the executor can
+// interleave two of them (DualPipeV's overlapped pair) and progress its links between blocks.
 // Under Precision::bf16 or fp16 (precision.h) the runner rounds to 16 bits the float inputs, every
 // block's outputs, the loss gradient and every gradient leaving a block backwards, so it always
 // runs the blocks one at a time; fp32 runs the chain as it is. The last stage's backward starts
@@ -62,6 +65,29 @@ class StageRunner {
   TensorList backward_input(int microbatch, TensorList grad_outputs);
   void backward_weight(int microbatch, const BlockDone& on_block_done = nullptr);
 
+  // One micro-batch's forward or full backward, run a block per step().
+  class Pass {
+   public:
+    bool done() const { return done_; }
+    int microbatch() const { return microbatch_; }
+
+   private:
+    friend class StageRunner;
+    bool backward_ = false, started_ = false, done_ = false;
+    int microbatch_ = 0;
+    std::size_t blocks_run_ = 0;
+    TensorList x_;       // what flows between blocks
+    TensorList inputs_;  // a forward's inputs, alive until it is done (as for a whole forward)
+    BlockDone on_block_done_;
+  };
+  Pass begin_forward(int microbatch, TensorList inputs, Tensor targets, const MicrobatchInfo& info);
+  Pass begin_backward(int microbatch, TensorList grad_outputs, BlockDone on_block_done = nullptr);
+  // Runs the pass's next block: a forward's last step also applies the loss (last stage); a
+  // backward's first step also recomputes the forward (recompute) and starts from the loss.
+  void step(Pass& pass);
+  // The outputs (forward) or the input gradients (backward) of a done pass.
+  TensorList finish(Pass& pass);
+
   // Forward in evaluation mode (no dropout, BatchNorm running statistics); nothing is kept.
   TensorList evaluate(const TensorList& inputs, const MicrobatchInfo& info);
 
@@ -88,6 +114,8 @@ class StageRunner {
   ops::GemmOperandScope block_math() const;
   // The gradient backward starts from: the loss's (last stage) or the received one.
   TensorList start_backward(Microbatch& mb, TensorList grad_outputs);
+  void forward_step(Pass& pass);
+  void backward_step(Pass& pass);
   Microbatch& at(int microbatch);
 
   Chain& chain_;

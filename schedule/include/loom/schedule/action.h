@@ -8,6 +8,7 @@
 //   AR  STEP                allreduce of this stage's gradients, optimizer step
 //   F3c1                    ... on virtual-stage chunk 1 of this rank (printed only when chunks > 1)
 //   F3@2                    ... using weight version 2 (asynchronous schedules only)
+//   (F7c0;B3c1)             an overlapped pair: F7c0 and B3c1 run as one action (DualPipeV)
 #pragma once
 
 #include <cstdint>
@@ -29,11 +30,16 @@ enum class Op : std::uint8_t {
   Step,            // STEP: optimizer step (creates the next weight version)
 };
 
+// DualPipeV's overlapped forward + backward: two compute actions of one rank, next to each other in
+// its program (the forward first), run as one action whose halves the executor interleaves (overlap.h).
+enum class Overlap : std::uint8_t { none, forward_half, backward_half };
+
 struct Action {
   Op op = Op::Forward;
   int microbatch = -1;  // -1 for AR and STEP
   int chunk = 0;        // virtual-stage chunk on this rank, 0..chunks-1
   int version = -1;     // weight version used (asynchronous schedules), -1 when not tracked
+  Overlap overlap = Overlap::none;
 
   friend bool operator==(const Action&, const Action&) = default;
 };

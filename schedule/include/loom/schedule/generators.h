@@ -58,6 +58,11 @@ Schedule zb_v(int stages, int microbatches);
 Schedule v_half(int stages, int microbatches);
 Schedule v_min(int stages, int microbatches);
 
+// DualPipeV (DeepSeek's DualPipe on a V, PyTorch's ScheduleDualPipeV): V placement, a zero-bubble
+// warm-up, a steady state of overlapped pairs (F of one chunk with B of the other, overlap.h) and a
+// split-backward drain. Any M ≥ 1 (PyTorch needs M ≥ 2S). See dualpipev.cpp.
+Schedule dualpipev(int stages, int microbatches);
+
 // Looped BFS (PyTorch's ScheduleLoopedBFS): looped placement (chunk c of stage s = virtual stage
 // c·S + s); each rank runs the forwards of all micro-batches on chunk 0, then chunk 1, ... (breadth
 // first), then the backwards chunk by chunk in reverse, micro-batches last first. Any M ≥ 1; every

@@ -7,6 +7,7 @@
 //   1B0   stage 1, full backward, micro-batch 0  (loom B)
 //   1I3   input-gradient backward               (loom BI)
 //   2W1   weight-gradient backward              (loom BW)
+//   (0F7;7B3)OVERLAP_F_B  an overlapped pair: F and B run as one action (loom (F7c0;B3c1), overlap.h)
 // an empty cell is an idle step. PyTorch's stage is loom's virtual stage: a rank's chunks are the
 // distinct stages its row names, in increasing order, so the placement (looped, V, ...) comes from
 // the file. Cells for what loom derives itself (SEND_F, RECV_F, SEND_B, RECV_B, UNSHARD, RESHARD,

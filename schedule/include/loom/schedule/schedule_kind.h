@@ -12,7 +12,7 @@ namespace loom::schedule {
 
 enum class ScheduleKind : std::uint8_t {
   gpipe, dapple, pipedream, pipedream_2bw, interleaved, zb_h1,
-  zb_h2, zb_v, v_half, v_min, looped_bfs, interleaved_zb,
+  zb_h2, zb_v, v_half, v_min, looped_bfs, interleaved_zb, dualpipev,
 };
 
 std::string_view schedule_kind_name(ScheduleKind kind);

@@ -23,6 +23,7 @@ struct TraceEvent {
   double duration_ms = 0;   // 0 for instant events (sends)
   int microbatch = -1, chunk = -1, version = -1, stage = -1;
   int virtual_stage = -1;   // the chunk's virtual stage, when known (simulation_trace fills it)
+  bool overlapped = false;  // a half of an overlapped pair (DualPipeV, overlap.h)
 };
 
 struct Trace {
