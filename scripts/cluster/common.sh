@@ -8,6 +8,21 @@ cluster_die() {
   exit 2
 }
 
+# The arguments every cluster script takes, checked alike: host count, cluster name, link rate,
+# subnet octet.
+cluster_check_hosts() {
+  [[ "$1" =~ ^[0-9]+$ ]] && (($1 >= 1 && $1 <= 64)) || cluster_die "N must be a number of hosts in 1..64, got '$1'"
+}
+cluster_check_name() {
+  [[ "$1" =~ ^[a-z0-9]{1,8}$ ]] || cluster_die "--name must be 1-8 of [a-z0-9], got '$1'"
+}
+cluster_check_gbit() {
+  [[ "$1" =~ ^[0-9]+(\.[0-9]+)?$ ]] || cluster_die "--inter-gbit needs a rate in Gbit/s, got '$1'"
+}
+cluster_check_subnet() {
+  [[ "$1" =~ ^[0-9]+$ ]] && (($1 <= 255)) || cluster_die "--subnet must be 0..255, got '$1'"
+}
+
 cluster_require_root() {
   [ "$(id -u)" -eq 0 ] || cluster_die "must run as root (ip netns, veth and tc need CAP_NET_ADMIN)"
   command -v ip >/dev/null || cluster_die "'ip' (iproute2) is not installed"

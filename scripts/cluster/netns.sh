@@ -114,7 +114,7 @@ main() {
   if [ "$command" = up ]; then
     (($#)) || cluster_die "up needs the number of hosts N"
     n=$1; shift
-    [[ "$n" =~ ^[0-9]+$ ]] && ((n >= 1 && n <= 64)) || cluster_die "N must be a number of hosts in 1..64, got '$n'"
+    cluster_check_hosts "$n"
   fi
   while (($#)); do
     case "$1" in
@@ -127,10 +127,10 @@ main() {
     esac
     shift
   done
-  [[ "$gbit" =~ ^[0-9]+(\.[0-9]+)?$ ]] || cluster_die "--inter-gbit needs a rate in Gbit/s, got '$gbit'"
+  cluster_check_gbit "$gbit"
   [[ "$latency" =~ ^[0-9]+(\.[0-9]+)?$ ]] || cluster_die "--latency-ms needs a latency in ms, got '$latency'"
-  [[ "$name" =~ ^[a-z0-9]{1,8}$ ]] || cluster_die "--name must be 1-8 of [a-z0-9], got '$name'"
-  [[ "$subnet" =~ ^[0-9]+$ ]] && ((subnet <= 255)) || cluster_die "--subnet must be 0..255, got '$subnet'"
+  cluster_check_name "$name"
+  cluster_check_subnet "$subnet"
   cluster_require_root
   case "$command" in
     up) cluster_up "$n" "$gbit" "$latency" "$name" "$subnet" ;;

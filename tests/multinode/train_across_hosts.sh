@@ -6,6 +6,7 @@
 # Usage: train_across_hosts.sh LOOM WORKDIR
 set -euo pipefail
 loom=$1 work=$2
+here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$work"
 cd "$work"
 rm -f ./*.jsonl rankfile
@@ -26,17 +27,7 @@ check_placement() {
 
 # Per-step losses of two metrics files agree to a relative 1e-5.
 compare() {
-  /usr/bin/python3 - "$1" "$2" <<'PY'
-import json, sys
-def losses(path):
-    return [json.loads(l)["loss"] for l in open(path) if '"loss"' in l]
-ref, got = losses(sys.argv[1]), losses(sys.argv[2])
-assert len(ref) == 3 and len(got) == len(ref), f"{sys.argv[2]}: {len(got)} steps, expected {len(ref)}"
-for step, (r, g) in enumerate(zip(ref, got), 1):
-    error = abs(g - r) / max(abs(r), 1e-30)
-    print(f"{sys.argv[2]} step {step}: loss {g:.9g} vs sequential {r:.9g} (relative error {error:.2e})")
-    assert error <= 1e-5, "pipelined training across hosts differs from the sequential run"
-PY
+  /usr/bin/python3 "$here/compare_losses.py" "$1" "$2" 3
 }
 
 "$loom" train "${model[@]}" --metrics sequential.jsonl
