@@ -75,13 +75,14 @@ copy_dependencies() {
   done < <(ldd "$elf" | awk '$2 == "=>" { print $1, $3 }')
 }
 
-# Open MPI's launcher, components, help texts and PMIx's components (loaded at run time: ldd cannot
+# Open MPI's launcher, its daemon, components, help texts and PMIx's components (loaded at run time: ldd cannot
 # see them), without the fabric transports this single machine does not use (UCX, OFI, PSM, verbs).
 copy_open_mpi() {
   local launcher file
   launcher=$(readlink -f "$(command -v mpiexec)")
   copy_under_usr "$launcher"
   ln -sf "$(basename "$launcher")" "$stage/usr/bin/mpiexec"
+  copy_under_usr "$(readlink -f "$(command -v orted)")"  # a process started without mpiexec (a singleton) forks it
   for file in /usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3/*.so /usr/lib/x86_64-linux-gnu/pmix2/lib/pmix/*.so; do
     [[ "$(basename "$file")" =~ ucx|ofi|psm|verbs|openib|portals|hcoll|fca|java ]] && continue
     copy_under_usr "$file"

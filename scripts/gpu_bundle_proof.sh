@@ -4,8 +4,9 @@
 # libraries scripts/gpu_image_libs.txt lists (copied from here; the CUDA toolkit's folder mounted
 # read-only), bash and its libtinfo, then inside it
 #   1. lists every ELF of the bundle with the dynamic loader: any "not found" fails;
-#   2. runs `mpiexec -n 2` of CPU_TEST (default comm_allreduce_test, if the bundle has it) through
-#      the bundle's own Open MPI: it must pass;
+#   2. runs `mpiexec -n 2` of CPU_TEST (default comm_allreduce_test, if the bundle has it), and
+#      `loom train` on the CPU alone (an MPI singleton) and over 2 stages with `mpiexec -n 2` (if
+#      the bundle has loom), through the bundle's own Open MPI: each must pass;
 #   3. runs `mpiexec -n 1` of comm_nccl_test (if the bundle has it): without a GPU it must skip (77).
 # Needs root (chroot, mount namespaces). Usage: scripts/gpu_bundle_proof.sh BUNDLE.tar.xz [CPU_TEST]
 set -euo pipefail
@@ -50,6 +51,12 @@ done
 if [ -x "/bundle/bin/$1" ]; then
   mpiexec -n 2 "/bundle/bin/$1"; rc=$?
   echo "mpiexec -n 2 $1: rc $rc"; ((rc == 0)) || failed=1
+fi
+if [ -x /bundle/bin/loom ]; then
+  /bundle/bin/loom train --model mlp --size tiny --data synthetic --steps 2 --device cpu --quiet; rc=$?
+  echo "loom train without mpiexec (an MPI singleton): rc $rc"; ((rc == 0)) || failed=1
+  mpiexec -n 2 /bundle/bin/loom train --model mlp --size tiny --data synthetic --stages 2 --steps 3 --device cpu; rc=$?
+  echo "mpiexec -n 2 loom train --stages 2 --device cpu: rc $rc"; ((rc == 0)) || failed=1
 fi
 if [ -x /bundle/bin/comm_nccl_test ]; then
   mpiexec -n 1 /bundle/bin/comm_nccl_test; rc=$?

@@ -143,7 +143,7 @@ gpt_vs_torch() {
   for precision in fp32 bf16; do
     python3 "$root/scripts/bench_presets_seq.py" "$loom" --presets gpt --device cuda \
       --precision "$precision" --set "${GPT_TORCH_SET:-dim=768,heads=12,layers=12,seq=256,dropout=0}" \
-      --global-batch 32 --microbatches 1 --steps 8 --warmup 3 --repeats 1 --threads 8 \
+      --global-batch 32 --microbatches 1 --steps 8 --warmup 3 --repeats 1 --threads 8 --python "$(command -v python3)" \
       --out "$out/gpt-torch-$precision" || return 1
     python3 - "$out/gpt-torch-$precision/bench_presets_seq.csv" "$precision" <<'EOF'
 import csv, sys

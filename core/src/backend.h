@@ -31,6 +31,7 @@ enum class RandomKind { uniform, normal, bernoulli };
   void scale(Tensor& x, double alpha);                                                               \
   void round_to(Tensor& x, DType storage);                                                           \
   double dot(const Tensor& a, const Tensor& b);                                                      \
+  void add_dot(const Tensor& a, const Tensor& b, Tensor& total);                                     \
   void bias_add(Tensor& x, const Tensor& bias);                                                      \
   void bias_grad(const Tensor& grad, Tensor& grad_bias);                                             \
   void reduce(char op, const Tensor& x, std::int64_t outer, std::int64_t length, std::int64_t inner, \

@@ -257,6 +257,16 @@ double dot(const Tensor& a, const Tensor& b) {
 
 double sum_of_squares(const Tensor& x) { return dot(x, x); }
 
+void add_sum_of_squares(const Tensor& x, Tensor& total) {
+  check_defined("add_sum_of_squares", x, "x");
+  check_defined("add_sum_of_squares", total, "total");
+  check_float("add_sum_of_squares", x);
+  LOOM_CHECK(total.numel() == 1 && total.dtype() == DType::f64 && total.device() == x.device(),
+             "add_sum_of_squares: total must be one f64 on ", x.device().str(), ", not ", dtype_name(total.dtype()), " ",
+             total.shape().str(), " on ", total.device().str());
+  LOOM_DISPATCH(x.device(), add_dot(x, x, total));
+}
+
 void bias_add(Tensor& x, const Tensor& bias) {
   check_same("bias_add", x, bias);
   check_float("bias_add", x);

@@ -135,3 +135,20 @@ TEST_CASE("softmax, log-softmax and softmax backward", "[ops]") {
     }
   }
 }
+
+// add_sum_of_squares keeps the total on the tensors' device (the optimizer's gradient norm reads
+// it once per step): on the CPU and the sim device, the sum of squares in double, accumulated over
+// calls, against a sum written out here; a total of the wrong kind is a clear error.
+TEST_CASE("add_sum_of_squares accumulates on the device", "[ops]") {
+  for (const Device device : {Device::cpu(), Device::sim()}) {
+    INFO(device.str());
+    const Tensor a = Tensor::from_vector(std::vector<float>{1.5f, -2.0f, 0.25f}, Shape{3}).to(device);
+    const Tensor b = Tensor::from_vector(std::vector<double>{3.0, 1e-3}, Shape{2}).to(device);
+    Tensor total = Tensor::zeros({1}, DType::f64, device);
+    ops::add_sum_of_squares(a, total);
+    ops::add_sum_of_squares(b, total);
+    CHECK(total.item() == 1.5 * 1.5 + 2.0 * 2.0 + 0.25 * 0.25 + 3.0 * 3.0 + 1e-3 * 1e-3);
+    Tensor wrong = Tensor::zeros({1}, DType::f32, device);
+    CHECK_THROWS_WITH(ops::add_sum_of_squares(a, wrong), Catch::Contains("total must be one f64 on " + device.str()));
+  }
+}

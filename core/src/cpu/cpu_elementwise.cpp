@@ -91,6 +91,8 @@ double dot(const Tensor& a, const Tensor& b) {
   });
 }
 
+void add_dot(const Tensor& a, const Tensor& b, Tensor& total) { total.data<double>()[0] += dot(a, b); }
+
 void bias_add(Tensor& x, const Tensor& bias) {
   dispatch_floating(x.dtype(), "cpu::bias_add", [&]<typename T>(T) {
     const std::int64_t n = bias.numel();

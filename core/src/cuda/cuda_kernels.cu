@@ -2,6 +2,7 @@
 // The per-element math (casts, Philox) is the same LOOM_HD code the CPU backend runs.
 #include <cfloat>
 
+#include <loom/core/cuda/column_sums.cuh>
 #include <loom/core/cuda/context.h>
 #include <loom/core/error.h>
 #include <loom/core/dtype_dispatch.h>
@@ -58,17 +59,25 @@ __global__ void round_to_f16_kernel(float* x, long long n) {
 
 // One block: deterministic tree reduction of a*b in double.
 template <typename T>
-__global__ void dot_kernel(const T* a, const T* b, long long n, double* result) {
+__global__ void dot_kernel(const T* a, const T* b, long long n, double* block_sums) {
   __shared__ double partial[kThreads];
   double total = 0;
-  for (long long i = threadIdx.x; i < n; i += blockDim.x) total += static_cast<double>(a[i]) * b[i];
+  LOOM_GRID_STRIDE(i, n) total += static_cast<double>(a[i]) * b[i];
   partial[threadIdx.x] = total;
   __syncthreads();
   for (unsigned int stride = blockDim.x / 2; stride > 0; stride /= 2) {
     if (threadIdx.x < stride) partial[threadIdx.x] += partial[threadIdx.x + stride];
     __syncthreads();
   }
-  if (threadIdx.x == 0) *result = partial[0];
+  if (threadIdx.x == 0) block_sums[blockIdx.x] = partial[0];
+}
+
+// *result (= 0 first unless `accumulate`) += the blocks' sums in block order (one thread: at most
+// 1024 values).
+__global__ void add_block_sums_kernel(const double* block_sums, unsigned int blocks, double* result, bool accumulate) {
+  double total = accumulate ? *result : 0.0;
+  for (unsigned int b = 0; b < blocks; ++b) total += block_sums[b];
+  *result = total;
 }
 
 template <typename T>
@@ -76,15 +85,13 @@ __global__ void bias_add_kernel(T* x, const T* bias, long long n, long long widt
   LOOM_GRID_STRIDE(i, n) x[i] += bias[i % width];
 }
 
-// One thread per column: sums its column over all rows (deterministic).
+// Element (row, column) of a rows x width gradient, for its column sums (column_sums.cuh).
 template <typename T>
-__global__ void bias_grad_kernel(const T* grad, T* grad_bias, long long rows, long long width) {
-  LOOM_GRID_STRIDE(j, width) {
-    double total = 0;
-    for (long long r = 0; r < rows; ++r) total += grad[r * width + j];
-    grad_bias[j] += static_cast<T>(total);
-  }
-}
+struct GradientElement {
+  const T* grad;
+  long long width;
+  __device__ double operator()(long long row, long long column) const { return grad[row * width + column]; }
+};
 
 template <typename T>
 __global__ void reduce_kernel(char op, const T* x, long long outer, long long length, long long inner, T* out,
@@ -231,17 +238,33 @@ void round_to(Tensor& x, DType storage) {
   check_launch();
 }
 
+namespace {
+
+// Queues *result (+)= sum of a*b over many blocks (one block left most of the GPU idle), then their
+// sums in block order: the grid depends only on n, so the result is the same run to run.
+void queue_dot(const Tensor& a, const Tensor& b, double* result, bool accumulate) {
+  MemoryCategoryScope scope(MemoryCategory::workspace);
+  const unsigned int blocks = std::min(blocks_for(a.numel(), kThreads), 1024u);
+  Tensor block_sums = Tensor::empty({blocks}, DType::f64, a.device());  // reused only after these kernels: one stream
+  dispatch_floating(a.dtype(), "cuda::dot", [&]<typename T>(T) {
+    dot_kernel<T><<<blocks, kThreads, 0, stream_of(a)>>>(
+        static_cast<const T*>(a.raw_data()), static_cast<const T*>(b.raw_data()),
+        a.numel(), block_sums.data<double>());
+  });
+  add_block_sums_kernel<<<1, 1, 0, stream_of(a)>>>(block_sums.data<double>(), blocks, result, accumulate);
+  check_launch();
+}
+
+}  // namespace
+
 double dot(const Tensor& a, const Tensor& b) {
   MemoryCategoryScope scope(MemoryCategory::workspace);
   Tensor result = Tensor::empty({1}, DType::f64, a.device());
-  dispatch_floating(a.dtype(), "cuda::dot", [&]<typename T>(T) {
-    dot_kernel<T><<<1, kThreads, 0, stream_of(a)>>>(
-        static_cast<const T*>(a.raw_data()), static_cast<const T*>(b.raw_data()),
-        a.numel(), result.data<double>());
-  });
-  check_launch();
+  queue_dot(a, b, result.data<double>(), false);
   return result.item();
 }
+
+void add_dot(const Tensor& a, const Tensor& b, Tensor& total) { queue_dot(a, b, total.data<double>(), true); }
 
 void bias_add(Tensor& x, const Tensor& bias) {
   const long long n = x.numel(), width = bias.numel();
@@ -258,11 +281,9 @@ void bias_grad(const Tensor& grad, Tensor& grad_bias) {
   if (width == 0) return;
   const long long rows = grad.numel() / width;
   dispatch_floating(grad.dtype(), "cuda::bias_grad", [&]<typename T>(T) {
-    bias_grad_kernel<T><<<blocks_for(width), kThreads, 0, stream_of(grad)>>>(
-        static_cast<const T*>(grad.raw_data()), static_cast<T*>(grad_bias.raw_data()),
-        rows, width);
+    add_column_sums(GradientElement<T>{static_cast<const T*>(grad.raw_data()), width}, rows, width,
+                    static_cast<T*>(grad_bias.raw_data()), grad.device(), stream_of(grad));
   });
-  check_launch();
 }
 
 void reduce(char op, const Tensor& x, std::int64_t outer, std::int64_t length, std::int64_t inner, Tensor& out,

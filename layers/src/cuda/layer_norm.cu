@@ -1,5 +1,6 @@
 // CUDA kernels of LayerNorm: one block per row for the statistics and dx (sums in double), one
 // thread per column for dgamma/dbeta (coalesced across columns, rows looped), accumulating.
+#include <loom/core/cuda/column_sums.cuh>
 #include <loom/core/cuda/context.h>
 #include <loom/core/dtype_dispatch.h>
 
@@ -59,20 +60,23 @@ __global__ void backward_input_kernel(const T* x, const T* gamma, const T* mean,
   }
 }
 
+// The terms of the parameter gradients, summed over rows by add_column_sums (column_sums.cuh):
+// dgamma[j] = sum_r g[r, j] * xhat[r, j], dbeta[j] = sum_r g[r, j].
 template <typename T>
-__global__ void backward_params_kernel(const T* x, const T* mean, const T* rstd, const T* g, T* dgamma, T* dbeta,
-                                       long long rows, long long n) {
-  LOOM_GRID_LOOP(j, n) {
-    double sg = 0, sb = 0;
-    for (long long r = 0; r < rows; ++r) {
-      const T gv = g[r * n + j];
-      sg += static_cast<double>(gv) * ((x[r * n + j] - mean[r]) * rstd[r]);
-      sb += gv;
-    }
-    dgamma[j] += static_cast<T>(sg);
-    dbeta[j] += static_cast<T>(sb);
+struct GammaGradientTerm {
+  const T *x, *mean, *rstd, *g;
+  long long n;
+  __device__ double operator()(long long r, long long j) const {
+    return static_cast<double>(g[r * n + j]) * ((x[r * n + j] - mean[r]) * rstd[r]);
   }
-}
+};
+
+template <typename T>
+struct BetaGradientTerm {
+  const T* g;
+  long long n;
+  __device__ double operator()(long long r, long long j) const { return g[r * n + j]; }
+};
 
 template <typename T>
 const T* optional(const Tensor& t) {
@@ -94,9 +98,11 @@ void backward(const Tensor& x, const Tensor& gamma, const Tensor& mean, const Te
   cudaStream_t s = cuda::stream(x.device().index);
   backward_input_kernel<<<static_cast<unsigned int>(rows), kRowThreads, 0, s>>>(
       x.data<T>(), optional<T>(gamma), mean.data<T>(), rstd.data<T>(), g.data<T>(), dx.data<T>(), n);
-  if (dgamma.defined())
-    backward_params_kernel<<<cuda::blocks_for(n), 256, 0, s>>>(x.data<T>(), mean.data<T>(), rstd.data<T>(),
-                                                               g.data<T>(), dgamma.data<T>(), dbeta.data<T>(), rows, n);
+  if (dgamma.defined()) {
+    cuda::add_column_sums(GammaGradientTerm<T>{x.data<T>(), mean.data<T>(), rstd.data<T>(), g.data<T>(), n}, rows, n,
+                          dgamma.data<T>(), x.device(), s);
+    cuda::add_column_sums(BetaGradientTerm<T>{g.data<T>(), n}, rows, n, dbeta.data<T>(), x.device(), s);
+  }
 }
 
 }  // namespace

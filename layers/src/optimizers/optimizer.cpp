@@ -76,10 +76,19 @@ void Optimizer::zero_grad() {
   for (NamedParameter& p : parameters_) ops::fill(p.parameter->grad, 0.0);
 }
 
+// One f64 per device accumulates the squares of every gradient there, read once: on a GPU one wait
+// per step instead of one per parameter. Same order of additions as one double on the host.
 double Optimizer::grad_sum_of_squares() const {
-  double total = 0;
-  for (const NamedParameter& p : parameters_) total += ops::sum_of_squares(p.parameter->grad);
-  return total;
+  std::vector<Tensor> totals;
+  for (const NamedParameter& p : parameters_) {
+    const Tensor& grad = p.parameter->grad;
+    auto total = std::find_if(totals.begin(), totals.end(), [&](const Tensor& t) { return t.device() == grad.device(); });
+    if (total == totals.end()) total = totals.insert(totals.end(), Tensor::zeros({1}, DType::f64, grad.device()));
+    ops::add_sum_of_squares(grad, *total);
+  }
+  double sum = 0;
+  for (const Tensor& total : totals) sum += total.item();
+  return sum;
 }
 
 std::vector<std::pair<std::string, Tensor>> Optimizer::state() { return {}; }

@@ -63,6 +63,9 @@ void scale(Tensor& x, double alpha);                       // x *= alpha
 void add_scaled(const Tensor& a, double alpha, const Tensor& b, double beta, Tensor& out);  // alpha a + beta b
 double dot(const Tensor& a, const Tensor& b);              // sum of a*b, accumulated in double
 double sum_of_squares(const Tensor& x);                    // accumulated in double
+// total += sum of x*x, where total is one f64 on x's device: nothing is read back, so summing many
+// tensors on a GPU costs one wait (total.item()) instead of one each.
+void add_sum_of_squares(const Tensor& x, Tensor& total);
 // x = storage(x) in place, for an f32 x and a 16-bit float `storage` (bf16 or f16): each value
 // rounded to the nearest one of that type (ties to even; NaN stays NaN, beyond the largest finite
 // value becomes inf; f16 keeps its subnormals) and kept in f32 storage. The one rounding rule of
