@@ -119,6 +119,18 @@ for t in json.load(sys.stdin)["tests"]:
 json.dump({"source_dir": sys.argv[1], "tests": tests}, open(sys.argv[2], "w"), indent=1)' "$root" "$stage/tests.json" "$(cd "$build" && pwd)"
 }
 
+# The newest glibc and libstdc++ symbol versions any ELF of the bundle needs (the image must have
+# them: the bundle carries neither), for scripts/gpu_check.sh to check before anything runs.
+write_requirements() {
+  local versions
+  versions=$(bundle_elves | xargs objdump -T 2>/dev/null | grep -oE 'GLIBC(XX)?_[0-9.]+' | sort -u -V)
+  {
+    echo "glibc $(grep '^GLIBC_' <<<"$versions" | tail -1 | cut -d_ -f2)"
+    echo "glibcxx $(grep '^GLIBCXX_' <<<"$versions" | tail -1 | cut -d_ -f2)"
+  } >"$stage/requires.txt"
+  cat "$stage/requires.txt"
+}
+
 write_env() {
   cat >"$stage/env.sh" <<'EOF'
 # Sourced by scripts/gpu_check.sh from the unpacked bundle: its Open MPI and libraries first.
@@ -144,6 +156,7 @@ main() {
   for elf in $(bundle_elves); do copy_dependencies "$elf"; done
   for elf in $(bundle_elves); do copy_dependencies "$elf"; done  # the copied libraries' own needs
   write_tests_json
+  write_requirements
   write_env
   tar -C "$stage" -cJf "$out/loom-gpu-bundle.tar.xz" .
   "$root/scripts/gpu_carry_size.sh" "$out/loom-gpu-bundle.tar.xz"

@@ -33,6 +33,10 @@
 # working tree; scripts/gpu_bundle_proof.sh runs it in a chroot holding only the image's
 # libraries (every ELF resolves; `mpiexec -n 2` of a CPU test passes; the NCCL test skips).
 # cuDNN and NCCL come from the image's wheels (site-packages/nvidia/*/lib, found from python3).
+# The bundle carries neither glibc nor libstdc++: built on Debian 12 it needs glibc 2.36 (Debian's
+# libevent calls arc4random) and GLIBCXX_3.4.30 (GCC 12), i.e. an image of Ubuntu 24.04 or newer
+# (a Python 3.12 venv suggests it); the setup step checks both (the bundle's requires.txt) and
+# fails with a one-line reason on an older image (then build the bundle on that older system).
 # Without a bundle (GPU_CHECK_BUNDLE, default ./loom-gpu-bundle.tar.xz), the setup step builds
 # from sources, which needs those libraries on the machine (a developer's GPU box).
 # Prepare and run:

@@ -37,9 +37,28 @@ print(" ".join(sorted({os.path.basename(w) for t in json.load(sys.stdin)["tests"
   cmake --build "$build" -j"$(nproc)" --target loom $tests
 }
 
+# The image's glibc and libstdc++ are at least what the bundle was built against (requires.txt).
+check_requirements() {
+  local glibc glibcxx have_glibc stdcxx
+  glibc=$(awk '$1 == "glibc" { print $2 }' "$bundle/requires.txt")
+  glibcxx=$(awk '$1 == "glibcxx" { print $2 }' "$bundle/requires.txt")
+  have_glibc=$(getconf GNU_LIBC_VERSION | awk '{ print $2 }')
+  if [ "$(printf '%s\n' "$glibc" "$have_glibc" | sort -V | head -1)" != "$glibc" ]; then
+    echo "gpu_check: the bundle needs glibc $glibc, this machine has $have_glibc: build the bundle on a system no newer than the image"
+    return 1
+  fi
+  stdcxx=$(ldconfig -p | awk '/libstdc\+\+\.so\.6 .*x86-64/ { print $NF; exit }')
+  if [ -n "$glibcxx" ] && { [ -z "$stdcxx" ] || ! grep -qa "GLIBCXX_$glibcxx" "$stdcxx"; }; then
+    echo "gpu_check: the bundle needs libstdc++ with GLIBCXX_$glibcxx, which the libstdc++ found (${stdcxx:-none}) lacks"
+    return 1
+  fi
+  echo "figure: glibc $have_glibc (bundle needs $glibc), libstdc++ has GLIBCXX_$glibcxx"
+}
+
 unpack_bundle() {
   rm -rf "$bundle" && mkdir -p "$bundle" && tar -C "$bundle" -xJf "$bundle_archive" || return 1
   echo "figure: bundle $(du -sh "$bundle_archive" | cut -f1) packed, $(du -sh "$bundle" | cut -f1) unpacked"
+  check_requirements || return 1
   # shellcheck disable=SC1091  # made by scripts/gpu_bundle.sh
   source "$bundle/env.sh" || return 1
   # Every executable loads (a library the image lacks would show here first).
@@ -182,5 +201,5 @@ print(f"figure: gpt cpu-size on the GPU: {r[-1].get(\"samples_per_s\")} samples/
 }
 
 export out root build bundle bundle_archive
-export -f machine build_loom unpack_bundle wheel_library_path gpu_tests compare_losses train_on_gpu gemm_on_gpu \
+export -f machine build_loom check_requirements unpack_bundle wheel_library_path gpu_tests compare_losses train_on_gpu gemm_on_gpu \
   gpt_vs_torch layers_on_gpu profile_on_gpu gpt_speed
