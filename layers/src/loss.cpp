@@ -61,25 +61,27 @@ TensorList CrossEntropyLoss::forward(const TensorList& inputs, Context& ctx) {
 
   Tensor logp = Tensor::empty(Shape{rows, classes}, logits.dtype(), logits.device());
   ops::log_softmax(logits.reshape(Shape{rows, classes}), logp);
-  double total = 0.0;
-  const double s = label_smoothing_;
-  if (logits.device().is_cuda()) {
-    total = cuda_kernels::cross_entropy_sum(logp, targets, ignore_index_, s);
-  } else {
-    dispatch_floating(logits.dtype(), describe(), [&]<typename T>(T) {
-      const T* lp = logp.data<T>();
-      for (std::int64_t r = 0; r < rows; ++r) {
-        if (t[r] == ignore_index_) continue;
-        const T* row = lp + r * classes;
-        double row_sum = 0.0;
-        if (s > 0)
-          for (std::int64_t c = 0; c < classes; ++c) row_sum += row[c];
-        total += -(1.0 - s) * row[t[r]] - s / static_cast<double>(classes) * row_sum;
-      }
-    });
-  }
   ctx.save("log_probs", logp);
   ctx.save("targets", targets);
+  ctx.save_shape("target_count", Shape{count});  // a host fact for backward: no second copy of the targets
+  const double s = label_smoothing_;
+  if (logits.device().is_cuda()) {  // the loss stays on the device: nothing here waits for the GPU
+    Tensor loss = Tensor::empty(Shape{}, logits.dtype(), logits.device());
+    cuda_kernels::cross_entropy_loss(logp, targets, ignore_index_, s, denominator, loss);
+    return {loss};
+  }
+  double total = 0.0;
+  dispatch_floating(logits.dtype(), describe(), [&]<typename T>(T) {
+    const T* lp = logp.data<T>();
+    for (std::int64_t r = 0; r < rows; ++r) {
+      if (t[r] == ignore_index_) continue;
+      const T* row = lp + r * classes;
+      double row_sum = 0.0;
+      if (s > 0)
+        for (std::int64_t c = 0; c < classes; ++c) row_sum += row[c];
+      total += -(1.0 - s) * row[t[r]] - s / static_cast<double>(classes) * row_sum;
+    }
+  });
   return {Tensor::full(Shape{}, total / denominator, logits.dtype(), logits.device())};
 }
 
@@ -89,16 +91,18 @@ TensorList CrossEntropyLoss::backward(const TensorList& grad_outputs, Context& c
   const Tensor logp = ctx.get("log_probs");
   const Tensor targets = ctx.get("targets");
   const std::int64_t rows = logp.size(0), classes = logp.size(1);
-  const std::vector<std::int64_t> t = targets_on_host(targets);
-  std::int64_t count = 0;
-  for (std::int64_t v : t) count += v != ignore_index_;
+  const std::int64_t count = ctx.get_shape("target_count")[0];
   const double denominator = ctx.loss_denominator > 0 ? ctx.loss_denominator : static_cast<double>(count);
-  const double scale = grad_outputs[0].item() / denominator;
   const double s = label_smoothing_;
   Tensor grad = detail::empty_like(logp);
-  if (logp.device().is_cuda()) {
-    cuda_kernels::cross_entropy_backward(logp, targets, ignore_index_, s, scale, grad);
+  if (logp.device().is_cuda()) {  // the loss's gradient is read on the device (a host one is copied there)
+    const Tensor& grad_loss = grad_outputs[0];
+    const bool on_device = grad_loss.device() == logp.device() && grad_loss.dtype() == logp.dtype();
+    const Tensor scale = on_device ? grad_loss : Tensor::full(Shape{}, grad_loss.item(), logp.dtype(), logp.device());
+    cuda_kernels::cross_entropy_backward(logp, targets, ignore_index_, s, scale, denominator, grad);
   } else {
+    const std::vector<std::int64_t> t = targets_on_host(targets);
+    const double scale = grad_outputs[0].item() / denominator;
     dispatch_floating(logp.dtype(), describe(), [&]<typename T>(T) {
       const T* lp = logp.data<T>();
       T* g = grad.data<T>();

@@ -37,11 +37,14 @@ LOOM_CUDA_KERNEL(void layer_norm_backward(const Tensor& x, const Tensor& gamma, 
                                           Tensor grad_gamma, Tensor grad_beta))
 
 // cuda/loss.cu — cross-entropy from log-probabilities [rows, C].
-LOOM_CUDA_KERNEL(double cross_entropy_sum(const Tensor& log_probs, const Tensor& targets, std::int64_t ignore_index,
-                                          double smoothing))
+// Both stay on the device (the host waits for neither): loss (a scalar of log_probs' dtype) =
+// the sum of the row losses / denominator; the gradient's scale is grad_loss (the loss's gradient,
+// a scalar of that dtype on the device) / denominator.
+LOOM_CUDA_KERNEL(void cross_entropy_loss(const Tensor& log_probs, const Tensor& targets, std::int64_t ignore_index,
+                                         double smoothing, double denominator, Tensor& loss))
 LOOM_CUDA_KERNEL(void cross_entropy_backward(const Tensor& log_probs, const Tensor& targets,
-                                             std::int64_t ignore_index, double smoothing, double scale,
-                                             Tensor& grad_logits))
+                                             std::int64_t ignore_index, double smoothing, const Tensor& grad_loss,
+                                             double denominator, Tensor& grad_logits))
 
 // cuda/attention.cu — heads [B*H, T, D] <-> columns [offset, offset + H*D) of packed [B, T, W];
 // masked_softmax in place over scores [B*H, T, S] (key_padding [B, S] in the scores' dtype or undefined).
