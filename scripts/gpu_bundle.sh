@@ -114,7 +114,7 @@ for t in json.load(sys.stdin)["tests"]:
     command = ["bin/" + os.path.basename(w) if w.startswith(sys.argv[3] + "/")
                else ("mpiexec" if "mpiexec" in w else w) for w in t.get("command", [])]
     if not all(os.path.exists(os.path.join(os.path.dirname(sys.argv[2]), w)) for w in command if w.startswith("bin/")):
-        print("gpu_bundle: %s left out: its executable was not built" % t["name"], file=sys.stderr)
+        print("gpu_bundle: %s left out: its executable is not in the bundle (not built, or not a TARGET given)" % t["name"], file=sys.stderr)
         left_out += 1
         continue
     env = [p["value"] for p in t.get("properties", []) if p["name"] == "ENVIRONMENT"]
