@@ -50,7 +50,8 @@
 #   gpu-tests   90  every gpu test: the CUDA runtime, every layer's CUDA forward/backward against
 #               the CPU, NCCL on one rank (comm_nccl_test_np1: allreduce, reduce-scatter, all-gather,
 #               send+receive to itself), NCCL between 2 ranks where 2 GPUs exist, the Trainer on
-#               --device cuda against the CPU (fp32 1e-4; bf16, fp16 1e-2)
+#               --device cuda against the CPU (fp32 1e-4; bf16, fp16 1e-2); each test at most
+#               GPU_TEST_TIMEOUT_S (60) with the watchdog at 30 s, so one hang costs one test
 #   train       40  `loom train --device cuda` of gpt tiny against `--device cpu` (figure: the
 #               largest relative loss difference), and 2 stages over 2 ranks sharing the GPU
 #   gemm        25  `loom bench gemm --device cuda`, f32 and bf16, against cuBLAS on the same buffers

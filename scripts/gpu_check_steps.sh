@@ -99,17 +99,38 @@ use_binaries() {
 gpu_tests() {
   [ -f "$bundle/tests.json" ] || { ctest --test-dir "$build" -L gpu --output-on-failure; return; }
   python3 - "$bundle" <<'EOF'
-import json, os, subprocess, sys
+import json, os, signal, subprocess, sys
 bundle = sys.argv[1]
 counts = {"passed": 0, "skipped": 0, "failed": 0}
+# A hang in one test must not take the others' time: the watchdog ends a stuck NCCL or MPI wait
+# after 30 s with its message, and a test still running after 60 s is killed with its ranks.
+limit = float(os.environ.get("GPU_TEST_TIMEOUT_S", "60"))
+
+
+def run_test(command, env):
+    child = subprocess.Popen(command, cwd=bundle, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             text=True, start_new_session=True)
+    try:
+        output = child.communicate(timeout=limit)[0]
+        return child.returncode, output
+    except subprocess.TimeoutExpired:
+        os.killpg(child.pid, signal.SIGTERM)  # mpiexec ends the ranks it started
+        try:
+            child.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            os.killpg(child.pid, signal.SIGKILL)
+        return f"killed after {limit:.0f} s", child.communicate()[0]
+
+
 for test in json.load(open(os.path.join(bundle, "tests.json")))["tests"]:
     env = dict(os.environ, **dict(e.split("=", 1) for e in test["environment"]))
-    run = subprocess.run(test.get("command", []), cwd=bundle, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    verdict = "passed" if run.returncode == 0 else "skipped" if run.returncode == 77 else "failed"
+    env.setdefault("LOOM_COMM_TIMEOUT_S", "30")
+    rc, output = run_test(test.get("command", []), env)
+    verdict = "passed" if rc == 0 else "skipped" if rc == 77 else "failed"
     counts[verdict] += 1
-    print(f"{test['name']}: {verdict} (rc {run.returncode})", flush=True)
+    print(f"{test['name']}: {verdict} (rc {rc})", flush=True)
     if verdict != "passed":
-        print(run.stdout[-4000:], flush=True)
+        print(output[-4000:], flush=True)
 print(f"figure: gpu tests: {counts['passed']} passed, {counts['skipped']} skipped, {counts['failed']} failed")
 sys.exit(1 if counts["failed"] else 0)
 EOF
