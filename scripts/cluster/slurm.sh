@@ -27,7 +27,8 @@ usage: slurm.sh up N [--name NAME] [--subnet K] [--inter-gbit X] [--cpus C]
   exec          run COMMAND on host I (default 1, also the controller: the login node) inside
                 that host's namespaces, in the current directory, with SLURM_CONF set and Open MPI
                 told to use TCP on the cluster's subnet only (OMPI_MCA_btl, *_tcp_if_include),
-                to yield when idle and to allow root. E.g.:
+                to yield when idle, to allow root and to fence once in MPI_Init
+                (OMPI_MCA_pmix_base_async_modex=1, _collect_data=0). E.g.:
                   slurm.sh exec srun -N2 --ntasks-per-node=2 --mpi=pmix build/apps/loom train ...
                   slurm.sh exec sbatch --wait scripts/cluster/train.sbatch build/apps/loom ...
 HELP
@@ -174,8 +175,13 @@ slurm_exec() {
   pid=$(cat "$dir/slurmd.${name}h$host.pid" 2>/dev/null) && [ -e "/proc/$pid" ] ||
     cluster_die "host ${name}h$host has no running slurmd (slurm.sh status --name $name)"
   subnet=$(ip -n "${name}h$host" -4 route show proto kernel dev eth0 | awk '{print $1; exit}')
+  # One PMIx fence in MPI_Init instead of two (peers' addresses fetched on demand): with the
+  # default two, about 1 srun launch in 30 here crashed a rank inside MPI_Init (docs/comm.md,
+  # "Slurm on the emulated cluster").
   SLURM_CONF=$dir/slurm.conf OMPI_MCA_btl=tcp,self,vader OMPI_MCA_btl_tcp_if_include=$subnet \
   OMPI_MCA_oob_tcp_if_include=$subnet OMPI_MCA_mpi_yield_when_idle=${OMPI_MCA_mpi_yield_when_idle:-1} \
+  OMPI_MCA_pmix_base_async_modex=${OMPI_MCA_pmix_base_async_modex:-1} \
+  OMPI_MCA_pmix_base_collect_data=${OMPI_MCA_pmix_base_collect_data:-0} \
   OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
     nsenter --target "$pid" --net --uts --mount bash -c 'cd "$0" && exec "$@"' "$PWD" "$@"
 }

@@ -52,9 +52,11 @@ case "$mode" in
     /usr/bin/python3 "$compare" sequential.jsonl salloc.jsonl 3
     ;;
   sbatch)
+    status=0
     "${slurm[@]}" sbatch --wait --time=2 --output=sbatch.out "$CLUSTER_BIN/train.sbatch" "$loom" "${model[@]}" \
-      --stages 2 --replicas 2 --metrics sbatch.jsonl
+      --stages 2 --replicas 2 --metrics sbatch.jsonl || status=$?
     cat sbatch.out
+    ((status == 0)) || { echo "FAIL: the batch job ended with status $status"; exit 1; }
     grep -q "^train.sbatch: job [0-9]* on ${CLUSTER_NAME}h\[1-2\], 4 ranks$" sbatch.out ||
       { echo "FAIL: sbatch.out does not name the job's 2 nodes and 4 ranks"; exit 1; }
     /usr/bin/python3 "$compare" sequential.jsonl sbatch.jsonl 3

@@ -34,12 +34,17 @@ cluster_pids() {
 
 down_and_check() {
   local status=$? pids leftovers="" pid
+  if ((status != 0)) && compgen -G "$state/log/*.log" >/dev/null; then
+    echo "== the Slurm daemons' errors and warnings (from $state/log):"
+    grep -HiE "error|warning|fatal" "$state"/log/*.log | grep -v "Could not open .* state file\|Trying backup state" | tail -n 30 || true
+  fi
   pids=$(cluster_pids | sort -u | tr '\n' ' ')
   "$cluster_bin/slurm.sh" down --name "$name"
   for pid in $pids; do [ ! -e "/proc/$pid" ] || leftovers+=" process $pid ($(cat "/proc/$pid/comm" 2>/dev/null))"; done
   ip netns list | awk '{print $1}' | grep -Eq "^${name}(h[0-9]+|sw)$" && leftovers+=" namespaces"
   [ ! -e "$state" ] || leftovers+=" $state"
-  grep -q "loom-slurm/$name" /proc/1/mounts && leftovers+=" mounts"
+  # The hosts' bind mounts live in their mount namespaces: no process may still see one.
+  grep -qs "loom-slurm/$name/" /proc/[0-9]*/mountinfo && leftovers+=" mounts"
   compgen -G "/dev/shm/*${name}h[0-9]*" >/dev/null && leftovers+=" $(echo /dev/shm/*"${name}"h[0-9]*)"
   if [ -n "$leftovers" ]; then
     echo "FAIL: slurm.sh down left behind:$leftovers"
