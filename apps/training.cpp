@@ -37,7 +37,7 @@ nlohmann::json peaks_json(const runtime::MemoryPeaks& peaks) {
 class Progress {
  public:
   Progress(const TrainOptions& o, const runtime::Trainer& trainer)
-      : o_(o), shape_(trainer.shape()), fp16_(trainer.config().precision.precision == runtime::Precision::fp16) {
+      : o_(o), trainer_(trainer), shape_(trainer.shape()), fp16_(trainer.config().precision.precision == runtime::Precision::fp16) {
     if (!o.metrics.empty()) {
       metrics_ = std::make_unique<std::ofstream>(o.metrics);
       LOOM_CHECK(metrics_->good(), o.metrics, ": cannot open the metrics file for writing (", std::strerror(errno), ")");
@@ -47,6 +47,7 @@ class Progress {
   }
 
   void step(const runtime::StepReport& r) {
+    warn_stragglers(r);
     samples_since_log_ += shape_.global_batch;
     skipped_since_log_ += r.skipped ? 1 : 0;
     if (r.step % o_.log_every != 0 && r.step != shape_.steps) return;
@@ -64,7 +65,8 @@ class Progress {
         device_by_stage.push_back({{"free_bytes", d.free_bytes}, {"total_bytes", d.total_bytes}});
       nlohmann::json line = {{"step", r.step}, {"loss", r.loss}, {"lr", r.lr}, {"samples_per_s", rate},
                              {"step_seconds", seconds / static_cast<double>(steps)}, {"peak_bytes", peaks_json(r.peaks)},
-                             {"peak_bytes_by_stage", by_stage}, {"device_memory_by_stage", device_by_stage}};
+                             {"peak_bytes_by_stage", by_stage}, {"device_memory_by_stage", device_by_stage},
+                             {"rank_busy_seconds", r.rank_busy_seconds}};
       if (fp16_) {
         line["loss_scale"] = r.loss_scale;
         line["skipped"] = r.skipped;
@@ -99,6 +101,19 @@ class Progress {
   }
 
  private:
+  // A rank whose busy time per step (its time not spent waiting for the others) has been over 1.5x
+  // the median of all ranks for 3 steps in a row: one warning line per such streak.
+  void warn_stragglers(const runtime::StepReport& r) {
+    for (int rank : r.stragglers) {
+      end_bar_line();
+      const double busy = r.rank_busy_seconds.at(static_cast<std::size_t>(rank));
+      std::fprintf(stderr,
+                   "loom train: warning: rank %d (stage %d) is a straggler: busy %.3g s per step at step %lld, %.1fx the "
+                   "median %.3g s of all ranks, for 3 steps in a row\n",
+                   rank, trainer_.stage_of_rank(rank), busy, static_cast<long long>(r.step), busy / r.busy_median_seconds,
+                   r.busy_median_seconds);
+    }
+  }
   void draw_bar(const runtime::StepReport& r, const std::string& rate) {
     const std::int64_t per_epoch = shape_.steps_per_epoch, in_epoch = (r.step - 1) % per_epoch + 1;
     // Without a terminal the bar is a log line: about 20 per epoch, not one per step.
@@ -138,6 +153,7 @@ class Progress {
   }
 
   const TrainOptions& o_;
+  const runtime::Trainer& trainer_;
   const runtime::RunShape& shape_;
   std::unique_ptr<std::ofstream> metrics_;
   bool bar_ = false;

@@ -5,6 +5,7 @@
 
 #include <loom/comm/partition.h>
 #include <loom/comm/test_pause.h>
+#include <loom/comm/test_slow.h>
 #include <loom/core/ops.h>
 #include <loom/core/timer.h>
 #include <loom/layers/loss.h>
@@ -324,6 +325,8 @@ StepResult Executor::run(std::int64_t first_batch, const BatchReader& reader, do
   result.loss_sums.assign(static_cast<std::size_t>(schedule_.batches()), 0.0);
   stash_->begin_run();
   prepare_microbatches(program, first_batch);
+  const double run_start = now_us();
+  waited_us_ = 0;
   for (std::size_t i = 0; i < program.size(); ++i) {
     if (const auto group = overlap_groups_.find(i); group != overlap_groups_.end()) {
       run_overlap_group(group->second, first_batch, reader, result);
@@ -332,11 +335,18 @@ StepResult Executor::run(std::int64_t first_batch, const BatchReader& reader, do
       continue;
     }
     const double start = now_us();
+    if (schedule::is_compute(program[i].op)) comm::test_slow_down();
     run_action(i, first_batch, reader, result);
-    if (observer_) observer_({program[i], stage_, start, now_us()});
+    const double end = now_us();
+    if (schedule::is_receive(program[i].op) || program[i].op == Op::AllReduce) waited_us_ += end - start;
+    if (observer_) observer_({program[i], stage_, start, end});
     if (schedule::is_compute(program[i].op)) progress_links();
   }
+  const double flush_start = now_us();
   flush_links();
+  const double run_end = now_us();
+  waited_us_ += run_end - flush_start;
+  result.busy_seconds = std::max(0.0, run_end - run_start - waited_us_) / 1e6;
   stash_->check_empty();
   return result;
 }

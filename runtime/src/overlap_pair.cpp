@@ -17,6 +17,7 @@
 #include <optional>
 #include <thread>
 
+#include <loom/comm/test_slow.h>
 #include <loom/comm/watchdog.h>
 #include <loom/core/timer.h>
 #include <loom/runtime/executor.h>
@@ -58,10 +59,12 @@ bool Executor::poll_input(OverlapHalf& half, double since_us) {
 // first), under the watchdog like every other wait.
 void Executor::wait_for_an_input(OverlapHalf* halves, double since_us) {
   const comm::WatchdogScope watchdog("overlapped pair: waiting for the input of either half");
+  const double start = now_us();
   while (!poll_input(halves[0], since_us) && !poll_input(halves[1], since_us)) {
     progress_links();
     std::this_thread::sleep_for(std::chrono::microseconds(20));
   }
+  waited_us_ += now_us() - start;
 }
 
 void Executor::run_overlap_group(const schedule::OverlapGroup& group, std::int64_t first_batch,
@@ -105,9 +108,11 @@ void Executor::run_overlap_group(const schedule::OverlapGroup& group, std::int64
     }
     OverlapHalf& half = halves[pick];
     const Action& a = program[half.index];
-    if (!half.pass)
+    if (!half.pass) {
+      comm::test_slow_down();
       half.pass = half.forward ? begin_forward(*half.chunk, a.microbatch, reader)
                                : begin_backward(*half.chunk, a.microbatch, final_backward_[half.index] != 0);
+    }
     half.chunk->runner->step(*half.pass);
     if (!half.pass->done()) continue;
     half.forward ? end_forward(*half.chunk, *half.pass, result, first_batch) : end_backward(*half.chunk, *half.pass);

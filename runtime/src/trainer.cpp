@@ -25,6 +25,7 @@
 #include <loom/runtime/executor.h>
 #include <loom/runtime/loss_scaler.h>
 #include <loom/runtime/optimizer_step.h>
+#include <loom/runtime/straggler.h>
 #include <loom/runtime/trace_recorder.h>
 #include <loom/runtime/training_checkpoint.h>
 #include <loom/schedule/generators.h>
@@ -65,6 +66,7 @@ struct TrainerState {
   // the metrics sample it, the steps of a small model are far shorter than a second.
   DeviceMemoryInfo device_memory;
   std::optional<Stopwatch> device_memory_age;
+  StragglerDetector stragglers;  // over every rank's busy time per step
 };
 }  // namespace detail
 
@@ -317,6 +319,15 @@ StageMemory stage_memory(comm::Communicator& world, Device device, const DeviceM
   return memory;
 }
 
+// Every rank's busy seconds per step of this run (the run's busy time over its batches), collective
+// over the world: each rank fills its own entry and the sum is the table.
+std::vector<double> rank_busy_seconds(comm::Communicator& world, const StepResult& result, int batches) {
+  std::vector<double> busy(static_cast<std::size_t>(world.size()), 0.0);
+  busy[static_cast<std::size_t>(world.rank())] = result.busy_seconds / batches;
+  world.allreduce(busy.data(), static_cast<std::int64_t>(busy.size()), DType::f64);
+  return busy;
+}
+
 // The maximum over stages of each entry: the peak of the fullest rank.
 MemoryPeaks max_over_stages(const std::vector<MemoryPeaks>& stages) {
   MemoryPeaks peaks{};
@@ -363,15 +374,18 @@ TrainSummary Trainer::run(const TrainerHooks& hooks) {
     world.allreduce(result.loss_sums.data(), static_cast<std::int64_t>(result.loss_sums.size()), DType::f64);
     const StageMemory memory = stage_memory(world, s.device, sampled_device_memory(s), s.stage, s.shape.stages);
     const MemoryPeaks peaks = max_over_stages(memory.peaks);
+    const std::vector<double> busy = rank_busy_seconds(world, result, s.schedule.batches());
     for (double loss : result.loss_sums) {
       LOOM_CHECK(std::isfinite(loss), "step ", s.step + 1, ": the global-batch loss is ", loss,
                  "; training diverged (lower --lr, warm up with --warmup-steps, or clip with --clip-norm)");
       summary.losses.push_back(loss);
       summary.samples += s.shape.global_batch;
       ++s.step;
+      std::vector<int> stragglers = s.stragglers.observe(busy);
       if (hooks.on_step)
         hooks.on_step({s.step, loss, s.optimizer->learning_rate(s.step - 1), peaks, memory.peaks, memory.device,
-                       scaler ? scaler->last_scale() : 1.0, scaler && scaler->last_skipped()});
+                       scaler ? scaler->last_scale() : 1.0, scaler && scaler->last_skipped(), busy,
+                       std::move(stragglers), s.stragglers.median()});
     }
     if (s.data->has_test() && s.step % s.shape.steps_per_epoch == 0) {
       const std::int64_t epoch = s.step / s.shape.steps_per_epoch;
@@ -425,6 +439,12 @@ std::int64_t Trainer::step() const { return state_->step; }
 std::int64_t Trainer::first_step() const { return state_->first_step; }
 const std::string& Trainer::resumed_from() const { return state_->resumed_from; }
 int Trainer::stage() const { return state_->stage; }
+int Trainer::stage_of_rank(int rank) const {
+  const auto& ranks = state_->partition.ranks;
+  for (std::size_t s = 0; s < ranks.size(); ++s)
+    if (std::find(ranks[s].begin(), ranks[s].end(), rank) != ranks[s].end()) return static_cast<int>(s);
+  LOOM_THROW("rank ", rank, " is in no pipeline stage of this run");
+}
 Device Trainer::device() const { return state_->device; }
 const std::vector<Chain*>& Trainer::chunks() const { return state_->chunks; }
 comm::ProcessGroups& Trainer::groups() { return *state_->groups; }

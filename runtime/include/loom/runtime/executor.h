@@ -71,6 +71,9 @@ struct ExecutorOptions {
 struct StepResult {
   std::vector<double> loss_sums;  // per batch of the run: this rank's share of its mean loss
   bool holds_loss = false;        // true on ranks of the last virtual stage
+  // The run's time on this rank not spent waiting for others (receive waits, AR, the pair's wait for
+  // an input, completing the sends at the end): its compute and the rest of its own work.
+  double busy_seconds = 0;
 };
 
 // Every action with its start and end (loom::now_us()), for traces and tests.
@@ -156,6 +159,7 @@ class Executor {
   std::int64_t batch_rows_ = 0;         // rows of the batch being run
   std::int64_t steps_in_run_ = 0;
   double loss_scale_ = 1.0;             // of the run
+  double waited_us_ = 0;                // of the run: time spent waiting for other ranks
 };
 
 }  // namespace loom::runtime

@@ -51,6 +51,11 @@ struct StepReport {
   // overflowed so that no parameter changed. Other precisions: 1 and false.
   double loss_scale = 1.0;
   bool skipped = false;
+  // Per world rank: the step's time on it not spent waiting for other ranks (straggler.h); the ranks
+  // whose busy time has just been over 1.5x the median for 3 steps in a row, and that median.
+  std::vector<double> rank_busy_seconds;
+  std::vector<int> stragglers;
+  double busy_median_seconds = 0;
 };
 struct EpochReport {
   std::int64_t epoch = 0;  // 1-based
@@ -117,6 +122,7 @@ class Trainer {
   std::int64_t first_step() const;  // where this Trainer started (> 0 after a resume)
   const std::string& resumed_from() const;  // the checkpoint directory of a resume (DIR/step-N), else empty
   int stage() const;                // this rank's pipeline stage
+  int stage_of_rank(int rank) const;  // the pipeline stage world rank `rank` belongs to
   Device device() const;            // where this rank computes (resolved from the config's device)
   const std::vector<Chain*>& chunks() const;  // this rank's model chunks (global block indices)
   comm::ProcessGroups& groups();
