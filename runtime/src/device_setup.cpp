@@ -86,8 +86,11 @@ std::string plan_reduce(BackendChoice choice, Device device, const comm::Paralle
                         : choice == BackendChoice::mpi ? "--reduce-backend mpi"
                                           : "";
   for (int s = 0; s < layout.stages(); ++s) {
-    reduce[static_cast<std::size_t>(s)] = layout.replicas(s) > 1;
-    if (!device.is_cuda() || choice == BackendChoice::mpi || layout.replicas(s) == 1) continue;
+    // An explicit --reduce-backend nccl reduces a stage of one replica too (NCCL over a group of one:
+    // the one-GPU check that the NCCL path runs); auto leaves such a stage alone.
+    const bool alone = layout.replicas(s) == 1;
+    reduce[static_cast<std::size_t>(s)] = !alone || (choice == BackendChoice::nccl && device.is_cuda());
+    if (!device.is_cuda() || choice == BackendChoice::mpi || (alone && choice != BackendChoice::nccl)) continue;
     const std::string obstacle = placement.direct_obstacle(layout.stage_ranks(s));
     LOOM_CHECK(choice != BackendChoice::nccl || obstacle.empty(), "--reduce-backend nccl: stage ", s, " cannot use NCCL: ", obstacle,
                " (NCCL puts at most one rank of a communicator on a GPU; use --reduce-backend auto or mpi)");

@@ -99,7 +99,10 @@ Executor::Executor(const schedule::Schedule& schedule, int stage, comm::ProcessG
       }
     }
     comm::ReduceGroup& group = groups.replicas(state->virtual_stage);
-    if (group.size() > 1 && !gradients.empty())
+    // A group of one reduces nothing, but on NCCL (an explicit --reduce-backend nccl) it still runs
+    // the collective: the one-GPU check of the NCCL gradient path.
+    const bool reduces = group.size() > 1 || group.members().backend() == comm::Backend::nccl;
+    if (reduces && !gradients.empty())
       state->bucketer = std::make_unique<comm::GradientBucketer>(group, gradients, options_.buckets);
     chunks_.push_back(std::move(state));
   }

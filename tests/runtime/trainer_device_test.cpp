@@ -159,6 +159,10 @@ TEST_CASE("Trainer: each stage's gradient allreduce on NCCL or host-staged MPI",
   plan = runtime::detail::plan_communication(runtime::BackendChoice::automatic, runtime::BackendChoice::automatic, Device::cuda(0), alone, own);
   CHECK(plan.reduce == std::vector<Backend>{Backend::mpi, Backend::mpi});
   CHECK_THAT(plan.line, Catch::Contains("no stage has replicas"));
+  // ... unless NCCL is asked for: a group of one then runs NCCL's allreduce (the one-GPU check).
+  plan = runtime::detail::plan_communication(runtime::BackendChoice::nccl, runtime::BackendChoice::automatic, Device::cuda(0), alone, own);
+  CHECK(plan.reduce == std::vector<Backend>{Backend::nccl, Backend::nccl});
+  CHECK_THAT(plan.line, Catch::Contains("the gradient allreduce of stage(s) 0, 1 runs on NCCL"));
 
   // Off CUDA: MPI, and nccl is refused.
   const comm::DevicePlacement sim({0, 0, 0, 0}, std::vector<Device>(4, Device::sim()));
