@@ -19,6 +19,7 @@
 #include <loom/schedule/text.h>
 
 #include "commands.h"
+#include "plan_partition.h"
 
 namespace loom::apps {
 
@@ -37,22 +38,6 @@ struct Row {
   planner::PlannerResult result;
   double simulated_ms = -1;
 };
-
-std::vector<int> parse_counts(const std::string& text) {
-  std::vector<int> out;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    try {
-      std::size_t used = 0;
-      out.push_back(std::stoi(item, &used));
-      if (used != item.size() || out.back() < 1) throw std::invalid_argument(item);
-    } catch (const std::exception&) {
-      LOOM_THROW("--microbatches: '", excerpt(item), "' is not a positive integer");
-    }
-  }
-  return out;
-}
 
 nlohmann::json row_json(const Row& row, double single_device_ms) {
   const planner::Plan& plan = row.result.plan;
@@ -150,7 +135,7 @@ void run(const PlanOptions& o) {
   if (o.global_batch < 1) LOOM_THROW("--global-batch must be at least 1");
   planner::PlannerOptions options;
   options.cost.optimizer_state_factor = optimizer_state_tensors(parse_optimizer_kind(o.optimizer));
-  if (!o.microbatches.empty()) options.microbatch_counts = parse_counts(o.microbatches);
+  if (!o.microbatches.empty()) options.microbatch_counts = positive_counts(o.microbatches, "--microbatches");
   if (o.simulate_candidates < 0 || o.simulate_candidates > 1000)
     LOOM_THROW("--simulate-candidates must be in [0, 1000], got ", o.simulate_candidates);
   options.simulate_candidates = o.simulate_candidates;
@@ -234,7 +219,32 @@ void add_plan_command(CLI::App& app) {
                   "DAPPLE: stop the exact search after this many seconds and return the best plan found so far, "
                   "marked time-limited (0: no limit)")
       ->capture_default_str();
-  cmd->callback([] { run(o); });
+  static PartitionOptions given;
+  CLI::Option* partition =
+      cmd->add_option("--partition", given.partition,
+                      "evaluate this partition instead of searching: each virtual stage's layers in model order, "
+                      "e.g. 0-5,6-11,12-17,18-23 (S*v ranges; with --schedule, --chunks, --replicas, one "
+                      "--microbatches): simulated step, bubble and each stage's memory per device");
+  cmd->add_option("--schedule", given.schedule, "with --partition: the schedule kind (any synchronous one)")
+      ->needs(partition)
+      ->capture_default_str();
+  cmd->add_option("--chunks", given.chunks, "with --partition: chunks per stage v (default 2 for multi-chunk kinds)")
+      ->needs(partition);
+  cmd->add_option("--replicas", given.replicas, "with --partition: replicas per pipeline stage, e.g. 1,2,1 (default 1)")
+      ->needs(partition);
+  cmd->callback([] {
+    if (given.partition.empty()) return run(o);
+    LOOM_CHECK(o.out.empty() && o.planner == "all", "--partition evaluates a given partition: --out and --planner "
+                                                   "belong to the search");
+    given.profile = o.profile;
+    given.cluster = o.cluster;
+    given.global_batch = o.global_batch;
+    given.profile_batch = o.profile_batch;
+    given.optimizer = o.optimizer;
+    given.microbatches = o.microbatches;
+    given.json = o.json;
+    run_partition(given);
+  });
 }
 
 }  // namespace loom::apps

@@ -44,6 +44,12 @@ CostModel uniform_costs(double forward_ms, double backward_ms) {
 namespace {
 
 double duration_ms(const Action& action, const StageCost& cost, int chunks) {
+  if (cost.per_chunk() && is_compute(action.op)) {
+    const auto c = static_cast<std::size_t>(action.chunk);
+    return action.op == Op::Forward    ? cost.chunk_forward_ms.at(c)
+           : action.op == Op::Backward ? cost.chunk_backward_ms.at(c)
+                                       : cost.chunk_backward_ms.at(c) / 2;
+  }
   const double half = cost.backward_ms / 2;
   switch (action.op) {
     case Op::Forward: return cost.forward_ms / chunks;
@@ -100,7 +106,7 @@ struct Simulation {
       const int consumer = a.op == Op::SendActivation ? to : s;
       const bool up = !schedule.placement.empty() && consumer == producer - 1;
       const Link link = costs.link(up ? consumer : producer);
-      const double bytes = costs.stage(producer).boundary_bytes;
+      const double bytes = boundary_bytes(key);
       double& free_at = link_free[{s, to}];
       transfer.start_ms = std::max(at, free_at);
       const double wire_ms = std::isinf(link.bandwidth_bytes_per_s) ? 0 : bytes / link.bandwidth_bytes_per_s * 1e3;
@@ -109,6 +115,15 @@ struct Simulation {
     }
     arrival[key] = transfer.arrival_ms;
     result.transfers.push_back(transfer);
+  }
+
+  // The bytes of the message `key`: the output of the virtual stage that produced it (the sender of
+  // an activation, the receiver of a gradient), its chunk's when the costs are per chunk.
+  double boundary_bytes(const detail::MessageKey& key) const {
+    const int produced_by = key.gradient ? key.to_virtual_stage : key.to_virtual_stage - 1;
+    const StageCost& cost = costs.stage(holder[static_cast<std::size_t>(produced_by)]);
+    return cost.per_chunk() ? cost.chunk_boundary_bytes.at(static_cast<std::size_t>(schedule.chunk_of(produced_by)))
+                            : cost.boundary_bytes;
   }
 
   void compute(int s, std::size_t index, double start, double end) {
@@ -133,7 +148,8 @@ struct Simulation {
       result.timeline.push_back({s, static_cast<int>(*receives[h]), program[*receives[h]], clock[s], ready[h]});
     }
     const StageCost& cost = costs.stage(s);
-    const double df = cost.forward_ms / schedule.chunks, db = cost.backward_ms / schedule.chunks;
+    const double df = duration_ms(program[g.forward], cost, schedule.chunks);
+    const double db = duration_ms(program[g.forward + 1], cost, schedule.chunks);
     double forward_end = 0, backward_end = 0;
     if (ready[0] <= ready[1] || ready[1] + db <= ready[0]) {  // one half, then the other
       const bool forward_first = ready[0] <= ready[1];
@@ -213,7 +229,37 @@ void check_inputs(const Schedule& schedule, const CostModel& costs) {
     LOOM_CHECK(c.forward_ms >= 0 && c.backward_ms >= 0 && c.allreduce_ms >= 0 && c.step_ms >= 0 &&
                         c.activation_bytes >= 0 && c.forward_transient_bytes >= 0 && c.boundary_bytes >= 0,
                     "cost model: negative cost for stage ", s);
+    if (!c.per_chunk() && c.chunk_backward_ms.empty() && c.chunk_activation_bytes.empty() && c.chunk_boundary_bytes.empty())
+      continue;
+    for (const std::vector<double>* v : {&c.chunk_forward_ms, &c.chunk_backward_ms, &c.chunk_activation_bytes,
+                                         &c.chunk_boundary_bytes}) {
+      LOOM_CHECK(static_cast<int>(v->size()) == schedule.chunks, "cost model: stage ", s, " has per-chunk costs for ",
+                 v->size(), " chunks, but the schedule has ", schedule.chunks, " (give all four per-chunk lists, one "
+                 "entry per chunk)");
+      for (double x : *v) LOOM_CHECK(x >= 0, "cost model: negative per-chunk cost for stage ", s);
+    }
   }
+}
+
+// The most bytes the in-flight (micro-batch, chunk) pairs of `program` hold at once, each chunk
+// keeping `chunk_bytes[chunk]` per micro-batch (stage_memory()'s count, weighted).
+double peak_chunk_bytes(const std::vector<Action>& program, const std::vector<double>& chunk_bytes) {
+  std::map<std::pair<int, int>, double> inflight;
+  double held = 0, peak = 0;
+  for (const Action& a : program) {
+    if (a.op == Op::Forward) {
+      const double bytes = chunk_bytes.at(static_cast<std::size_t>(a.chunk));
+      inflight[{a.microbatch, a.chunk}] = bytes;
+      held += bytes;
+    }
+    if (ends_backward(a.op))
+      if (auto it = inflight.find({a.microbatch, a.chunk}); it != inflight.end()) {
+        held -= it->second;
+        inflight.erase(it);
+      }
+    peak = std::max(peak, held);
+  }
+  return peak;
 }
 
 }  // namespace
@@ -258,8 +304,11 @@ SimulationResult simulate(const Schedule& schedule, const CostModel& costs) {
     stats.peak_inflight = memory.peak_inflight;
     stats.peak_weight_versions = memory.peak_weight_versions;
     stats.peak_activation_units = static_cast<double>(memory.peak_inflight) / schedule.chunks;
-    stats.peak_activation_bytes = stats.peak_activation_units * costs.stage(s).activation_bytes +
-                                  (memory.peak_inflight > 0 ? costs.stage(s).forward_transient_bytes : 0);
+    const StageCost& cost = costs.stage(s);
+    stats.peak_activation_bytes =
+        (cost.per_chunk() ? peak_chunk_bytes(schedule.programs[s], cost.chunk_activation_bytes)
+                          : stats.peak_activation_units * cost.activation_bytes) +
+        (memory.peak_inflight > 0 ? cost.forward_transient_bytes : 0);
   }
   result.bubble_fraction = result.step_ms > 0 ? 1.0 - busy / (stages * result.step_ms) : 0.0;
   result.ms_per_microbatch = schedule.microbatches > 0 ? result.step_ms / schedule.microbatches : 0;

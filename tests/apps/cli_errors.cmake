@@ -108,6 +108,19 @@ expect_single_failure("fifo_profile.json: a profile file must be a regular file,
                       plan --profile ${WORK_DIR}/fifo_profile.json --cluster 1x2 --global-batch 8)
 expect_single_failure("ckpt: a profile file must be a regular file, but this is a directory"
                       plan --profile ${WORK_DIR}/ckpt --cluster 1x2 --global-batch 8)
+# A given partition under a schedule kind (issue 28): evaluated, or refused in one line.
+expect_single_success("simulated step" plan --profile ${WORK_DIR}/two_layers.json --cluster 1x2 --global-batch 8
+                      --microbatches 4 --partition 0-0,1-1 --schedule zb-h1)
+expect_single_failure("partition: the ranges end at layer 0, but the profile has 2 layers"
+                      plan --profile ${WORK_DIR}/two_layers.json --cluster 1x2 --global-batch 8 --partition 0-0)
+expect_single_failure("--partition: '1' is not a layer range"
+                      plan --profile ${WORK_DIR}/two_layers.json --cluster 1x2 --global-batch 8 --partition 0-0,1)
+expect_single_failure("--microbatches: give one count with --partition"
+                      plan --profile ${WORK_DIR}/two_layers.json --cluster 1x2 --global-batch 8 --partition 0-0,1-1
+                      --microbatches 2,4)
+expect_single_failure("--out and --planner belong to the search"
+                      plan --profile ${WORK_DIR}/two_layers.json --cluster 1x2 --global-batch 8 --partition 0-0,1-1
+                      --out ${WORK_DIR}/never.json)
 # Defect 4: the micro-batch candidate loop overflowed an int and divided by zero (SIGFPE).
 expect_single_success("dapple" plan --profile ${WORK_DIR}/two_layers.json --cluster 1x2 --global-batch 2147483647)
 # Defects 9, 17, 7 and 18 through `loom plan`.

@@ -39,6 +39,13 @@ Schedule rigid(Schedule schedule) {
   return schedule;
 }
 
+StageCost forward_backward(double forward_ms, double backward_ms) {
+  StageCost cost;
+  cost.forward_ms = forward_ms;
+  cost.backward_ms = backward_ms;
+  return cost;
+}
+
 }  // namespace
 
 TEST_CASE("dualpipev S=2 M=4: the phases of dualpipev.cpp worked by hand") {
@@ -136,7 +143,7 @@ TEST_CASE("simulator: the backward half of a pair starts first and pauses while 
       "stage 1: RA0 F0 RA1 (F1;B0) SG0 B1 SG1 AR STEP\n", "pair.txt");
   REQUIRE(first_error(ok).empty());
   CostModel costs;
-  costs.stages = {StageCost{4, 2}, StageCost{1, 6}};
+  costs.stages = {forward_backward(4, 2), forward_backward(1, 6)};
   const SimulationResult result = simulate(ok, costs);
   CHECK(timed(result, 1, "B0", 0).start_ms == Approx(5));
   CHECK(timed(result, 1, "B0", 0).end_ms == Approx(8));
@@ -147,7 +154,7 @@ TEST_CASE("simulator: the backward half of a pair starts first and pauses while 
   CHECK(timed(result, 1, "SG0").start_ms == Approx(12));
   CHECK(result.stages[1].compute_ms == Approx(1 + 1 + 6 + 6));
   // Both inputs there: the forward first, then the backward.
-  costs.stages = {StageCost{1, 2}, StageCost{1, 6}};
+  costs.stages = {forward_backward(1, 2), forward_backward(1, 6)};
   const SimulationResult both = simulate(ok, costs);
   CHECK(timed(both, 1, "F1").start_ms == Approx(2));
   CHECK(timed(both, 1, "B0").start_ms == Approx(3));

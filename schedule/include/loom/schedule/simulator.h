@@ -30,6 +30,12 @@ struct StageCost {
   // What a forward holds above what it keeps, only while it runs (temporaries, outputs not kept):
   // the peak of a stage is reached during a forward, so it adds once, on top of the kept bytes.
   double forward_transient_bytes = 0;
+  // Per chunk of the stage, for chunks that differ (a planner's uneven partition into virtual
+  // stages): one entry per chunk each, or all empty (the numbers above, a chunk costing 1/v). Given,
+  // they replace forward_ms, backward_ms (BI = BW = half a chunk's B), activation_bytes and
+  // boundary_bytes (the chunk's output, sent to the next virtual stage).
+  std::vector<double> chunk_forward_ms, chunk_backward_ms, chunk_activation_bytes, chunk_boundary_bytes;
+  bool per_chunk() const { return !chunk_forward_ms.empty(); }
 };
 
 // A directed stage-to-stage link. The defaults make communication free.

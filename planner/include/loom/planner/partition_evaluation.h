@@ -1,0 +1,62 @@
+// A given partition evaluated under any synchronous schedule kind (issue 28): the model's layers cut
+// into the S·v virtual stages of the kind (in model order), each pipeline stage's replicas, M, run
+// through the schedule simulator with per-chunk costs from the profile. It predicts the step time,
+// the bubble and each pipeline stage's memory per device — parameters, gradients and optimizer
+// state of every chunk it holds, plus the simulator's peak of in-flight chunk activations (each
+// chunk's own bytes, its received input included) — so that a planner can compare kinds.
+//
+// Devices: pipeline stage p's replicas take the next R_p devices in order (stage 0 the first R_0).
+// A chunk replica computes ceil(b / R_p) rows of a micro-batch of b = global batch / M samples; the
+// link after pipeline stage p is the cost model's transfer between stage p's and p + 1's devices
+// (the looped wrap S − 1 → 0 between the last and the first), as for plans (plan_simulation.h).
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <loom/schedule/schedule.h>
+#include <loom/schedule/schedule_kind.h>
+#include <loom/schedule/simulator.h>
+
+#include <loom/planner/cluster.h>
+#include <loom/planner/cost_model.h>
+#include <loom/planner/profile.h>
+
+namespace loom::planner {
+
+struct Partition {
+  schedule::ScheduleKind kind = schedule::ScheduleKind::dapple;
+  int chunks = 1;        // v (2 for the V-shaped kinds)
+  int microbatches = 1;  // M
+  int global_batch = 1;
+  std::vector<std::pair<int, int>> layers;  // per virtual stage, in model order: first and last layer
+  std::vector<int> replicas;                // per pipeline stage; empty: 1 each
+};
+
+struct StageEvaluation {
+  std::vector<int> devices;
+  double static_bytes = 0;      // parameters + gradients + optimizer state of its chunks
+  double activation_bytes = 0;  // the simulator's peak of kept activations
+  double peak_bytes = 0;        // the two together: what one of its devices holds at most
+};
+
+struct PartitionEvaluation {
+  schedule::Schedule schedule;
+  schedule::SimulationResult simulation;
+  std::vector<StageEvaluation> stages;
+  double peak_bytes = 0;  // the fullest device
+  bool fits = true;       // every device within the cluster's memory
+  std::string why_not;    // when it does not fit: which stage, by how many bytes
+};
+
+// Throws loom::Error for a partition that is not one (layers not covering the profile in order,
+// S·v not a multiple of v, more devices than the cluster has, an asynchronous kind, M not dividing
+// the batch, or sizes the kind refuses).
+PartitionEvaluation evaluate_partition(const Profile& profile, const Cluster& cluster, const Partition& partition,
+                                       const CostOptions& options = {});
+
+// "0-3,4-7,8-11" -> {{0, 3}, {4, 7}, {8, 11}}; a bad range is a loom::Error naming `source`.
+std::vector<std::pair<int, int>> parse_layer_ranges(const std::string& text, const std::string& source);
+
+}  // namespace loom::planner

@@ -1,0 +1,154 @@
+// A given partition under any synchronous schedule kind (see partition_evaluation.h).
+#include <loom/planner/partition_evaluation.h>
+
+#include <algorithm>
+#include <sstream>
+
+#include <loom/core/error.h>
+#include <loom/schedule/generators.h>
+#include <loom/schedule/text.h>
+
+namespace loom::planner {
+
+namespace {
+
+int ceil_div(int a, int b) { return static_cast<int>((static_cast<long long>(a) + b - 1) / b); }
+
+// The checks of evaluate_partition() that need no schedule; returns S.
+int check_partition(const Profile& profile, const Cluster& cluster, const Partition& p) {
+  LOOM_CHECK(!schedule::is_asynchronous(p.kind), "partition: schedule '", schedule::schedule_kind_name(p.kind),
+             "' is asynchronous; a partition is evaluated under a synchronous schedule");
+  LOOM_CHECK(p.chunks >= 1 && !p.layers.empty() && p.layers.size() % static_cast<std::size_t>(p.chunks) == 0,
+             "partition: ", p.layers.size(), " layer ranges are not whole stages of ", p.chunks, " chunks each");
+  const int stages = static_cast<int>(p.layers.size()) / p.chunks;
+  int next = 0;
+  for (std::size_t j = 0; j < p.layers.size(); ++j) {
+    const auto [first, last] = p.layers[j];
+    LOOM_CHECK(first == next && last >= first, "partition: virtual stage ", j, " holds layers ", first, "-", last,
+               ", but it must start at layer ", next, " (the ranges cover the model in order)");
+    next = last + 1;
+  }
+  LOOM_CHECK(next == profile.size(), "partition: the ranges end at layer ", next - 1, ", but the profile has ",
+             profile.size(), " layers");
+  LOOM_CHECK(p.replicas.empty() || static_cast<int>(p.replicas.size()) == stages, "partition: ", p.replicas.size(),
+             " replica counts for ", stages, " pipeline stages");
+  int devices = 0;
+  for (int r : p.replicas) {
+    LOOM_CHECK(r >= 1, "partition: a stage needs at least one replica, got ", r);
+    devices += r;
+  }
+  if (p.replicas.empty()) devices = stages;
+  LOOM_CHECK(devices <= cluster.devices(), "partition: ", devices, " devices, but the cluster has ", cluster.devices());
+  LOOM_CHECK(p.microbatches >= 1 && p.global_batch >= p.microbatches && p.global_batch % p.microbatches == 0,
+             "partition: ", p.microbatches, " micro-batches do not divide the global batch of ", p.global_batch);
+  return stages;
+}
+
+struct Placed {
+  std::vector<std::vector<int>> devices;  // per pipeline stage
+};
+
+Placed place(const Partition& p, int stages) {
+  Placed placed;
+  int next = 0;
+  for (int s = 0; s < stages; ++s) {
+    const int replicas = p.replicas.empty() ? 1 : p.replicas[static_cast<std::size_t>(s)];
+    placed.devices.emplace_back();
+    for (int r = 0; r < replicas; ++r) placed.devices.back().push_back(next++);
+  }
+  return placed;
+}
+
+// Pipeline stage s's costs, chunk by chunk, and its static bytes.
+schedule::StageCost stage_costs(const Profile& profile, const Cluster& cluster, const Partition& p,
+                                const schedule::Schedule& sched, const std::vector<int>& devices, int s,
+                                const CostOptions& options, double& static_bytes) {
+  const int b = p.global_batch / p.microbatches;
+  const int rows = ceil_div(b, static_cast<int>(devices.size()));
+  const LinearCost ar = allreduce_cost(cluster, devices);
+  schedule::StageCost cost;
+  static_bytes = 0;
+  for (int c = 0; c < sched.chunks; ++c) {
+    const auto [first, last] = p.layers[static_cast<std::size_t>(sched.virtual_stage(s, c))];
+    double f = 0, bw = 0, kept = first > 0 ? profile.cost_at(first - 1, rows).boundary_bytes : 0.0;
+    for (int l = first; l <= last; ++l) {
+      const LayerCost layer = profile.cost_at(l, rows);
+      f += layer.forward_ms;
+      bw += layer.backward_ms;
+      kept += layer.activation_bytes;
+    }
+    const double weights = profile.parameter_bytes(first, last);
+    static_bytes += weights * (2 + options.optimizer_state_factor);
+    cost.allreduce_ms += ar.at(weights);
+    cost.forward_ms += f;
+    cost.backward_ms += bw;
+    cost.chunk_forward_ms.push_back(f);
+    cost.chunk_backward_ms.push_back(bw);
+    cost.chunk_activation_bytes.push_back(kept);
+    cost.chunk_boundary_bytes.push_back(last + 1 < profile.size() ? profile.cost_at(last, b).boundary_bytes : 0.0);
+  }
+  return cost;
+}
+
+}  // namespace
+
+PartitionEvaluation evaluate_partition(const Profile& profile, const Cluster& cluster, const Partition& p,
+                                       const CostOptions& options) {
+  const int stages = check_partition(profile, cluster, p);
+  PartitionEvaluation out;
+  out.schedule = schedule::make_schedule(
+      p.kind, schedule::ScheduleOptions{std::string(schedule::schedule_kind_name(p.kind)), stages, p.microbatches,
+                                        p.chunks, 3, {}});
+  LOOM_CHECK(out.schedule.chunks == p.chunks, "partition: schedule '", schedule::schedule_kind_name(p.kind),
+             "' holds ", out.schedule.chunks, " chunk(s) per stage, but the partition has ", p.chunks);
+  const Placed placed = place(p, stages);
+  schedule::CostModel costs;
+  out.stages.resize(static_cast<std::size_t>(stages));
+  for (int s = 0; s < stages; ++s) {
+    StageEvaluation& stage = out.stages[static_cast<std::size_t>(s)];
+    stage.devices = placed.devices[static_cast<std::size_t>(s)];
+    costs.stages.push_back(stage_costs(profile, cluster, p, out.schedule, stage.devices, s, options, stage.static_bytes));
+  }
+  for (int s = 0; stages > 1 && s < stages; ++s) {  // after stage s; the last one is the looped wrap
+    const LinearCost link = transfer_cost(cluster, placed.devices[static_cast<std::size_t>(s)],
+                                          placed.devices[static_cast<std::size_t>((s + 1) % stages)],
+                                          p.global_batch / p.microbatches);
+    schedule::Link l;
+    if (link.ms_per_byte > 0) l.bandwidth_bytes_per_s = 1e3 / link.ms_per_byte;
+    l.latency_ms = link.latency_ms;
+    costs.links.push_back(l);
+  }
+  out.simulation = schedule::simulate(out.schedule, costs);
+  for (int s = 0; s < stages; ++s) {
+    StageEvaluation& stage = out.stages[static_cast<std::size_t>(s)];
+    stage.activation_bytes = out.simulation.stages[static_cast<std::size_t>(s)].peak_activation_bytes;
+    stage.peak_bytes = stage.static_bytes + stage.activation_bytes;
+    out.peak_bytes = std::max(out.peak_bytes, stage.peak_bytes);
+    if (stage.peak_bytes > cluster.device_memory && out.fits) {
+      out.fits = false;
+      out.why_not = loom::detail::concat("stage ", s, " needs ", stage.peak_bytes, " bytes per device, ",
+                                         stage.peak_bytes - cluster.device_memory, " more than the ",
+                                         cluster.device_memory, " available");
+    }
+  }
+  return out;
+}
+
+std::vector<std::pair<int, int>> parse_layer_ranges(const std::string& text, const std::string& source) {
+  std::vector<std::pair<int, int>> ranges;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    int first = -1, last = -1;
+    char dash = 0;
+    std::istringstream one(item);
+    const bool ok = static_cast<bool>(one >> first >> dash >> last) && dash == '-' && one.peek() == EOF &&
+                    first >= 0 && last >= first && last < kMaxProfileLayers;
+    LOOM_CHECK(ok, source, ": '", schedule::excerpt(item), "' is not a layer range FIRST-LAST (0 <= FIRST <= LAST)");
+    ranges.emplace_back(first, last);
+  }
+  LOOM_CHECK(!ranges.empty(), source, ": no layer ranges (expected e.g. 0-3,4-7)");
+  return ranges;
+}
+
+}  // namespace loom::planner

@@ -1,0 +1,126 @@
+// A given partition under any synchronous kind (issue 28): the simulator with each chunk's own
+// costs, hand-worked on ZB-V with chunks of different sizes (with and without a slow link), the
+// memory of each stage, DAPPLE's evaluation equal to simulate_plan's, and the errors.
+#include <catch2/catch.hpp>
+
+#include <loom/planner/partition_evaluation.h>
+#include <loom/planner/plan_simulation.h>
+
+#include "instances.h"
+
+using namespace loom::planner;
+using namespace loom::planner::test;
+using loom::schedule::ScheduleKind;
+
+namespace {
+
+// Four layers, F = 1, 2, 3, 4 and B = 2F per sample; activations 10..40 bytes, parameters 1..4 kB.
+Profile four_layers(double boundary_bytes) {
+  return make_profile({{1, 2, 10, boundary_bytes, 1e3},
+                       {2, 4, 20, boundary_bytes, 2e3},
+                       {3, 6, 30, 2 * boundary_bytes, 3e3},
+                       {4, 8, 40, 0, 4e3}});
+}
+
+Partition zb_v_partition() {
+  Partition p;
+  p.kind = ScheduleKind::zb_v;
+  p.chunks = 2;
+  p.microbatches = 1;
+  p.global_batch = 1;
+  p.layers = {{0, 0}, {1, 1}, {2, 2}, {3, 3}};
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("partition: ZB-V with uneven chunks, timed by each chunk's own costs") {
+  // Stage 0 holds layers 0 and 3 (virtual stages 0 and 3), stage 1 layers 1 and 2. One micro-batch,
+  // BI = BW = B/2: s0 F0c0 [0,1]; s1 F0c0 [1,3], F0c1 [3,6]; s0 F0c1 [6,10], BI0c1 [10,14], BW0c1
+  // [14,18]; s1 BI0c1 [14,17], BW0c1 [17,20], BI0c0 [20,22], BW0c0 [22,24]; s0 BI0c0 [22,23], BW0c0
+  // [23,24]. Averaged chunks (2.5 and 2.5 per forward) would time it differently.
+  const Cluster cluster = make_cluster(2, 1, 1e9, 1e9, 1e12);
+  const PartitionEvaluation e = evaluate_partition(four_layers(0), cluster, zb_v_partition());
+  CHECK(e.simulation.step_ms == Approx(24));
+  CHECK(e.simulation.bubble_fraction == Approx(1 - 30.0 / 48));
+  REQUIRE(e.stages.size() == 2);
+  // Adam: parameters, gradients and 2 states per parameter byte; activations of both chunks at once.
+  CHECK(e.stages[0].static_bytes == Approx((1e3 + 4e3) * 4));
+  CHECK(e.stages[1].static_bytes == Approx((2e3 + 3e3) * 4));
+  CHECK(e.stages[0].activation_bytes == Approx(10 + 40));
+  CHECK(e.stages[1].activation_bytes == Approx(20 + 30));
+  CHECK(e.peak_bytes == Approx(2e4 + 50));
+  CHECK(e.fits);
+  CHECK(e.stages[0].devices == std::vector<int>{0});
+  CHECK(e.stages[1].devices == std::vector<int>{1});
+}
+
+TEST_CASE("partition: a slow link carries each chunk's own output") {
+  // 1 kB/s between the two nodes: layer 0's output (1 byte) takes 1 ms, layer 2's (2 bytes) 2 ms, and
+  // their gradients the same back: s0 F0c0 [0,1] -> 2; s1 F0c0 [2,4], F0c1 [4,7] -> 9; s0 F0c1
+  // [9,13], BI0c1 [13,17] -> 19, BW0c1 [17,21]; s1 BI0c1 [19,22], BW0c1 [22,25], BI0c0 [25,27] -> 28,
+  // BW0c0 [27,29]; s0 BI0c0 [28,29], BW0c0 [29,30].
+  const Cluster cluster = make_cluster(2, 1, 1e9, 1e3, 1e12);
+  const PartitionEvaluation e = evaluate_partition(four_layers(1), cluster, zb_v_partition());
+  CHECK(e.simulation.step_ms == Approx(30));
+  // Stage 1's chunks keep their received inputs too: layer 0's output (1 byte) for layer 1, layer
+  // 1's (1 byte) for layer 2.
+  CHECK(e.stages[1].activation_bytes == Approx(20 + 1 + 30 + 1));
+}
+
+TEST_CASE("partition: DAPPLE over contiguous stages is the plan's simulation") {
+  const Profile profile = make_profile({{1, 2, 1e3, 1e3, 1e5}, {2, 3, 1e3, 1e3, 2e5}, {1, 1, 1e3, 0, 1e5}});
+  const Cluster cluster = make_cluster(1, 4, 1e9, 1e9, 1e12);
+  Partition p;
+  p.kind = ScheduleKind::dapple;
+  p.microbatches = 4;
+  p.global_batch = 8;
+  p.layers = {{0, 1}, {2, 2}};
+  p.replicas = {1, 2};
+  const PartitionEvaluation e = evaluate_partition(profile, cluster, p);
+  Plan plan;
+  plan.global_batch = 8;
+  plan.microbatches = 4;
+  plan.schedule = ScheduleKind::dapple;
+  plan.stages = {StagePlan{0, 1, {0}}, StagePlan{2, 2, {1, 2}}};
+  const auto simulated = simulate_plan(profile, cluster, plan);
+  CHECK(e.simulation.step_ms == Approx(simulated.step_ms));
+  for (int s = 0; s < 2; ++s)
+    CHECK(e.stages[static_cast<std::size_t>(s)].activation_bytes ==
+          Approx(simulated.stages[static_cast<std::size_t>(s)].peak_activation_bytes));
+  CHECK(e.stages[1].devices == std::vector<int>{1, 2});
+}
+
+TEST_CASE("partition: a stage over its device's memory is named") {
+  const Cluster small = make_cluster(2, 1, 1e9, 1e9, 2e4);
+  const PartitionEvaluation e = evaluate_partition(four_layers(0), small, zb_v_partition());
+  CHECK_FALSE(e.fits);
+  CHECK_THAT(e.why_not, Catch::StartsWith("stage 0 needs 20050 bytes per device, 50 more than the 20000 available"));
+}
+
+TEST_CASE("partition: what is not a partition is refused in one line") {
+  const Profile profile = four_layers(0);
+  const Cluster cluster = make_cluster(2, 1, 1e9, 1e9, 1e12);
+  Partition p = zb_v_partition();
+  p.layers = {{0, 0}, {2, 2}, {3, 3}, {1, 1}};
+  CHECK_THROWS_WITH(evaluate_partition(profile, cluster, p), Catch::Contains("virtual stage 1 holds layers 2-2, but it must start at layer 1"));
+  p = zb_v_partition();
+  p.layers.pop_back();
+  CHECK_THROWS_WITH(evaluate_partition(profile, cluster, p), Catch::Contains("3 layer ranges are not whole stages of 2 chunks"));
+  p = zb_v_partition();
+  p.chunks = 1;
+  CHECK_THROWS_WITH(evaluate_partition(profile, cluster, p), Catch::Contains("4 devices, but the cluster has 2"));
+  p.layers = {{0, 1}, {2, 3}};
+  CHECK_THROWS_WITH(evaluate_partition(profile, cluster, p),
+                    Catch::Contains("schedule 'zb-v' holds 2 chunk(s) per stage, but the partition has 1"));
+  p = zb_v_partition();
+  p.kind = ScheduleKind::pipedream;
+  CHECK_THROWS_WITH(evaluate_partition(profile, cluster, p), Catch::Contains("'pipedream' is asynchronous"));
+  p = zb_v_partition();
+  p.microbatches = 3;
+  p.global_batch = 8;
+  CHECK_THROWS_WITH(evaluate_partition(profile, cluster, p), Catch::Contains("3 micro-batches do not divide the global batch of 8"));
+  CHECK(parse_layer_ranges("0-3,4-4", "--partition") == std::vector<std::pair<int, int>>{{0, 3}, {4, 4}});
+  CHECK_THROWS_WITH(parse_layer_ranges("0-3,5", "--partition"), Catch::StartsWith("--partition: '5' is not a layer range"));
+  CHECK_THROWS_WITH(parse_layer_ranges("3-1", "--partition"), Catch::StartsWith("--partition: '3-1' is not a layer range"));
+}
