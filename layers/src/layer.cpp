@@ -96,6 +96,7 @@ Context& Context::child(std::size_t index) {
 }
 
 void Context::clear() {
+  host_targets = Tensor();
   saved_.clear();
   shapes_.clear();
   children_.clear();

@@ -49,7 +49,11 @@ TensorList CrossEntropyLoss::forward(const TensorList& inputs, Context& ctx) {
   LOOM_CHECK(targets.device() == logits.device(), describe(), ": targets on ", targets.device().str(), ", logits on ",
              logits.device().str());
   const std::int64_t classes = logits.size(-1), rows = logits.numel() / classes;
-  const std::vector<std::int64_t> t = targets_on_host(targets);
+  const Tensor& host = ctx.host_targets;
+  LOOM_CHECK(!host.defined() || (host.numel() == targets.numel() && host.device().is_cpu()), describe(),
+             ": the host copy of the targets has shape ", host.defined() ? host.shape().str() : "", " on ",
+             host.defined() ? host.device().str() : "", ", the targets ", targets.shape().str());
+  const std::vector<std::int64_t> t = targets_on_host(host.defined() ? host : targets);
   std::int64_t count = 0;
   for (std::int64_t r = 0; r < rows; ++r) {
     if (t[r] == ignore_index_) continue;

@@ -156,7 +156,10 @@ void Executor::read_rows(const ChunkState& chunk, MicrobatchState& state, const 
       if (input.defined()) input = input.to(options_.device);
     state.inputs = std::move(inputs);
   }
-  if (chunk.last) state.targets = targets.defined() ? targets.to(options_.device) : targets;
+  if (chunk.last) {
+    state.host_targets = targets.defined() && targets.device().is_cpu() ? targets : Tensor();
+    state.targets = targets.defined() ? targets.to(options_.device) : targets;
+  }
 }
 
 // Between actions: starts the data receives whose headers have landed (so the rows arrive while
@@ -195,24 +198,32 @@ StageRunner::Pass Executor::begin_forward(ChunkState& chunk, int microbatch, con
   MicrobatchState& state = chunk.microbatches.at(microbatch);
   read_rows(chunk, state, reader);
   const MicrobatchInfo info{state.rows.batch, state.rows.first, loss_denominator(state.rows.batch, reader), loss_scale_};
-  return chunk.runner->begin_forward(microbatch, std::move(state.inputs), std::move(state.targets), info);
+  return chunk.runner->begin_forward(microbatch, std::move(state.inputs), std::move(state.targets), info,
+                                     std::move(state.host_targets));
 }
 
-void Executor::end_forward(ChunkState& chunk, StageRunner::Pass& pass, StepResult& result, std::int64_t first_batch) {
+void Executor::end_forward(ChunkState& chunk, StageRunner::Pass& pass, std::int64_t first_batch) {
   MicrobatchState& state = chunk.microbatches.at(pass.microbatch());
   TensorList outputs = chunk.runner->finish(pass);
-  if (chunk.last)
-    result.loss_sums.at(static_cast<std::size_t>(state.rows.batch - first_batch)) +=
-        chunk.runner->loss(pass.microbatch()).item();
-  else
+  if (!chunk.last) {
     state.outputs = std::move(outputs);
+    return;
+  }
+  // Summed where it was computed, in f64 and in program order (the sum a host loop over item() would
+  // make, bit for bit), and read once at the end of the run: no device-to-host wait per micro-batch.
+  const MemoryCategoryScope category(MemoryCategory::workspace);
+  const Tensor loss = chunk.runner->loss(pass.microbatch()).to(DType::f64);
+  Tensor& total = loss_totals_.at(static_cast<std::size_t>(state.rows.batch - first_batch));
+  if (total.defined())
+    ops::add(total, loss, total);
+  else
+    total = loss;
 }
 
-void Executor::forward(ChunkState& chunk, int microbatch, const BatchReader& reader, StepResult& result,
-                       std::int64_t first_batch) {
+void Executor::forward(ChunkState& chunk, int microbatch, const BatchReader& reader, std::int64_t first_batch) {
   StageRunner::Pass pass = begin_forward(chunk, microbatch, reader);
   while (!pass.done()) chunk.runner->step(pass);
-  end_forward(chunk, pass, result, first_batch);
+  end_forward(chunk, pass, first_batch);
 }
 
 StageRunner::BlockDone Executor::block_done(ChunkState& chunk, bool final_for_batch) {
@@ -276,7 +287,7 @@ TensorList Executor::received(comm::PendingReceive& receive) const {
   return from_boundary(receive.wait(), options_.precision);
 }
 
-void Executor::run_action(std::size_t index, std::int64_t first_batch, const BatchReader& reader, StepResult& result) {
+void Executor::run_action(std::size_t index, std::int64_t first_batch, const BatchReader& reader) {
   const Action& a = schedule_.programs.at(stage_)[index];
   if (pause_points_[index]) comm::test_pause_at(static_cast<comm::PausePhase>(pause_points_[index] - 1));
   switch (a.op) {
@@ -296,7 +307,7 @@ void Executor::run_action(std::size_t index, std::int64_t first_batch, const Bat
     case Op::BackwardWeight:
       stash_->enter(a.version);
       if (a.op == Op::Forward)
-        forward(*chunks_[a.chunk], a.microbatch, reader, result, first_batch);
+        forward(*chunks_[a.chunk], a.microbatch, reader, first_batch);
       else
         backward(*chunks_[a.chunk], a, final_backward_[index] != 0);
       stash_->leave(a.version, index);
@@ -326,25 +337,29 @@ StepResult Executor::run(std::int64_t first_batch, const BatchReader& reader, do
   StepResult result;
   result.holds_loss = std::any_of(chunks_.begin(), chunks_.end(), [](const auto& c) { return c->last; });
   result.loss_sums.assign(static_cast<std::size_t>(schedule_.batches()), 0.0);
+  loss_totals_.assign(result.loss_sums.size(), Tensor());
   stash_->begin_run();
   prepare_microbatches(program, first_batch);
   const double run_start = now_us();
   waited_us_ = 0;
   for (std::size_t i = 0; i < program.size(); ++i) {
     if (const auto group = overlap_groups_.find(i); group != overlap_groups_.end()) {
-      run_overlap_group(group->second, first_batch, reader, result);
+      run_overlap_group(group->second, first_batch, reader);
       i = group->second.end - 1;
       progress_links();
       continue;
     }
     const double start = now_us();
     if (schedule::is_compute(program[i].op)) comm::test_slow_down();
-    run_action(i, first_batch, reader, result);
+    run_action(i, first_batch, reader);
     const double end = now_us();
     if (schedule::is_receive(program[i].op) || program[i].op == Op::AllReduce) waited_us_ += end - start;
     if (observer_) observer_({program[i], stage_, start, end});
     if (schedule::is_compute(program[i].op)) progress_links();
   }
+  for (std::size_t b = 0; b < loss_totals_.size(); ++b)
+    if (loss_totals_[b].defined()) result.loss_sums[b] += loss_totals_[b].item();  // one read per batch
+  loss_totals_.clear();
   const double flush_start = now_us();
   flush_links();
   const double run_end = now_us();

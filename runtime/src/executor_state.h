@@ -22,6 +22,7 @@ struct Executor::MicrobatchState {
   } rows;
   TensorList inputs;        // received or read, until forward
   Tensor targets;           // last virtual stage, until forward
+  Tensor host_targets;      // the same rows in host memory (the loss checks them there)
   TensorList outputs;       // until sent
   TensorList grad_outputs;  // received, until backward
   TensorList grad_inputs;   // until sent

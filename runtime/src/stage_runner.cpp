@@ -67,11 +67,13 @@ TensorList StageRunner::run_forward(Microbatch& mb, const TensorList& inputs, bo
   return outputs;
 }
 
-StageRunner::Pass StageRunner::begin_forward(int microbatch, TensorList inputs, Tensor targets, const MicrobatchInfo& info) {
+StageRunner::Pass StageRunner::begin_forward(int microbatch, TensorList inputs, Tensor targets, const MicrobatchInfo& info,
+                                             Tensor host_targets) {
   MemoryCategoryScope scope(MemoryCategory::activations);
   Microbatch& mb = microbatches_[microbatch];
   mb.info = info;
   mb.targets = std::move(targets);
+  mb.host_targets = std::move(host_targets);
   prepare(mb.ctx, true, options_.seed, mb.info);
   at_block_boundary(inputs);  // the first stage's data (received boundary tensors are rounded already)
   if (options_.recompute) mb.inputs = inputs;
@@ -95,6 +97,7 @@ void StageRunner::forward_step(Pass& pass) {
   if (loss_) {
     prepare(mb.loss_ctx, true, options_.seed, mb.info);
     mb.loss_ctx.loss_denominator = mb.info.loss_denominator;
+    mb.loss_ctx.host_targets = std::move(mb.host_targets);
     LOOM_CHECK(!pass.x_.empty(), "stage runner: the last stage produced no output");
     mb.loss = loss_->forward({pass.x_[0], mb.targets}, mb.loss_ctx);
   }

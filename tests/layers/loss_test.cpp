@@ -81,3 +81,22 @@ TEST_CASE("with loss_denominator, micro-batch losses and gradients add up to the
   REQUIRE(grad.size() == expected.size());
   for (std::size_t i = 0; i < grad.size(); ++i) CHECK(grad[i] == Approx(expected[i]).margin(1e-7));
 }
+
+TEST_CASE("CrossEntropyLoss checks the host copy of its targets when it is given one") {
+  // The runtime passes the rows it read on the host (Context::host_targets), so a loss on a GPU need
+  // not read its targets back: the checks and counts use that copy, the loss the targets themselves.
+  CrossEntropyLoss loss;
+  Tensor logits = test::random_tensor(Shape{4, 5}, 3, -2, 2);
+  Tensor targets = Tensor::from_vector<std::int64_t>({0, 4, 2, 1}, Shape{4});
+  Context plain;
+  const double expected = loss.forward({logits, targets}, plain)[0].item();
+  Context with_host;
+  with_host.host_targets = targets.to(Device::cpu());
+  CHECK(loss.forward({logits, targets}, with_host)[0].item() == expected);
+  Context bad_host;  // the host copy is what is checked: a target out of range there is reported
+  bad_host.host_targets = Tensor::from_vector<std::int64_t>({0, 4, 7, 1}, Shape{4});
+  CHECK_THROWS_WITH(loss.forward({logits, targets}, bad_host), Catch::Contains("target 7 at position 2 outside [0, 5)"));
+  Context wrong_shape;
+  wrong_shape.host_targets = Tensor::from_vector<std::int64_t>({0, 4}, Shape{2});
+  CHECK_THROWS_WITH(loss.forward({logits, targets}, wrong_shape), Catch::Contains("the host copy of the targets has shape [2]"));
+}

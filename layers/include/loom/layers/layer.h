@@ -78,6 +78,9 @@ class Context {
   // mean, so that the losses (and gradients) of the micro-batches of a global batch add up to the
   // global-batch mean. Set it to the global batch's count of (non-ignored) targets.
   double loss_denominator = 0.0;
+  // A loss's targets in host memory, when the caller has them there (loom's runtime reads its data
+  // on the host): the loss checks and counts those instead of reading the device's copy back.
+  Tensor host_targets;
 
   void save(std::string_view key, Tensor tensor);
   const Tensor& get(std::string_view key) const;  // throws loom::Error naming the key if absent

@@ -117,19 +117,17 @@ class Executor {
 
   void prepare_microbatches(const std::vector<schedule::Action>& program, std::int64_t first_batch);
   void read_rows(const ChunkState& chunk, MicrobatchState& state, const BatchReader& reader);
-  void forward(ChunkState& chunk, int microbatch, const BatchReader& reader, StepResult& result,
-               std::int64_t first_batch);
+  void forward(ChunkState& chunk, int microbatch, const BatchReader& reader, std::int64_t first_batch);
   void backward(ChunkState& chunk, const schedule::Action& action, bool final_for_batch);
   // The pieces of forward() and of a full backward, for an overlapped pair's halves.
   StageRunner::Pass begin_forward(ChunkState& chunk, int microbatch, const BatchReader& reader);
-  void end_forward(ChunkState& chunk, StageRunner::Pass& pass, StepResult& result, std::int64_t first_batch);
+  void end_forward(ChunkState& chunk, StageRunner::Pass& pass, std::int64_t first_batch);
   StageRunner::Pass begin_backward(ChunkState& chunk, int microbatch, bool final_for_batch);
   void end_backward(ChunkState& chunk, StageRunner::Pass& pass);
   // Feeds the gradient bucketer block by block during the backward that completes a chunk's gradients.
   StageRunner::BlockDone block_done(ChunkState& chunk, bool final_for_batch);
   // An overlapped pair's group (overlap_pair.cpp).
-  void run_overlap_group(const schedule::OverlapGroup& group, std::int64_t first_batch, const BatchReader& reader,
-                         StepResult& result);
+  void run_overlap_group(const schedule::OverlapGroup& group, std::int64_t first_batch, const BatchReader& reader);
   // Takes a half's input if its receive has completed (or was local); true once it is there.
   bool poll_input(OverlapHalf& half, double since_us);
   void wait_for_an_input(OverlapHalf* halves, double since_us);
@@ -138,7 +136,7 @@ class Executor {
   // Waits for a posted receive: the tensors widened back to f32 from a 16-bit precision's boundary
   // dtype (precision.h), charged to communication as the received tensors are.
   TensorList received(comm::PendingReceive& receive) const;
-  void run_action(std::size_t index, std::int64_t first_batch, const BatchReader& reader, StepResult& result);
+  void run_action(std::size_t index, std::int64_t first_batch, const BatchReader& reader);
   void progress_links();  // starts the data receives whose headers landed, reaps finished sends
   void flush_links();  // waits for every send of this rank's links and drops micro-batch state
   double loss_denominator(std::int64_t batch, const BatchReader& reader);
@@ -160,6 +158,7 @@ class Executor {
   std::int64_t steps_in_run_ = 0;
   double loss_scale_ = 1.0;             // of the run
   double waited_us_ = 0;                // of the run: time spent waiting for other ranks
+  std::vector<Tensor> loss_totals_;     // of the run, per batch: the last stage's losses, f64 on its device
 };
 
 }  // namespace loom::runtime

@@ -80,7 +80,10 @@ class StageRunner {
     TensorList inputs_;  // a forward's inputs, alive until it is done (as for a whole forward)
     BlockDone on_block_done_;
   };
-  Pass begin_forward(int microbatch, TensorList inputs, Tensor targets, const MicrobatchInfo& info);
+  // `host_targets`, when given, are the targets in host memory (the loss checks those: no read of
+  // the device's copy back).
+  Pass begin_forward(int microbatch, TensorList inputs, Tensor targets, const MicrobatchInfo& info,
+                     Tensor host_targets = {});
   Pass begin_backward(int microbatch, TensorList grad_outputs, BlockDone on_block_done = nullptr);
   // Runs the pass's next block: a forward's last step also applies the loss (last stage); a
   // backward's first step also recomputes the forward (recompute) and starts from the loss.
@@ -102,6 +105,7 @@ class StageRunner {
     Context ctx, loss_ctx;
     TensorList inputs;  // kept only when recomputing
     Tensor targets;     // last stage
+    Tensor host_targets;  // last stage, when the caller has them on the host
     TensorList loss;    // last stage: the loss value until backward
   };
   TensorList run_forward(Microbatch& mb, const TensorList& inputs, bool save);
