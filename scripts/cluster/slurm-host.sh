@@ -3,8 +3,11 @@
 # daemons. slurm.sh runs it as `ip netns exec HOST unshare --uts --mount slurm-host.sh ...`, so
 # everything below happens in the host's own UTS and mount namespaces and vanishes with them:
 #   - the hostname is the host's name (Slurm, Open MPI and loom tell hosts apart by it);
-#   - /tmp is the host's own directory (bind mount): Slurm's PMIx plugin makes a directory per job
-#     step in /tmp, and a second host's slurmstepd fails when it finds the first one's there;
+#   - DIR/host-tmp is the host's own directory (bind mount), and slurm.conf's TmpFS and mpi.conf's
+#     PMIxCliTmpDirBase point there: Slurm's PMIx plugin makes a directory per job step in it, and
+#     a second host's slurmstepd fails when it finds the first one's there (with the machine's
+#     /tmp shared: "Cannot create directory .../spmix_appdir_0_1.0: File exists"). /tmp itself
+#     stays the machine's, so a build under /tmp (a CI clone) is seen by every host;
 #   - /etc/hosts names every host of the cluster, as a site's DNS would.
 # No cgroup is mounted: `ip netns exec` gave the host a fresh sysfs without the machine's cgroup
 # mounts, and slurm.sh's cgroup.conf names cgroup/v1 instead of letting slurmd detect the version
@@ -19,7 +22,7 @@ dir=$1 host=$2 role=${3:-}
 [ -z "$role" ] || [ "$role" = controller ] || cluster_die "unknown role '$role' (controller or nothing)"
 
 hostname "$host"
-mount --bind "$dir/tmp/$host" /tmp
+mount --bind "$dir/tmp/$host" "$dir/host-tmp"
 mount --bind "$dir/hosts" /etc/hosts
 
 export SLURM_CONF=$dir/slurm.conf

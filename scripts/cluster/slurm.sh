@@ -2,7 +2,7 @@
 # A real Slurm cluster (Debian's slurm-wlm and munge) on the emulated hosts of netns.sh: slurmctld
 # on the first host, one slurmd per host, each host in its own network, UTS and mount namespaces
 # (slurm-host.sh), one munged for the cluster. All of its files live in one state directory,
-# /run/loom-slurm/NAME (configuration, munge key and socket, spool, logs, the hosts' /tmp); `down`
+# /run/loom-slurm/NAME (configuration, munge key and socket, spool, logs, each host's own temporary directory); `down`
 # ends every process of the cluster, deletes its namespaces and that directory (idempotent).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -67,6 +67,7 @@ MpiDefault=none
 ReturnToService=2
 MailProg=/bin/true
 KillWait=5
+TmpFS=$dir/host-tmp
 CONF
   for ((i = 1; i <= n; i++)); do
     echo "NodeName=${name}h$i NodeAddr=198.18.$subnet.$i CPUs=$cpus RealMemory=1024 State=UNKNOWN" >> "$dir/slurm.conf"
@@ -74,6 +75,8 @@ CONF
   echo "PartitionName=loom Nodes=ALL Default=YES MaxTime=INFINITE State=UP" >> "$dir/slurm.conf"
   # Named, not detected: detection fails on the hosts' fresh sysfs (slurm-host.sh).
   echo "CgroupPlugin=cgroup/v1" > "$dir/cgroup.conf"
+  # Each host's own temporary directory for the PMIx plugin's per-step client directories.
+  echo "PMIxCliTmpDirBase=$dir/host-tmp" > "$dir/mpi.conf"
   { echo "127.0.0.1 localhost"; for ((i = 1; i <= n; i++)); do echo "198.18.$subnet.$i ${name}h$i"; done; } > "$dir/hosts"
 }
 
@@ -119,7 +122,7 @@ slurm_up() {
   trap "slurm_down $name" EXIT  # a half-made cluster is removed again
   "$here/netns.sh" up "$n" --name "$name" --subnet "$subnet" --inter-gbit "$gbit" >/dev/null
   mkdir -p -m 0755 "$state_root" "$dir"
-  mkdir -p "$dir/log" "$dir/ctld" "$dir/spool"
+  mkdir -p "$dir/log" "$dir/ctld" "$dir/spool" "$dir/host-tmp"
   write_config "$dir" "$name" "$n" "$subnet" "$cpus"
   start_munge "$dir"
   local role=controller
