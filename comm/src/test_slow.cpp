@@ -17,12 +17,16 @@ double parse_slow(const char* text, int rank) {
   if (!text || !*text) return 0;
   const std::string value = std::string(text).substr(0, 80);
   const std::size_t colon = value.find(':');
-  char* end = nullptr;
-  const long target = colon == std::string::npos ? -1 : std::strtol(value.substr(0, colon).c_str(), &end, 10);
-  const bool rank_ok = colon != std::string::npos && colon > 0 && *end == '\0' && target >= 0;
-  const double ms = rank_ok ? std::strtod(value.substr(colon + 1).c_str(), &end) : -1;
-  LOOM_CHECK(rank_ok && *end == '\0' && ms >= 0 && ms <= 60000 && colon + 1 < value.size(),
-             "LOOM_TEST_SLOW_RANK: expected RANK:MS (RANK >= 0, MS in [0, 60000] milliseconds), got '", value, "'");
+  // The two parts as strings of their own: strtol/strtod's end pointers point into them.
+  const std::string rank_text = colon == std::string::npos ? "" : value.substr(0, colon);
+  const std::string ms_text = colon == std::string::npos ? "" : value.substr(colon + 1);
+  char* rank_end = nullptr;
+  char* ms_end = nullptr;
+  const long target = std::strtol(rank_text.c_str(), &rank_end, 10);
+  const double ms = std::strtod(ms_text.c_str(), &ms_end);
+  const bool ok = !rank_text.empty() && *rank_end == '\0' && target >= 0 && !ms_text.empty() && *ms_end == '\0' &&
+                  ms >= 0 && ms <= 60000;
+  LOOM_CHECK(ok, "LOOM_TEST_SLOW_RANK: expected RANK:MS (RANK >= 0, MS in [0, 60000] milliseconds), got '", value, "'");
   return target == rank ? ms : 0;
 }
 }  // namespace

@@ -168,6 +168,9 @@ expect_single_success("dapple: time-limited" plan --profile ${WORK_DIR}/two_laye
 foreach(case "LOOM_TEST_PAUSE_AT=bogus:1|LOOM_TEST_PAUSE_AT: expected PHASE:RANK[:N]"
              "LOOM_TEST_PAUSE_AT=steady:-1|LOOM_TEST_PAUSE_AT: expected PHASE:RANK[:N]"
              "LOOM_TEST_PAUSE_AT=warmup:1:0|LOOM_TEST_PAUSE_AT: expected PHASE:RANK[:N]"
+             "LOOM_TEST_SLOW_RANK=1|LOOM_TEST_SLOW_RANK: expected RANK:MS"
+             "LOOM_TEST_SLOW_RANK=x:5|LOOM_TEST_SLOW_RANK: expected RANK:MS"
+             "LOOM_TEST_SLOW_RANK=0:5ms|LOOM_TEST_SLOW_RANK: expected RANK:MS"
              "LOOM_RING_SEGMENT_KB=4abc|LOOM_RING_SEGMENT_KB='4abc' is not a count"
              "LOOM_MEMORY_LIMIT_MB=-3|LOOM_MEMORY_LIMIT_MB='-3' is not a positive number")
   string(REPLACE "|" ";" parts "${case}")
