@@ -147,6 +147,18 @@ PipelineLatency gpipe_latency(const std::vector<Element>& elements, int microbat
   return out;
 }
 
+RangeCost range_cost(const Profile& profile, int first, int last, int rows) {
+  RangeCost cost;
+  cost.kept_bytes = first > 0 ? profile.cost_at(first - 1, rows).boundary_bytes : 0.0;
+  for (int l = first; l <= last; ++l) {
+    const LayerCost c = profile.cost_at(l, rows);
+    cost.forward_ms += c.forward_ms;
+    cost.backward_ms += c.backward_ms;
+    cost.kept_bytes += c.activation_bytes;
+  }
+  return cost;
+}
+
 PlanCost evaluate(const Profile& profile, const Cluster& cluster, const Plan& plan, const CostOptions& options) {
   validate(plan, profile.size(), cluster.devices());
   const int b = plan.microbatch_size(), stages = plan.stage_count(), m = plan.microbatches;
@@ -156,13 +168,10 @@ PlanCost evaluate(const Profile& profile, const Cluster& cluster, const Plan& pl
     const StagePlan& stage = plan.stages[s];
     const int rows = ceil_div(b, stage.replicas());
     StageCost sc;
-    double activations = stage.first_layer > 0 ? profile.cost_at(stage.first_layer - 1, rows).boundary_bytes : 0.0;
-    for (int l = stage.first_layer; l <= stage.last_layer; ++l) {
-      const LayerCost c = profile.cost_at(l, rows);
-      sc.forward_ms += c.forward_ms;
-      sc.backward_ms += c.backward_ms;
-      activations += c.activation_bytes;
-    }
+    const RangeCost work = range_cost(profile, stage.first_layer, stage.last_layer, rows);
+    sc.forward_ms = work.forward_ms;
+    sc.backward_ms = work.backward_ms;
+    const double activations = work.kept_bytes;
     const double weights = profile.parameter_bytes(stage.first_layer, stage.last_layer);
     const LinearCost ar = allreduce_cost(cluster, stage.devices);
     if (plan.overlap_allreduce) {

@@ -70,21 +70,15 @@ schedule::StageCost stage_costs(const Profile& profile, const Cluster& cluster, 
   static_bytes = 0;
   for (int c = 0; c < sched.chunks; ++c) {
     const auto [first, last] = p.layers[static_cast<std::size_t>(sched.virtual_stage(s, c))];
-    double f = 0, bw = 0, kept = first > 0 ? profile.cost_at(first - 1, rows).boundary_bytes : 0.0;
-    for (int l = first; l <= last; ++l) {
-      const LayerCost layer = profile.cost_at(l, rows);
-      f += layer.forward_ms;
-      bw += layer.backward_ms;
-      kept += layer.activation_bytes;
-    }
+    const RangeCost work = range_cost(profile, first, last, rows);
     const double weights = profile.parameter_bytes(first, last);
     static_bytes += weights * (2 + options.optimizer_state_factor);
     cost.allreduce_ms += ar.at(weights);
-    cost.forward_ms += f;
-    cost.backward_ms += bw;
-    cost.chunk_forward_ms.push_back(f);
-    cost.chunk_backward_ms.push_back(bw);
-    cost.chunk_activation_bytes.push_back(kept);
+    cost.forward_ms += work.forward_ms;
+    cost.backward_ms += work.backward_ms;
+    cost.chunk_forward_ms.push_back(work.forward_ms);
+    cost.chunk_backward_ms.push_back(work.backward_ms);
+    cost.chunk_activation_bytes.push_back(work.kept_bytes);
     cost.chunk_boundary_bytes.push_back(last + 1 < profile.size() ? profile.cost_at(last, b).boundary_bytes : 0.0);
   }
   return cost;

@@ -99,6 +99,16 @@ struct LinearCost {
   double at(double bytes) const { return bytes > 0 && ms_per_byte > 0 ? bytes * ms_per_byte + latency_ms : 0.0; }
 };
 LinearCost allreduce_cost(const Cluster& cluster, const std::vector<int>& devices);
+
+// One replica's work on layers first..last for `rows` rows of a micro-batch: forward and backward
+// time, and the bytes it keeps per micro-batch in flight (its layers' activations plus the input
+// it received from layer first − 1). Shared by evaluate() and evaluate_partition().
+struct RangeCost {
+  double forward_ms = 0;
+  double backward_ms = 0;
+  double kept_bytes = 0;
+};
+RangeCost range_cost(const Profile& profile, int first, int last, int rows);
 LinearCost transfer_cost(const Cluster& cluster, const std::vector<int>& from, const std::vector<int>& to, int rows);
 
 // The latency of a pipeline of elements (F, B, AR) under the formulas above; elements alternate
