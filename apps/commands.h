@@ -11,6 +11,7 @@ void add_profile_command(CLI::App& app);
 void add_plan_command(CLI::App& app);
 void add_simulate_command(CLI::App& app);
 void add_schedule_command(CLI::App& app);  // `loom schedule export`
+void add_checkpoint_command(CLI::App& app);  // `loom checkpoint inspect|export`
 void add_describe_command(CLI::App& app);  // also defines `loom models`
 void add_models_command(CLI::App& app);
 // `loom bench <name>`: gemm, layers, optimizer, allreduce, p2p.

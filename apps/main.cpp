@@ -1,4 +1,4 @@
-// loom: train, profile, plan, simulate, describe, models, bench. Errors end every rank with one clear line.
+// loom: train, profile, plan, simulate, schedule, checkpoint, describe, models, bench. Errors end every rank with one clear line.
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -71,6 +71,7 @@ int main(int argc, char** argv) {
   loom::apps::add_plan_command(app);
   loom::apps::add_simulate_command(app);
   loom::apps::add_schedule_command(app);
+  loom::apps::add_checkpoint_command(app);
   loom::apps::add_describe_command(app);
   loom::apps::add_models_command(app);
   CLI::App* bench = app.add_subcommand("bench", "Benchmarks: gemm, layers, optimizer, allreduce, p2p");

@@ -203,7 +203,7 @@ comm::DevicePlacement place_and_connect(detail::TrainerState& s, int rank) {
 void build_chunks(detail::TrainerState& s, std::vector<NamedParameter>& trainable) {
   s.checkpoint_layout = {s.spec.name,          s.spec.settings, s.stage,           s.shape.stages, s.shape.chunks, {},
                          s.shape.global_batch, s.config.seed,   s.config.optimizer.lr_schedule,    s.shape.steps,
-                         s.config.precision.precision};
+                         s.config.precision.precision, {}, {}};
   for (int c = 0; c < s.shape.chunks; ++c) {
     const auto blocks = s.partition.blocks.at(static_cast<std::size_t>(s.schedule.virtual_stage(s.stage, c)));
     s.owned.push_back(s.spec.build(blocks.first, blocks.second));
@@ -213,6 +213,13 @@ void build_chunks(detail::TrainerState& s, std::vector<NamedParameter>& trainabl
     s.checkpoint_layout.blocks.push_back(blocks);
     for (const NamedParameter& p : trainable_parameters(*s.chunks.back())) trainable.push_back(p);
     for (const NamedParameter& p : s.chunks.back()->parameters()) s.checkpoint_parameters.push_back(p);
+  }
+  for (int st = 0; st < s.shape.stages; ++st) {  // the whole layout, for the manifest
+    s.checkpoint_layout.replicas.push_back(static_cast<int>(s.partition.ranks.at(static_cast<std::size_t>(st)).size()));
+    s.checkpoint_layout.stage_blocks.emplace_back();
+    for (int c = 0; c < s.shape.chunks; ++c)
+      s.checkpoint_layout.stage_blocks.back().push_back(
+          s.partition.blocks.at(static_cast<std::size_t>(s.schedule.virtual_stage(st, c))));
   }
   s.loss = s.spec.make_loss();
   s.loss->to(s.device);

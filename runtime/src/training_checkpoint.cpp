@@ -21,25 +21,27 @@
 #include <loom/core/files.h>
 #include <loom/core/json_input.h>
 #include <loom/layers/checkpoint.h>
+#include <loom/runtime/checkpoint_reader.h>
 #include <spdlog/spdlog.h>
+
+#include "checkpoint_json.h"
 
 namespace loom::runtime {
 
 namespace {
 
-constexpr const char* kFormat = "loom-train-checkpoint/1";
 namespace fs = std::filesystem;
+using detail::kCheckpointFormat;
+using detail::kManifest;
+using detail::stage_name;
 
-std::string stage_name(int stage) { return "stage" + std::to_string(stage); }
-
-nlohmann::json blocks_json(const CheckpointLayout& layout) {
+nlohmann::json blocks_json(const std::vector<BlockRange>& ranges) {
   nlohmann::json blocks = nlohmann::json::array();
-  for (const auto& [first, last] : layout.blocks) blocks.push_back({first, last});
+  for (const auto& [first, last] : ranges) blocks.push_back({first, last});
   return blocks;
 }
 
 constexpr const char* kLatest = "latest";
-constexpr const char* kManifest = "manifest.json";
 
 std::string step_directory_name(std::int64_t step) {
   char name[40];
@@ -86,17 +88,6 @@ std::vector<StepDirectory> step_directories(const fs::path& root) {
 // Written under a temporary name, flushed and renamed, so a reader never sees half a file.
 void write_json(const fs::path& path, const nlohmann::json& value) { write_file_atomically(path.string(), value.dump(2) + "\n"); }
 
-nlohmann::json read_json(const fs::path& path) {
-  check_regular_file(path.string(), "a checkpoint manifest");
-  std::ifstream in(path);
-  LOOM_CHECK(in.good(), path.string(), ": cannot open (", std::strerror(errno), ")");
-  try {
-    return parse_json_depth_limited(in, path.string());
-  } catch (const nlohmann::json::exception& e) {
-    LOOM_THROW(path.string(), ": not valid JSON (", e.what(), ")");
-  }
-}
-
 // DIR/latest's step directory name ("step-000120"), checked.
 std::string read_latest(const fs::path& path) {
   check_regular_file(path.string(), "the checkpoint pointer");
@@ -106,24 +97,6 @@ std::string read_latest(const fs::path& path) {
   LOOM_CHECK(step_of_directory(name) >= 0 && rest.empty(), path.string(),
              ": expected the name of a step directory (step-N), got '", excerpt(name), "'");
   return name;
-}
-
-// A field of a manifest that must equal what this run has.
-template <typename T>
-void expect(const nlohmann::json& manifest, const fs::path& path, const char* field, const T& wanted) {
-  LOOM_CHECK(manifest.contains(field), path.string(), ": missing field '", field, "'");
-  // An integer field must hold a JSON integer: nlohmann converts a float such as 4e103 to an
-  // integer type by a cast, undefined beyond its range (a fuzz finding).
-  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>)
-    LOOM_CHECK(manifest.at(field).is_number_integer(), path.string(), ": field '", field, "' must be an integer");
-  T found;
-  try {
-    found = manifest.at(field).get<T>();
-  } catch (const nlohmann::json::exception&) {
-    LOOM_THROW(path.string(), ": field '", field, "' has the wrong type");
-  }
-  LOOM_CHECK(found == wanted, path.string(), ": the checkpoint has ", field, " ", nlohmann::json(found).dump(),
-             " but this run has ", nlohmann::json(wanted).dump());
 }
 
 // Collective: runs `work` here, then every rank learns whether any failed. This rank's error is
@@ -181,12 +154,16 @@ void check_precision(const nlohmann::json& manifest, const fs::path& path, const
 }
 
 nlohmann::json manifest_json(const CheckpointLayout& layout, std::int64_t step, const LossScaler* scaler) {
-  nlohmann::json manifest = {{"format", kFormat},           {"step", step},
+  nlohmann::json manifest = {{"format", kCheckpointFormat},           {"step", step},
                              {"model", layout.model},       {"settings", layout.settings},
                              {"stages", layout.stages},     {"chunks", layout.chunks},
                              {"global_batch", layout.global_batch}, {"seed", layout.seed},
                              {"lr_schedule", LrSchedule::name(layout.lr_schedule)}, {"total_steps", layout.total_steps},
-                             {"precision", precision_name(layout.precision)}};
+                             {"precision", precision_name(layout.precision)},
+                             {"replicas", layout.replicas}};
+  nlohmann::json stages = nlohmann::json::array();  // every stage's chunks, for readers and `loom checkpoint inspect`
+  for (const auto& chunks : layout.stage_blocks) stages.push_back(blocks_json(chunks));
+  manifest["stage_blocks"] = stages;
   if (scaler) manifest["loss_scale"] = {{"scale", scaler->scale()}, {"good_steps", scaler->good_steps()}};
   return manifest;
 }
@@ -231,8 +208,8 @@ void write_stage(const fs::path& step_directory, const CheckpointLayout& layout,
   save_checkpoint((step_directory / file).string(), parameters, &optimizer,
                   {{"loom.train.step", std::to_string(step)}, {"loom.train.seed", std::to_string(layout.seed)}});
   write_json(step_directory / (stage_name(layout.stage) + ".json"),
-             {{"format", kFormat}, {"stage", layout.stage}, {"step", step}, {"file", file},
-              {"blocks", blocks_json(layout)}, {"optimizer", optimizer.type()}});
+             {{"format", kCheckpointFormat}, {"stage", layout.stage}, {"step", step}, {"file", file},
+              {"blocks", blocks_json(layout.blocks)}, {"optimizer", optimizer.type()}});
   sync_directory(step_directory.string());
 }
 
@@ -290,51 +267,33 @@ std::string save_training_checkpoint(comm::Communicator& world, const std::strin
 }
 
 namespace {
+// Checks DIR's manifest against this run, then loads this rank's tensors from whichever stage
+// files hold them (checkpoint_reader.h): the writing run's stages, replicas, partition and chunks
+// need not be this run's.
 std::int64_t load_stage(const std::string& dir, const CheckpointLayout& layout,
                         const std::vector<NamedParameter>& parameters, Optimizer& optimizer, LossScaler* scaler) {
-  const fs::path root(dir);
-  const fs::path manifest_path = root / kManifest;
-  const nlohmann::json manifest = read_json(manifest_path);
-  expect(manifest, manifest_path, "format", std::string(kFormat));
-  expect(manifest, manifest_path, "model", layout.model);
-  expect(manifest, manifest_path, "settings", layout.settings);
-  expect(manifest, manifest_path, "stages", layout.stages);
-  expect(manifest, manifest_path, "chunks", layout.chunks);
-  expect(manifest, manifest_path, "global_batch", layout.global_batch);
-  expect(manifest, manifest_path, "seed", layout.seed);
-  LOOM_CHECK(manifest.contains("step") && manifest["step"].is_number_integer() && manifest["step"].get<std::int64_t>() >= 0,
-             manifest_path.string(), ": missing or bad field 'step'");
-  const auto step = manifest["step"].get<std::int64_t>();
-  const std::int64_t named = step_of_directory(root.filename().string());
+  CheckpointReader reader(dir);
+  const fs::path manifest_path = reader.manifest_path();
+  const nlohmann::json& manifest = reader.manifest();
+  detail::expect_field(manifest, manifest_path, "model", layout.model);
+  detail::expect_field(manifest, manifest_path, "settings", layout.settings);
+  detail::expect_field(manifest, manifest_path, "global_batch", layout.global_batch);
+  detail::expect_field(manifest, manifest_path, "seed", layout.seed);
+  const std::int64_t step = reader.step();
+  const std::int64_t named = step_of_directory(fs::path(dir).filename().string());
   LOOM_CHECK(named < 0 || named == step, manifest_path.string(), ": says step ", step, " in the directory of step ", named);
   check_learning_rate_path(manifest, manifest_path, layout);
   check_precision(manifest, manifest_path, layout);
   if (scaler) restore_loss_scale(manifest, manifest_path, *scaler);
-
-  const fs::path stage_path = root / (stage_name(layout.stage) + ".json");
-  const nlohmann::json stage = read_json(stage_path);
-  expect(stage, stage_path, "format", std::string(kFormat));
-  expect(stage, stage_path, "stage", layout.stage);
-  expect(stage, stage_path, "step", step);  // a stage file from another save than the manifest
-  expect(stage, stage_path, "blocks", blocks_json(layout));
-  LOOM_CHECK(stage.contains("file") && stage["file"].is_string(), stage_path.string(), ": missing field 'file'");
-  LOOM_CHECK(stage["file"] == stage_name(layout.stage) + ".safetensors", stage_path.string(), ": field 'file' must be ",
-             stage_name(layout.stage), ".safetensors, got ", excerpt(stage["file"].dump()));
-  const std::string file = (root / stage["file"].get<std::string>()).string();
-  const safetensors::Metadata metadata = load_checkpoint(file, parameters, &optimizer);
-  const auto saved = metadata.find("loom.train.step");
-  LOOM_CHECK(saved != metadata.end() && saved->second == std::to_string(step), file, ": taken after step ",
-             saved == metadata.end() ? std::string("?") : saved->second, " but ", manifest_path.string(), " says ", step);
-  // A stage file of another run at the same step (files written before the seed was recorded pass).
-  const auto seed = metadata.find("loom.train.seed");
-  LOOM_CHECK(seed == metadata.end() || seed->second == std::to_string(layout.seed), file,
-             ": written by a run with seed ", excerpt(seed == metadata.end() ? "" : seed->second), ", but ",
-             manifest_path.string(), " and this run have seed ", layout.seed, " (a stage file from another run?)");
+  reader.load(parameters, &optimizer, layout.blocks, layout.seed);
   return step;
 }
 
+}  // namespace
+
 // The checkpoint --resume DIR means (see ResumePoint).
-fs::path resume_directory(const fs::path& root) {
+std::string find_checkpoint(const std::string& dir) {
+  const fs::path root(dir);
   struct stat info {};
   if (::stat(root.c_str(), &info) != 0) {
     const int error = errno;
@@ -347,16 +306,14 @@ fs::path resume_directory(const fs::path& root) {
     const fs::path directory = root / read_latest(latest);
     LOOM_CHECK(is_complete(directory), latest.string(), ": names ", directory.filename().string(),
                ", which is not a complete checkpoint (it has no ", kManifest, ")");
-    return directory;
+    return directory.string();
   }
-  if (fs::exists(fs::symlink_status(root / kManifest, error))) return root;
+  if (fs::exists(fs::symlink_status(root / kManifest, error))) return root.string();
   for (const StepDirectory& directory : step_directories(root))
-    if (directory.complete) return directory.path;
+    if (directory.complete) return directory.path.string();
   LOOM_THROW(root.string(), ": no checkpoint here (no ", kLatest, ", no ", kManifest,
              ", no complete step-N directory; is this a directory written by loom train --checkpoint?)");
 }
-
-}  // namespace
 
 ResumePoint load_training_checkpoint(comm::Communicator& world, const std::string& dir, const CheckpointLayout& layout,
                                      const std::vector<NamedParameter>& parameters, Optimizer& optimizer,
@@ -366,7 +323,7 @@ ResumePoint load_training_checkpoint(comm::Communicator& world, const std::strin
   ResumePoint point;
   run_phase(world,
             [&] {
-              point.directory = resume_directory(dir).string();
+              point.directory = find_checkpoint(dir);
               point.step = load_stage(point.directory, layout, parameters, optimizer, scaler);
             },
             dir + ": another rank could not load its stage's checkpoint (its message says why)");

@@ -296,7 +296,7 @@ case_damaged_checkpoint() {
   damaged header && printf '\x7f' | dd of="$WORK/header/$file" bs=1 seek=12 conv=notrunc status=none
   resume_fails header "header/$file"
   damaged data && printf '\x7f' | dd of="$WORK/data/$file" bs=1 seek=$((size - 3)) conv=notrunc status=none
-  resume_fails data "data/$file: checkpoint is corrupted"
+  resume_fails data "data/$file: corrupted tensor"
   damaged no_manifest && rm "$WORK/no_manifest/step-000002/manifest.json"
   resume_fails no_manifest "no_manifest/latest: names step-000002, which is not a complete checkpoint"
   damaged edited && sed -i 's/"seed": 1/"seed": 5/' "$WORK/edited/step-000002/manifest.json"

@@ -114,11 +114,11 @@ Shape read_shape(const nlohmann::json& shape, const std::string& path, const std
 }
 }  // namespace
 
-File load(const std::string& path) {
-  check_regular_file(path, "a safetensors file");  // a FIFO or a device would block or never end
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  LOOM_CHECK(in.good(), path, ": cannot open for reading (", std::strerror(errno), ")");
-  const std::uint64_t file_size = static_cast<std::uint64_t>(in.tellg());
+namespace {
+// The header length and JSON of an open file, checked against its size.
+nlohmann::json read_header_json(std::ifstream& in, const std::string& path, std::uint64_t& file_size,
+                                std::uint64_t& data_start) {
+  file_size = static_cast<std::uint64_t>(in.tellg());
   in.seekg(0);
   LOOM_CHECK(file_size >= 8, path, ": truncated safetensors file (", file_size, " bytes, no header length)");
   unsigned char length_bytes[8];
@@ -130,6 +130,7 @@ File load(const std::string& path) {
   std::string text(header_length, '\0');
   in.read(text.data(), static_cast<std::streamsize>(header_length));
   LOOM_CHECK(in.good(), path, ": read error in the header");
+  data_start = 8 + header_length;
   nlohmann::json header;
   try {
     header = parse_json_depth_limited(text, path + " header");
@@ -137,65 +138,102 @@ File load(const std::string& path) {
     LOOM_THROW(path, ": header is not valid JSON (", e.what(), ")");
   }
   LOOM_CHECK(header.is_object(), path, ": header is not a JSON object");
+  return header;
+}
 
-  File file;
-  file.path = path;
-  const std::uint64_t data_start = 8 + header_length;
-  const std::uint64_t data_size = file_size - data_start;
-  struct Entry {
-    std::string name;
-    DType dtype;
-    Shape shape;
-    std::uint64_t begin, end;
-  };
-  std::vector<Entry> entries;
+// One tensor's header entry, checked against the data section's size.
+Entry read_entry(const std::string& path, const std::string& name, const nlohmann::json& value, std::uint64_t data_size) {
+  LOOM_CHECK(value.is_object() && value.contains("dtype") && value.contains("shape") && value.contains("data_offsets"),
+             path, ": tensor '", name, "' lacks dtype, shape or data_offsets");
+  Entry entry;
+  entry.name = name;
+  const auto& dtype = value["dtype"];
+  LOOM_CHECK(dtype.is_string() && parse_file_dtype(dtype.get<std::string>(), entry.dtype), path, ": tensor '", name,
+             "' has unsupported dtype ", dtype.dump());
+  const auto& shape = value["shape"];
+  LOOM_CHECK(shape.is_array() && shape.size() <= static_cast<std::size_t>(Shape::kMaxRank), path, ": tensor '", name,
+             "' has a bad shape ", shape.dump());
+  entry.shape = read_shape(shape, path, name, data_size / dtype_size(entry.dtype));
+  const auto& offsets = value["data_offsets"];
+  LOOM_CHECK(offsets.is_array() && offsets.size() == 2 && offsets[0].is_number_unsigned() && offsets[1].is_number_unsigned(),
+             path, ": tensor '", name, "' has bad data_offsets ", offsets.dump());
+  entry.begin = offsets[0].get<std::uint64_t>();
+  entry.end = offsets[1].get<std::uint64_t>();
+  const std::uint64_t expected = static_cast<std::uint64_t>(entry.shape.numel()) * dtype_size(entry.dtype);
+  LOOM_CHECK(entry.begin <= entry.end && entry.end - entry.begin == expected, path, ": tensor '", name,
+             "' data_offsets [", entry.begin, ", ", entry.end, "] do not match shape ", entry.shape.str(), " of ",
+             dtype.get<std::string>(), " (", expected, " bytes)");
+  LOOM_CHECK(entry.end <= data_size, path, ": truncated file: tensor '", name, "' ends at byte ", entry.end,
+             " of the data section but it holds only ", data_size, " bytes");
+  return entry;
+}
+
+std::ifstream open_file(const std::string& path) {
+  check_regular_file(path, "a safetensors file");  // a FIFO or a device would block or never end
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  LOOM_CHECK(in.good(), path, ": cannot open for reading (", std::strerror(errno), ")");
+  return in;
+}
+
+Header read_header(std::ifstream& in, const std::string& path) {
+  Header result;
+  result.path = path;
+  std::uint64_t file_size = 0;
+  const nlohmann::json header = read_header_json(in, path, file_size, result.data_start);
+  const std::uint64_t data_size = file_size - result.data_start;
   for (const auto& [name, value] : header.items()) {
-    if (name == "__metadata__") {
-      LOOM_CHECK(value.is_object(), path, ": __metadata__ is not an object");
-      for (const auto& [key, v] : value.items()) {
-        LOOM_CHECK(v.is_string(), path, ": __metadata__.", key, " is not a string");
-        file.metadata[key] = v.get<std::string>();
-      }
+    if (name != "__metadata__") {
+      result.entries.push_back(read_entry(path, name, value, data_size));
       continue;
     }
-    LOOM_CHECK(value.is_object() && value.contains("dtype") && value.contains("shape") && value.contains("data_offsets"),
-               path, ": tensor '", name, "' lacks dtype, shape or data_offsets");
-    Entry entry;
-    entry.name = name;
-    const auto& dtype = value["dtype"];
-    LOOM_CHECK(dtype.is_string() && parse_file_dtype(dtype.get<std::string>(), entry.dtype), path, ": tensor '", name,
-               "' has unsupported dtype ", dtype.dump());
-    const auto& shape = value["shape"];
-    LOOM_CHECK(shape.is_array() && shape.size() <= static_cast<std::size_t>(Shape::kMaxRank), path, ": tensor '", name,
-               "' has a bad shape ", shape.dump());
-    entry.shape = read_shape(shape, path, name, data_size / dtype_size(entry.dtype));
-    const auto& offsets = value["data_offsets"];
-    LOOM_CHECK(offsets.is_array() && offsets.size() == 2 && offsets[0].is_number_unsigned() &&
-                   offsets[1].is_number_unsigned(),
-               path, ": tensor '", name, "' has bad data_offsets ", offsets.dump());
-    entry.begin = offsets[0].get<std::uint64_t>();
-    entry.end = offsets[1].get<std::uint64_t>();
-    const std::uint64_t expected = static_cast<std::uint64_t>(entry.shape.numel()) * dtype_size(entry.dtype);
-    LOOM_CHECK(entry.begin <= entry.end && entry.end - entry.begin == expected, path, ": tensor '", name,
-               "' data_offsets [", entry.begin, ", ", entry.end, "] do not match shape ", entry.shape.str(), " of ",
-               dtype.get<std::string>(), " (", expected, " bytes)");
-    LOOM_CHECK(entry.end <= data_size, path, ": truncated file: tensor '", name, "' ends at byte ", entry.end,
-               " of the data section but it holds only ", data_size, " bytes");
-    entries.push_back(std::move(entry));
+    LOOM_CHECK(value.is_object(), path, ": __metadata__ is not an object");
+    for (const auto& [key, v] : value.items()) {
+      LOOM_CHECK(v.is_string(), path, ": __metadata__.", key, " is not a string");
+      result.metadata[key] = v.get<std::string>();
+    }
   }
+  auto& entries = result.entries;
   std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return a.begin < b.begin; });
   for (std::size_t i = 1; i < entries.size(); ++i)
     LOOM_CHECK(entries[i].begin >= entries[i - 1].end, path, ": tensors '", entries[i - 1].name, "' and '",
                entries[i].name, "' overlap");
-  for (const Entry& entry : entries) {
-    Tensor t = Tensor::empty(entry.shape, entry.dtype);
-    if (t.nbytes() > 0) {
-      in.seekg(static_cast<std::streamoff>(data_start + entry.begin));
-      in.read(static_cast<char*>(t.raw_data()), static_cast<std::streamsize>(t.nbytes()));
-      LOOM_CHECK(in.good(), path, ": read error in tensor '", entry.name, "'");
-    }
-    file.tensors.emplace_back(entry.name, std::move(t));
+  return result;
+}
+
+Tensor read_tensor(std::ifstream& in, const Header& header, const Entry& entry) {
+  Tensor t = Tensor::empty(entry.shape, entry.dtype);
+  if (t.nbytes() > 0) {
+    in.seekg(static_cast<std::streamoff>(header.data_start + entry.begin));
+    in.read(static_cast<char*>(t.raw_data()), static_cast<std::streamsize>(t.nbytes()));
+    LOOM_CHECK(in.good(), header.path, ": read error in tensor '", entry.name, "'");
   }
+  return t;
+}
+}  // namespace
+
+const Entry* Header::find(const std::string& name) const {
+  for (const Entry& entry : entries)
+    if (entry.name == name) return &entry;
+  return nullptr;
+}
+
+Header read_header(const std::string& path) {
+  std::ifstream in = open_file(path);
+  return read_header(in, path);
+}
+
+Tensor read_tensor(const Header& header, const Entry& entry) {
+  std::ifstream in = open_file(header.path);
+  return read_tensor(in, header, entry);
+}
+
+File load(const std::string& path) {
+  std::ifstream in = open_file(path);
+  const Header header = read_header(in, path);
+  File file;
+  file.path = path;
+  file.metadata = header.metadata;
+  for (const Entry& entry : header.entries) file.tensors.emplace_back(entry.name, read_tensor(in, header, entry));
   return file;
 }
 

@@ -34,6 +34,26 @@ void save(const std::string& path, const NamedTensors& tensors, const Metadata& 
 // Only a regular file is read (a FIFO, a device or a directory is an error naming it).
 File load(const std::string& path);
 
+// A file's header alone, checked as load() checks it, for readers that need only some tensors
+// (a pipeline stage resuming from another layout's checkpoint reads only the tensors it holds).
+struct Entry {
+  std::string name;
+  DType dtype = DType::f32;
+  Shape shape;
+  std::uint64_t begin = 0, end = 0;  // byte range in the data section
+};
+struct Header {
+  std::string path;
+  std::vector<Entry> entries;  // in data order
+  Metadata metadata;
+  std::uint64_t data_start = 0;  // file offset of the data section
+
+  const Entry* find(const std::string& name) const;  // nullptr when absent
+};
+Header read_header(const std::string& path);
+// One tensor of the file `header` was read from (a host tensor).
+Tensor read_tensor(const Header& header, const Entry& entry);
+
 // 64-bit FNV-1a over bytes; checkpoints keep it in their metadata to detect corruption.
 std::uint64_t fnv1a64(const void* data, std::size_t bytes, std::uint64_t hash = 0xcbf29ce484222325ull);
 

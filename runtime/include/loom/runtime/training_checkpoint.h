@@ -13,8 +13,11 @@
 // removed by the next save (or at once, when the save failed with an error). After the commit
 // the oldest complete checkpoints beyond the newest `keep` are deleted.
 //
-// A stage's file holds all its chunks' parameters (and buffers) and the optimizer state;
-// replicas of a stage are identical after every synchronous step, so only replica 0 writes.
+// A stage's file holds all its chunks' parameters (and buffers) and the optimizer state, every
+// tensor named by its parameter (whose name starts with its block's global index), with its own
+// checksum; replicas of a stage are identical after every synchronous step, so only replica 0
+// writes. A resume at another layout (stages, replicas, partition, chunks) reads, on each rank,
+// only the tensors of its own blocks from the stage files that hold them (checkpoint_reader.h).
 #pragma once
 
 #include <cstdint>
@@ -31,7 +34,9 @@
 
 namespace loom::runtime {
 
-// What a checkpoint must agree on to be resumed: the model and its split into stages.
+// What a checkpoint records of the run that wrote it. A resume must agree on the model, its
+// settings, the global batch, the seed, the precision and the learning-rate path; the layout
+// (stages, replicas, partition, chunks) may differ: tensors are found by parameter name.
 struct CheckpointLayout {
   std::string model;
   std::map<std::string, double> settings;  // the model's settings after size and overrides, compared as values
@@ -45,6 +50,9 @@ struct CheckpointLayout {
   // precision.h: a bf16 or fp16 checkpoint holds the fp32 master weights; a resume must train in
   // the precision that wrote it. Checkpoints without the field are fp32.
   Precision precision = Precision::fp32;
+  // The whole layout, recorded in the manifest (for `loom checkpoint inspect`; a resume does not need it).
+  std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> stage_blocks;  // every stage's chunks
+  std::vector<int> replicas;                                                     // every stage's
 };
 
 // Collective over `world` (every rank of the run). `writer`: this rank writes its stage's files.
@@ -63,6 +71,9 @@ struct ResumePoint {
   std::string directory;  // the checkpoint that was loaded
   std::int64_t step = 0;  // the step it was taken after
 };
+
+// The step directory --resume DIR loads (as ResumePoint says); an error naming DIR when none.
+std::string find_checkpoint(const std::string& dir);
 
 // Finds DIR's checkpoint, checks its manifests against `layout` and loads this stage's parameters
 // and optimizer state, and (fp16) restores `scaler` from the manifest. Every problem is a

@@ -1,0 +1,143 @@
+// `loom checkpoint inspect DIR` (the layout that wrote a training checkpoint, its step, tensors,
+// sizes and verified checksums) and `loom checkpoint export DIR --out model.safetensors` (every
+// parameter once, by name, in one safetensors file, so the weights leave loom for other tools).
+// DIR is what `loom train --resume` takes: a checkpoint directory (its newest committed step) or
+// one step directory.
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <string>
+
+#include <loom/core/bytes_text.h>
+#include <loom/core/error.h>
+#include <loom/layers/safetensors.h>
+#include <loom/runtime/checkpoint_reader.h>
+#include <loom/runtime/training_checkpoint.h>
+
+#include "commands.h"
+
+namespace loom::apps {
+
+namespace {
+
+using runtime::CheckpointReader;
+
+std::string ranges_text(const std::vector<runtime::BlockRange>& ranges) {
+  std::string text;
+  for (const auto& [first, last] : ranges)
+    text += (text.empty() ? "" : " ") + std::string("[") + std::to_string(first) + ", " + std::to_string(last) + ")";
+  return text;
+}
+
+std::string field_text(const nlohmann::json& manifest, const char* field) {
+  if (!manifest.contains(field)) return "?";
+  const nlohmann::json& value = manifest[field];
+  return value.is_string() ? value.get<std::string>() : excerpt(value.dump());
+}
+
+// The writing run, from the manifest: model, settings, step, precision, its stages and replicas.
+void print_run(const CheckpointReader& reader) {
+  const nlohmann::json& m = reader.manifest();
+  std::printf("checkpoint %s: step %lld, format %s\n", reader.directory().c_str(), static_cast<long long>(reader.step()),
+              field_text(m, "format").c_str());
+  std::printf("model %s %s, precision %s, global batch %s, seed %s, lr schedule %s over %s steps\n",
+              field_text(m, "model").c_str(), field_text(m, "settings").c_str(), field_text(m, "precision").c_str(),
+              field_text(m, "global_batch").c_str(), field_text(m, "seed").c_str(), field_text(m, "lr_schedule").c_str(),
+              field_text(m, "total_steps").c_str());
+  std::printf("written at %zu stage(s), %s chunk(s) per stage, replicas per stage %s\n", reader.stages().size(),
+              field_text(m, "chunks").c_str(), m.contains("replicas") ? excerpt(m["replicas"].dump()).c_str() : "(not recorded)");
+}
+
+// Every stage file: its blocks, tensors and bytes; each tensor read and its checksum verified.
+void inspect(const std::string& dir, bool list_tensors) {
+  CheckpointReader reader(runtime::find_checkpoint(dir));
+  print_run(reader);
+  std::int64_t total_bytes = 0, total_tensors = 0;
+  for (std::size_t s = 0; s < reader.stages().size(); ++s) {
+    loom::CheckpointFile& file = reader.file(s);
+    std::int64_t bytes = 0, parameters = 0;
+    for (const safetensors::Entry& entry : file.header().entries) {
+      const Tensor tensor = file.read(entry.name);  // checks the stored checksum
+      bytes += static_cast<std::int64_t>(entry.end - entry.begin);
+      const bool state = entry.name.rfind(optimizer_tensor_name(""), 0) == 0;
+      if (!state) parameters += entry.shape.numel();
+      if (list_tensors)
+        std::printf("  %-12s %-48s %-4s %-16s %10lld B\n", ("stage" + std::to_string(s)).c_str(), entry.name.c_str(),
+                    std::string(dtype_name(entry.dtype)).c_str(), entry.shape.str().c_str(),
+                    static_cast<long long>(entry.end - entry.begin));
+    }
+    std::printf("stage %zu: blocks %s, %zu tensors (%lld parameter values), %s, optimizer %s after %lld steps, "
+                "checksums ok\n",
+                s, ranges_text(reader.stages()[s].blocks).c_str(), file.header().entries.size(),
+                static_cast<long long>(parameters), bytes_text(static_cast<double>(bytes)).c_str(),
+                file.optimizer_type().c_str(), static_cast<long long>(file.optimizer_steps()));
+    total_bytes += bytes;
+    total_tensors += static_cast<std::int64_t>(file.header().entries.size());
+  }
+  std::printf("%lld tensors, %s in all\n", static_cast<long long>(total_tensors),
+              bytes_text(static_cast<double>(total_bytes)).c_str());
+}
+
+// Every parameter (and buffer) once; a name held by several stage files (tied copies) must hold
+// the same bits in each.
+void export_weights(const std::string& dir, const std::string& out) {
+  CheckpointReader reader(runtime::find_checkpoint(dir));
+  std::map<std::string, Tensor> weights;
+  safetensors::NamedTensors ordered;
+  for (std::size_t s = 0; s < reader.stages().size(); ++s) {
+    loom::CheckpointFile& file = reader.file(s);
+    for (const safetensors::Entry& entry : file.header().entries) {
+      if (entry.name.rfind(optimizer_tensor_name(""), 0) == 0) continue;
+      Tensor tensor = file.read(entry.name);
+      const auto [it, added] = weights.emplace(entry.name, tensor);
+      if (added) {
+        ordered.emplace_back(entry.name, tensor);
+        continue;
+      }
+      LOOM_CHECK(it->second.shape() == tensor.shape() && it->second.dtype() == tensor.dtype() &&
+                     std::equal(static_cast<const char*>(it->second.raw_data()),
+                                static_cast<const char*>(it->second.raw_data()) + it->second.nbytes(),
+                                static_cast<const char*>(tensor.raw_data())),
+                 file.path(), ": '", entry.name, "' differs from its copy in another stage file");
+    }
+  }
+  const nlohmann::json& m = reader.manifest();
+  safetensors::save(out, ordered,
+                    {{"format", "pt"},
+                     {"loom.model", field_text(m, "model")},
+                     {"loom.settings", field_text(m, "settings")},
+                     {"loom.step", std::to_string(reader.step())},
+                     {"loom.precision", field_text(m, "precision")}});
+  std::int64_t values = 0;
+  for (const auto& [name, tensor] : ordered) values += tensor.numel();
+  std::printf("wrote %s: %zu tensors, %lld values, from %s (step %lld)\n", out.c_str(), ordered.size(),
+              static_cast<long long>(values), reader.directory().c_str(), static_cast<long long>(reader.step()));
+}
+
+struct CheckpointFlags {
+  std::string dir, out;
+  bool tensors = false;
+};
+
+}  // namespace
+
+void add_checkpoint_command(CLI::App& app) {
+  CLI::App* cmd = app.add_subcommand("checkpoint", "Training checkpoints (loom train --checkpoint): inspect one, or "
+                                                   "export its weights as one safetensors file");
+  cmd->require_subcommand(1);
+  auto flags = std::make_shared<CheckpointFlags>();
+  CLI::App* ins = cmd->add_subcommand("inspect", "The layout that wrote DIR's newest checkpoint, its step, every stage "
+                                                 "file's blocks, tensors and size; verifies every checksum");
+  ins->add_option("dir", flags->dir, "A checkpoint directory (its newest committed step) or one step directory")
+      ->required();
+  ins->add_flag("--tensors", flags->tensors, "List every tensor: stage file, name, dtype, shape, bytes");
+  ins->callback([flags] { inspect(flags->dir, flags->tensors); });
+  CLI::App* exp = cmd->add_subcommand("export", "Every parameter of DIR's newest checkpoint, once and by name, in one "
+                                                "safetensors file (no optimizer state)");
+  exp->add_option("dir", flags->dir, "A checkpoint directory (its newest committed step) or one step directory")
+      ->required();
+  exp->add_option("--out", flags->out, "The safetensors file to write")->required();
+  exp->callback([flags] { export_weights(flags->dir, flags->out); });
+}
+
+}  // namespace loom::apps

@@ -1,0 +1,184 @@
+// Reading a training checkpoint by parameter name (see checkpoint_reader.h).
+#include <loom/runtime/checkpoint_reader.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <set>
+
+#include <loom/core/files.h>
+#include <loom/core/json_input.h>
+
+#include "checkpoint_json.h"
+
+namespace loom::runtime {
+
+namespace fs = std::filesystem;
+
+namespace detail {
+
+nlohmann::json read_checkpoint_json(const fs::path& path) {
+  check_regular_file(path.string(), "a checkpoint manifest");
+  std::ifstream in(path);
+  LOOM_CHECK(in.good(), path.string(), ": cannot open (", std::strerror(errno), ")");
+  try {
+    return parse_json_depth_limited(in, path.string());
+  } catch (const nlohmann::json::exception& e) {
+    LOOM_THROW(path.string(), ": not valid JSON (", e.what(), ")");
+  }
+}
+
+void expect_checkpoint_format(const nlohmann::json& value, const fs::path& path) {
+  const nlohmann::json* format = value.is_object() && value.contains("format") ? &value["format"] : nullptr;
+  LOOM_CHECK(format && (*format == kCheckpointFormat || *format == kCheckpointFormatV1), path.string(),
+             ": field 'format' must be \"", kCheckpointFormat, "\" (or version 1), got ",
+             format ? excerpt(format->dump()) : std::string("nothing"));
+}
+
+std::int64_t integer_field(const nlohmann::json& value, const fs::path& path, const char* field, std::int64_t low,
+                           std::int64_t high) {
+  const nlohmann::json* found = value.contains(field) ? &value[field] : nullptr;
+  LOOM_CHECK(found && found->is_number_integer() && found->get<std::int64_t>() >= low &&
+                 found->get<std::int64_t>() <= high,
+             path.string(), ": field '", field, "' must be an integer in [", low, ", ", high, "], got ",
+             found ? excerpt(found->dump()) : std::string("nothing"));
+  return found->get<std::int64_t>();
+}
+
+}  // namespace detail
+
+namespace {
+
+constexpr std::int64_t kMaxBlock = std::int64_t{1} << 40;
+
+std::vector<BlockRange> read_blocks(const nlohmann::json& value, const fs::path& path) {
+  LOOM_CHECK(value.contains("blocks") && value["blocks"].is_array(), path.string(), ": missing or bad field 'blocks'");
+  std::vector<BlockRange> blocks;
+  for (const nlohmann::json& range : value["blocks"]) {
+    LOOM_CHECK(range.is_array() && range.size() == 2 && range[0].is_number_integer() && range[1].is_number_integer(),
+               path.string(), ": field 'blocks' must hold [first, last) pairs, got ", excerpt(range.dump()));
+    const auto first = range[0].get<std::int64_t>(), last = range[1].get<std::int64_t>();
+    LOOM_CHECK(0 <= first && first <= last && last <= kMaxBlock, path.string(), ": bad block range ", excerpt(range.dump()));
+    blocks.emplace_back(first, last);
+  }
+  return blocks;
+}
+
+bool overlaps(const std::vector<BlockRange>& a, const std::vector<BlockRange>& b) {
+  for (const auto& [first, last] : a)
+    for (const auto& [f, l] : b)
+      if (first < l && f < last) return true;
+  return false;
+}
+
+bool contains(const std::vector<BlockRange>& ranges, std::int64_t block) {
+  return std::any_of(ranges.begin(), ranges.end(), [&](const BlockRange& r) { return r.first <= block && block < r.second; });
+}
+
+// What one load reads, from the files that overlap its blocks.
+struct Wanted {
+  std::string name, what;
+  Tensor* target;
+};
+
+}  // namespace
+
+std::int64_t block_of_tensor(const std::string& name) {
+  const std::string prefix = optimizer_tensor_name("");
+  const std::size_t start = name.rfind(prefix, 0) == 0 ? prefix.size() : 0;
+  std::int64_t block = 0;
+  std::size_t i = start;
+  for (; i < name.size() && name[i] >= '0' && name[i] <= '9' && i - start < 12; ++i) block = block * 10 + (name[i] - '0');
+  return i > start && (i == name.size() || name[i] == '.') ? block : -1;
+}
+
+CheckpointReader::CheckpointReader(const std::string& directory)
+    : directory_(directory), manifest_path_((fs::path(directory) / detail::kManifest).string()) {
+  manifest_ = detail::read_checkpoint_json(manifest_path_);
+  const nlohmann::json& manifest = manifest_;
+  detail::expect_checkpoint_format(manifest, manifest_path_);
+  step_ = detail::integer_field(manifest, manifest_path_, "step", 0, kMaxBlock);
+  const auto stages = detail::integer_field(manifest, manifest_path_, "stages", 1, 1 << 20);
+  for (int s = 0; s < stages; ++s) {
+    const fs::path path = fs::path(directory) / (detail::stage_name(s) + ".json");
+    const nlohmann::json stage = detail::read_checkpoint_json(path);
+    detail::expect_checkpoint_format(stage, path);
+    detail::expect_field(stage, path, "stage", s);
+    detail::expect_field(stage, path, "step", step_);  // a stage file from another save than the manifest
+    const std::string file = detail::stage_name(s) + ".safetensors";
+    LOOM_CHECK(stage.contains("file") && stage["file"] == file, path.string(), ": field 'file' must be \"", file,
+               "\", got ", stage.contains("file") ? excerpt(stage["file"].dump()) : std::string("nothing"));
+    stages_.push_back({s, (fs::path(directory) / file).string(), read_blocks(stage, path)});
+  }
+}
+
+CheckpointReader::~CheckpointReader() = default;
+
+CheckpointFile& CheckpointReader::file(std::size_t stage_index) {
+  auto& open = open_[stage_index];
+  if (!open) open = std::make_unique<CheckpointFile>(stages_.at(stage_index).file);
+  return *open;
+}
+
+namespace {
+// The run's step and seed, as the stage file's metadata records them.
+void check_stage_file(const CheckpointFile& file, std::int64_t step, std::uint64_t seed, const std::string& manifest) {
+  const auto& metadata = file.metadata();
+  const auto saved = metadata.find("loom.train.step");
+  LOOM_CHECK(saved != metadata.end() && saved->second == std::to_string(step), file.path(), ": taken after step ",
+             saved == metadata.end() ? std::string("?") : excerpt(saved->second), " but ", manifest, " says ", step);
+  // A stage file of another run at the same step (files written before the seed was recorded pass).
+  const auto found = metadata.find("loom.train.seed");
+  LOOM_CHECK(found == metadata.end() || found->second == std::to_string(seed), file.path(), ": written by a run with seed ",
+             excerpt(found == metadata.end() ? "" : found->second), ", but ", manifest, " and this run have seed ", seed,
+             " (a stage file from another run?)");
+}
+}  // namespace
+
+void CheckpointReader::load(const std::vector<NamedParameter>& parameters, Optimizer* optimizer,
+                            const std::vector<BlockRange>& blocks, std::uint64_t seed) {
+  std::vector<Wanted> wanted;
+  for (const NamedParameter& p : parameters)
+    wanted.push_back({p.name, "parameter '" + p.name + "'", &p.parameter->value});
+  std::vector<std::pair<std::string, Tensor>> state;
+  if (optimizer) state = optimizer->state();
+  for (auto& [name, tensor] : state) wanted.push_back({optimizer_tensor_name(name), "optimizer state '" + name + "'", &tensor});
+
+  std::vector<std::size_t> sources;  // the stage files this load reads
+  for (std::size_t s = 0; s < stages_.size(); ++s)
+    if (overlaps(stages_[s].blocks, blocks)) sources.push_back(s);
+  std::set<std::string> taken;
+  for (const Wanted& w : wanted) {
+    const auto holder = std::find_if(sources.begin(), sources.end(), [&](std::size_t s) { return file(s).has(w.name); });
+    LOOM_CHECK(holder != sources.end(), directory_, ": no stage file holds ", w.what, " of block ", block_of_tensor(w.name),
+               " (different architecture?)");
+    CheckpointFile& source = file(*holder);
+    const Tensor value = source.read(w.name);
+    LOOM_CHECK(value.shape() == w.target->shape(), source.path(), ": ", w.what, " has shape ", w.target->shape().str(),
+               " in the model but ", value.shape().str(), " in the file");
+    assign_from_checkpoint(*w.target, value);
+    taken.insert(w.name);
+  }
+  std::int64_t steps = -1;
+  for (const std::size_t s : sources) {
+    CheckpointFile& source = file(s);
+    check_stage_file(source, step_, seed, manifest_path_);
+    for (const safetensors::Entry& entry : source.header().entries) {
+      const bool state_tensor = entry.name.rfind(optimizer_tensor_name(""), 0) == 0;
+      if ((state_tensor && !optimizer) || !contains(blocks, block_of_tensor(entry.name))) continue;
+      LOOM_CHECK(taken.count(entry.name), source.path(), ": the file holds '", entry.name,
+                 "' that the model does not have (different architecture?)");
+    }
+    if (!optimizer) continue;
+    LOOM_CHECK(source.optimizer_type() == optimizer->type(), source.path(), ": checkpoint holds ", source.optimizer_type(),
+               " state but the optimizer is ", optimizer->type());
+    const std::int64_t found = source.optimizer_steps();
+    LOOM_CHECK(steps < 0 || steps == found, source.path(), ": the optimizer took ", found, " steps, but ",
+               stages_.at(sources.front()).file, " says ", steps);
+    steps = found;
+  }
+  if (optimizer && steps >= 0) optimizer->set_steps(steps);
+}
+
+}  // namespace loom::runtime
