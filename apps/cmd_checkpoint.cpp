@@ -35,13 +35,25 @@ std::string field_text(const nlohmann::json& manifest, const char* field) {
   return value.is_string() ? value.get<std::string>() : excerpt(value.dump());
 }
 
+// The model's settings as `key=value, ...` (the manifest holds them as a JSON object of numbers).
+std::string settings_text(const nlohmann::json& manifest) {
+  if (!manifest.contains("settings") || !manifest["settings"].is_object()) return "?";
+  std::string text;
+  for (const auto& [key, value] : manifest["settings"].items()) {
+    char number[32];
+    std::snprintf(number, sizeof number, "%g", value.is_number() ? value.get<double>() : 0.0);
+    text += (text.empty() ? "" : ", ") + key + "=" + (value.is_number() ? number : excerpt(value.dump()));
+  }
+  return "(" + text + ")";
+}
+
 // The writing run, from the manifest: model, settings, step, precision, its stages and replicas.
 void print_run(const CheckpointReader& reader) {
   const nlohmann::json& m = reader.manifest();
   std::printf("checkpoint %s: step %lld, format %s\n", reader.directory().c_str(), static_cast<long long>(reader.step()),
               field_text(m, "format").c_str());
   std::printf("model %s %s, precision %s, global batch %s, seed %s, lr schedule %s over %s steps\n",
-              field_text(m, "model").c_str(), field_text(m, "settings").c_str(), field_text(m, "precision").c_str(),
+              field_text(m, "model").c_str(), settings_text(m).c_str(), field_text(m, "precision").c_str(),
               field_text(m, "global_batch").c_str(), field_text(m, "seed").c_str(), field_text(m, "lr_schedule").c_str(),
               field_text(m, "total_steps").c_str());
   std::printf("written at %zu stage(s), %s chunk(s) per stage, replicas per stage %s\n", reader.stages().size(),
