@@ -1,0 +1,173 @@
+#!/usr/bin/env bash
+# A lost host survived: scripts/cluster/elastic.sh runs loom train on 3 emulated Slurm hosts x 2
+# ranks (the plan `loom plan` makes for 3x2), checkpointing every 3 steps; after step 5 host 3 is
+# lost, either every process on it killed (MODE kill: its ranks, slurmstepd and slurmd, as when the
+# machine dies) or its link cut (MODE link). The supervisor must then, with nobody involved:
+#   - name host 3 as lost and restart on hosts 1 and 2 under plan-2.json, which must be what
+#     `loom plan` gives for 2x2 (same profile and cluster description) and what the step ran
+#     (loom's own layout and hosts lines);
+#   - resume from the newest complete checkpoint, redoing at most 3 steps, and reach step 30;
+#   - give the losses, bit for bit, of a run started on the same 2 hosts from that checkpoint
+#     with that plan (run in the same allocation after the supervisor);
+#   - leave nothing running: no loom rank on any host, no slurmstepd on hosts 1 and 2.
+# It prints the recovery's phases (failure -> step's end -> hosts probed -> plan -> first step).
+# Runs inside with_slurm.sh (3 hosts). Usage: slurm_elastic.sh LOOM WORKDIR kill|link
+set -euo pipefail
+(($# == 3)) || { echo "usage: slurm_elastic.sh LOOM WORKDIR kill|link" >&2; exit 2; }
+loom=$1 work=$2 mode=$3
+case "$mode" in kill|link) ;; *) echo "slurm_elastic.sh: error: unknown mode '$mode' (kill or link)" >&2; exit 2 ;; esac
+here=$(cd "$(dirname "$0")" && pwd)
+rm -rf "$work"
+mkdir -p "$work"
+cd "$work"
+slurm=("$CLUSTER_BIN/slurm.sh" exec --name "$CLUSTER_NAME")
+h1=${CLUSTER_NAME}h1 h2=${CLUSTER_NAME}h2 h3=${CLUSTER_NAME}h3
+steps=30 every=3
+cluster=3x2:intra=10GB/s,inter=1GB/s,mem=4GB
+model=(--model mlp --set input=16,hidden=64,layers=8,classes=4)
+train=("${model[@]}" --data synthetic --global-batch 24 --steps $steps --seed 5 --threads 1 --optimizer adam
+       --lr-schedule constant --bucket-mb 0.001 --keep-checkpoints 100)
+# A lost peer ends the step within about 5 s + the census (the watchdog).
+export LOOM_COMM_TIMEOUT_S=5
+# Rank 0 (host 1) sleeps 5 ms before each forward and backward (about 0.1 s a step), so that host 3
+# is lost mid-run however fast the machine.
+export LOOM_TEST_SLOW_RANK=0:5
+start=$SECONDS
+
+bash "$here/elastic_profile.sh" "$loom" profile.json  # deterministic: the same plans on every run
+
+# In one allocation (--no-kill: Slurm keeps it when a node dies): the supervisor, then the
+# reference run on hosts 1 and 2 from the checkpoint the supervisor resumed from, with its plan.
+cat > job.sh <<JOB
+set -u
+"$CLUSTER_BIN/elastic.sh" --loom "$loom" --profile profile.json --cluster $cluster --checkpoint "$work/ckpt" \\
+  --checkpoint-every $every --work "$work/elastic" --max-restarts 2 -- ${train[*]}
+echo \$? > supervisor.status
+resumed=\$(awk '/ resumed from / { print \$4; exit }' elastic/attempt-2.log 2>/dev/null)
+[ -n "\$resumed" ] || exit 0
+SLURM_HOSTFILE=elastic/hosts-2 srun --overlap --mpi=pmix --kill-on-bad-exit=1 --distribution=arbitrary \\
+  -N \$(sort -u elastic/hosts-2 | wc -l) -n \$(wc -l < elastic/hosts-2) "$loom" train ${train[*]} --plan elastic/plan-2.json --resume "\$resumed" \\
+  --checkpoint "$work/reference-ckpt" --metrics reference.jsonl --quiet
+echo \$? > reference.status
+JOB
+"${slurm[@]}" salloc -N3 --ntasks-per-node=2 --no-kill --time=4 bash job.sh > supervisor.log 2>&1 &
+job=$!
+trap 'kill -9 $job 2>/dev/null || true' EXIT  # with_slurm.sh then ends what is left in the hosts
+
+trained() { grep -q '^step 5 ' supervisor.log; }
+for _ in $(seq 1 600); do
+  trained && break
+  kill -0 "$job" 2>/dev/null || { cat supervisor.log; echo "FAIL: the supervisor ended before host 3 was lost"; exit 1; }
+  sleep 0.05
+done
+trained || { cat supervisor.log; echo "FAIL: training never reached step 5"; exit 1; }
+failure=$EPOCHREALTIME
+case "$mode" in
+  kill) kill -9 $(ip netns pids "$h3") ;;
+  link) ip -n "$h3" link set eth0 down ;;
+esac
+echo "host 3 lost ($mode) at $failure"
+for _ in $(seq 1 1500); do kill -0 "$job" 2>/dev/null || break; sleep 0.1; done
+if kill -0 "$job" 2>/dev/null; then cat supervisor.log; echo "FAIL: the supervisor still runs 150 s after the failure"; exit 1; fi
+wait "$job" || true
+echo "---- supervisor output (without the step lines) ----"
+grep -v '^step [0-9]' supervisor.log || true
+echo "---- events ----"; cat elastic/events.log; echo "----------------"
+
+failed=0
+fail() { echo "FAIL: $*"; failed=1; }
+[ "$(cat supervisor.status 2>/dev/null)" = 0 ] || fail "the supervisor exited with status $(cat supervisor.status 2>/dev/null || echo '?')"
+grep -q "attempt 1 failed .*: lost host(s) $h3 " elastic/events.log || fail "the supervisor did not name $h3 (alone) as lost"
+grep -q "attempt 2: 2 hosts ($h1 $h2), plan " elastic/events.log || fail "attempt 2 did not run on $h1 and $h2"
+grep -q "done: trained to the end in attempt 2 " elastic/events.log || fail "the run did not finish in attempt 2"
+
+# The plan of attempt 2 is loom plan's for 2x2, and the step ran exactly it.
+"$loom" plan --profile profile.json --cluster "2x${cluster#3x}" --global-batch 24 --optimizer adam --planner dapple \
+  --out fresh-plan-2.json > /dev/null
+python3 - elastic/plan-2.json fresh-plan-2.json elastic/attempt-2.log "$h1" "$h2" <<'PY' || failed=1
+import json, re, sys
+written, fresh, log, hosts = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), open(sys.argv[3]).read(), sys.argv[4:]
+def layout(plan):
+    return [(s["layers"], s["ranks"], [(d["node"], d["device"]) for d in s["devices"]]) for s in plan["stages"]]
+ok = True
+if layout(written) != layout(fresh) or written["microbatches"] != fresh["microbatches"]:
+    print(f"FAIL: plan-2.json {layout(written)} is not loom plan's for 2x2: {layout(fresh)}"); ok = False
+if written["cluster"] != {"devices_per_node": 2, "nodes": 2}:
+    print(f"FAIL: plan-2.json was made for {written['cluster']}, not 2 nodes x 2"); ok = False
+stages = " | ".join(f"stage {i}: rank{'s' if len(s['ranks']) > 1 else ''} " + " ".join(map(str, s["ranks"]))
+                    for i, s in enumerate(written["stages"]))
+expected = f"{len(written['stages'])} stages ({stages}) | schedule {written['schedule']} | M={written['microbatches']} |"
+if expected not in log:
+    print(f"FAIL: attempt 2 did not run plan-2.json's layout '{expected}'"); ok = False
+node_ranks = {}
+for s in written["stages"]:
+    for rank, d in zip(s["ranks"], s["devices"]):
+        node_ranks.setdefault(d["node"], []).append(rank)
+placed = " | ".join(f"{hosts[n]} ranks " + " ".join(map(str, sorted(r))) for n, r in sorted(node_ranks.items()))
+if f"loom train: hosts: {placed}\n" not in log:
+    print(f"FAIL: attempt 2's ranks are not on the plan's hosts '{placed}'"); ok = False
+if ok:
+    print(f"attempt 2 ran loom plan's 2x2 layout: {expected} hosts: {placed}")
+sys.exit(0 if ok else 1)
+PY
+
+# Steps: the failure came after step F; attempt 2 resumed from the newest checkpoint R (a multiple
+# of the interval), F - R <= the interval, and it reached the last step.
+failed_after=$(grep -o '"step":[0-9]*' elastic/attempt-1.jsonl | tail -n 1 | cut -d: -f2)
+resumed_after=$(awk '/ resumed from / { print $NF; exit }' elastic/attempt-2.log)
+last=$(grep -o '"step":[0-9]*' elastic/attempt-2.jsonl | tail -n 1 | cut -d: -f2)
+echo "steps: attempt 1 failed after step $failed_after, attempt 2 resumed after step $resumed_after, ended at step $last"
+[ -n "$failed_after" ] && [ -n "$resumed_after" ] && [ -n "$last" ] || fail "steps not found in the attempts' metrics and logs"
+if [ -n "$resumed_after" ] && [ -n "$failed_after" ]; then
+  ((resumed_after % every == 0 && failed_after - resumed_after >= 0 && failed_after - resumed_after <= every)) ||
+    fail "resumed after step $resumed_after, failed after $failed_after: more than $every steps redone"
+  [ "$last" = "$steps" ] || fail "the run ended at step $last, not $steps"
+fi
+
+# The losses of attempt 2 equal, bit for bit, the reference's (same checkpoint, plan and hosts).
+[ "$(cat reference.status 2>/dev/null)" = 0 ] || fail "the reference run exited with status $(cat reference.status 2>/dev/null || echo '?')"
+python3 - elastic/attempt-2.jsonl reference.jsonl <<'PY' || failed=1
+import json, sys
+def losses(path):
+    return {r["step"]: r["loss"] for r in map(json.loads, open(path)) if "loss" in r and "step" in r}
+run, reference = losses(sys.argv[1]), losses(sys.argv[2])
+if not reference or run != reference:
+    print(f"FAIL: attempt 2's losses {run} differ from the reference run's {reference}"); sys.exit(1)
+print(f"losses of steps {min(run)}-{max(run)} equal the reference run's bit for bit (step {max(run)}: {run[max(run)]!r})")
+PY
+
+# Nothing left running: no loom rank on any host (on a cut-off host 3 the watchdog ends them), no
+# slurmstepd on hosts 1 and 2.
+leftovers() {
+  local host pid
+  for host in "$h1" "$h2" "$h3"; do
+    for pid in $(ip netns pids "$host"); do
+      # loom executes itself again at start (OMP_WAIT_POLICY), so its comm is "exe": by binary.
+      [ "$(readlink "/proc/$pid/exe" 2>/dev/null)" = "$loom" ] && echo "$host:$pid:loom"
+      [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = slurmstepd ] && [ "$host" != "$h3" ] && echo "$host:$pid:slurmstepd"
+    done
+  done
+  return 0
+}
+for _ in $(seq 1 100); do [ -z "$(leftovers)" ] && break; sleep 0.1; done
+left=$(leftovers)
+[ -z "$left" ] || fail "left running after the supervisor: $left"
+
+# The recovery's phases from the supervisor's events and the step logs (one clock: this machine's).
+python3 - "$failure" elastic <<'PY'
+import re, sys
+failure, work = float(sys.argv[1]), sys.argv[2]
+events = [(float(t), text) for t, text in (line.rstrip("\n").split(" ", 1) for line in open(f"{work}/events.log"))]
+def event(pattern):
+    return next(t for t, text in events if re.search(pattern, text))
+def line(log, pattern):
+    return next(float(l.split(" ", 1)[0]) for l in open(log) if re.search(pattern, l.split(" ", 1)[1]))
+ended, decided = event(r"^attempt 1: the step ended"), event(r"^attempt 1 failed")
+planned = event(r"^attempt 2: ")
+started, first = line(f"{work}/attempt-2.log", r"^loom train: hosts:"), line(f"{work}/attempt-2.log", r"^step \d+ ")
+print(f"recovery: detection {ended - failure:.2f} s (failure -> the step's end) + {decided - ended:.2f} s (probing the hosts), "
+      f"re-planning {planned - decided:.2f} s, launch {started - planned:.2f} s (srun, MPI_Init, build and checkpoint load: "
+      f"loom's first line follows the load), first step {first - started:.2f} s; failure -> first step {first - failure:.2f} s")
+PY
+echo "slurm_elastic.sh $mode: $( ((failed)) && echo failed || echo passed) in $((SECONDS - start)) s"
+exit $failed
