@@ -113,6 +113,10 @@ void add_compute_options(CLI::App* cmd, TrainOptions& o) {
       ->capture_default_str();
   cmd->add_option("--warmup-steps", o.warmup_steps, "linear learning-rate warm-up steps")->capture_default_str();
   cmd->add_option("--clip-norm", o.clip_norm, "clip the global gradient norm to this value (0: off)");
+  cmd->add_option("--zero", o.zero,
+                  "1: ZeRO-1, each replica of a stage keeps the optimizer state (and fp32 masters) of 1/R of the "
+                  "stage's parameters; synchronous schedules; 0: off")
+      ->capture_default_str();
   cmd->add_option("--precision", o.precision,
                   "fp32, bf16 or fp16: 16-bit compute (parameters, block outputs, boundary tensors and GEMM operands "
                   "rounded) with fp32 master weights, accumulation and optimizer; fp16 scales the loss dynamically")

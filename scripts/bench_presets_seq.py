@@ -176,7 +176,7 @@ def build_torch_models(torch):
 
     class Bert(nn.Module):
         """models/src/presets/bert.cpp: word + learned position + token-type row 0, post-LN GELU layers, MLM head."""
-        def __init__(self, vocab, seq, dim, heads, ffn, layers, dropout):
+        def __init__(self, vocab, seq, dim, heads, ffn, layers, dropout, tie):
             super().__init__()
             self.word = nn.Embedding(vocab, dim)
             self.position = nn.Embedding(seq, dim)
@@ -188,6 +188,8 @@ def build_torch_models(torch):
                                            layer_norm_eps=1e-12) for _ in range(layers)])
             self.head = nn.Sequential(nn.Linear(dim, dim), nn.GELU(), nn.LayerNorm(dim, eps=1e-12),
                                       nn.Linear(dim, vocab))
+            if tie:  # the decoder is the word embedding, as loom's tie_embeddings=1
+                self.head[3].weight = self.word.weight
 
         def forward(self, tokens):
             positions = torch.arange(tokens.shape[1])
@@ -199,7 +201,7 @@ def build_torch_models(torch):
 
     class Gpt(nn.Module):
         """models/src/presets/gpt.cpp: token + learned position embedding, pre-LN causal GELU layers, LayerNorm + Linear head."""
-        def __init__(self, vocab, seq, dim, heads, layers, dropout):
+        def __init__(self, vocab, seq, dim, heads, layers, dropout, tie):
             super().__init__()
             self.token = nn.Embedding(vocab, dim)
             self.position = nn.Embedding(seq, dim)
@@ -208,6 +210,8 @@ def build_torch_models(torch):
                 nn.TransformerEncoderLayer(dim, heads, 4 * dim, dropout, activation="gelu", batch_first=True,
                                            norm_first=True) for _ in range(layers)])
             self.head = nn.Sequential(nn.LayerNorm(dim), nn.Linear(dim, vocab))
+            if tie:  # GPT-2's lm_head is the token embedding, as loom's tie_embeddings=1
+                self.head[1].weight = self.token.weight
 
         def forward(self, tokens):
             length = tokens.shape[1]
@@ -274,13 +278,15 @@ def build_torch_models(torch):
 
     class XLNet(nn.Module):
         """models/src/presets/xlnet.cpp: embedding (word, mask embedding, a new factorisation order per
-        sample and step), two-stream layers, the untied LM head on the query stream."""
-        def __init__(self, vocab, seq, dim, heads, ffn, layers, dropout):
+        sample and step), two-stream layers, the LM head on the query stream (tied to the word embedding)."""
+        def __init__(self, vocab, seq, dim, heads, ffn, layers, dropout, tie):
             super().__init__()
             self.word = nn.Embedding(vocab, dim)
             self.mask_embedding = nn.Parameter(torch.randn(dim) * 0.02)
             self.layers = nn.ModuleList([XLNetLayer(dim, heads, ffn, dropout) for _ in range(layers)])
             self.output = nn.Linear(dim, vocab)
+            if tie:
+                self.output.weight = self.word.weight
             self.dropout = nn.Dropout(dropout)
             self.register_buffer("sinusoids", relative_sinusoids(seq, dim), persistent=False)
             i, j = torch.arange(seq).unsqueeze(1), torch.arange(seq).unsqueeze(0)
@@ -303,13 +309,14 @@ def torch_model_and_task(torch, preset, settings):
     models = build_torch_models(torch)
     s = {k: int(v) for k, v in settings.items()}
     dropout = settings["dropout"] / 100.0
+    tie = bool(s.get("tie_embeddings", 0))  # absent: a loom before ties (untied)
     if preset.startswith("gnmt"):
         layers = int(preset[len("gnmt"):]) // 2
         return models["Gnmt"](s["vocab"], s["hidden"], layers, layers, dropout), "translate"
     if preset == "gpt":
-        return models["Gpt"](s["vocab"], s["seq"], s["dim"], s["heads"], s["layers"], dropout), "next"
+        return models["Gpt"](s["vocab"], s["seq"], s["dim"], s["heads"], s["layers"], dropout, tie), "next"
     family = "Bert" if preset.startswith("bert") else "XLNet"
-    model = models[family](s["vocab"], s["seq"], s["dim"], s["heads"], s["ffn"], s["layers"], dropout)
+    model = models[family](s["vocab"], s["seq"], s["dim"], s["heads"], s["ffn"], s["layers"], dropout, tie)
     return model, "masked" if family == "Bert" else "permutation"
 
 

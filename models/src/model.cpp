@@ -73,6 +73,15 @@ double setting_fraction(const ModelSpec& spec, const std::string& key) {
   return v / 100.0;
 }
 
+PresetSetting tie_embeddings_setting() {
+  return {"tie_embeddings", 1, 1, 1, "1: the output projection is the word embedding's weight (tied); 0: its own"};
+}
+
+void tie_embeddings(ModelSpec& spec, const std::string& embedding, const std::string& projection) {
+  if (!setting_flag(spec, "tie_embeddings")) return;
+  spec.ties.push_back({"0." + embedding, std::to_string(spec.blocks() - 1) + "." + projection});
+}
+
 std::function<LayerPtr()> sequence(std::function<void(Sequential&)> fill) {
   return [fill] {
     auto block = std::make_unique<Sequential>();
@@ -176,8 +185,12 @@ ModelSummary summarize(const ModelSpec& spec, std::int64_t batch) {
     BlockInfo info = block->describe_blocks(shapes).at(0);
     info.name = spec.block_names.at(static_cast<std::size_t>(i));
     std::int64_t count = 0;
-    for (const NamedParameter& p : block->parameters())
-      if (p.parameter->trainable) count += p.parameter->value.numel();
+    for (const NamedParameter& p : block->parameters()) {
+      if (!p.parameter->trainable) continue;
+      count += p.parameter->value.numel();
+      for (const ParameterTie& tie : spec.ties)
+        if (tie.copy == p.name) summary.tied_copies += p.parameter->value.numel();
+    }
     shapes = info.output_shapes;
     summary.parameters += count;
     summary.flops += info.flops;
@@ -185,6 +198,7 @@ ModelSummary summarize(const ModelSpec& spec, std::int64_t batch) {
     summary.block_parameters.push_back(count);
     summary.blocks.push_back(std::move(info));
   }
+  summary.parameters -= summary.tied_copies;
   return summary;
 }
 

@@ -25,4 +25,10 @@ std::function<LayerPtr()> sequence(std::function<void(Sequential&)> fill);
 // Appends one block to the spec.
 void add_block(ModelSpec& spec, std::string name, std::function<LayerPtr()> factory);
 
+// The `tie_embeddings` setting of the language models (1 by default at every size; 0 unties), and
+// what it does: ties `embedding` of block 0 to `projection` of the last block (call after the last
+// add_block; names without the block index).
+PresetSetting tie_embeddings_setting();
+void tie_embeddings(ModelSpec& spec, const std::string& embedding, const std::string& projection);
+
 }  // namespace loom

@@ -76,10 +76,19 @@ bool contains(const std::vector<BlockRange>& ranges, std::int64_t block) {
   return std::any_of(ranges.begin(), ranges.end(), [&](const BlockRange& r) { return r.first <= block && block < r.second; });
 }
 
+// `name` with a renamed parameter's prefix replaced ("5.1.weight.exp_avg" -> "0.token.weight.exp_avg").
+std::string renamed(const std::string& name, const std::map<std::string, std::string>& renames) {
+  for (const auto& [from, to] : renames)
+    if (name.rfind(from, 0) == 0 && (name.size() == from.size() || name[from.size()] == '.'))
+      return to + name.substr(from.size());
+  return name;
+}
+
 // What one load reads, from the files that overlap its blocks.
 struct Wanted {
   std::string name, what;
   Tensor* target;
+  std::int64_t offset;  // >= 0: the target is a flat range of the stored tensor from here
 };
 
 }  // namespace
@@ -137,24 +146,40 @@ void check_stage_file(const CheckpointFile& file, std::int64_t step, std::uint64
 }  // namespace
 
 void CheckpointReader::load(const std::vector<NamedParameter>& parameters, Optimizer* optimizer,
-                            const std::vector<BlockRange>& blocks, std::uint64_t seed) {
+                            const std::vector<BlockRange>& blocks, std::uint64_t seed,
+                            const std::map<std::string, std::string>& renames,
+                            const std::map<std::string, std::int64_t>& offsets) {
   std::vector<Wanted> wanted;
   for (const NamedParameter& p : parameters)
-    wanted.push_back({p.name, "parameter '" + p.name + "'", &p.parameter->value});
+    wanted.push_back({renamed(p.name, renames), "parameter '" + p.name + "'", &p.parameter->value, -1});
   std::vector<std::pair<std::string, Tensor>> state;
   if (optimizer) state = optimizer->state();
-  for (auto& [name, tensor] : state) wanted.push_back({optimizer_tensor_name(name), "optimizer state '" + name + "'", &tensor});
+  for (auto& [name, tensor] : state) {
+    const auto slice = offsets.find(name.substr(0, name.rfind('.')));
+    wanted.push_back({optimizer_tensor_name(renamed(name, renames)), "optimizer state '" + name + "'", &tensor,
+                      slice == offsets.end() ? -1 : slice->second});
+  }
 
+  std::vector<BlockRange> read_blocks = blocks;  // where the tensors are: a renamed one in its canonical's block
+  for (const Wanted& w : wanted) {
+    const std::int64_t block = block_of_tensor(w.name);
+    if (block >= 0 && !contains(read_blocks, block)) read_blocks.emplace_back(block, block + 1);
+  }
   std::vector<std::size_t> sources;  // the stage files this load reads
   for (std::size_t s = 0; s < stages_.size(); ++s)
-    if (overlaps(stages_[s].blocks, blocks)) sources.push_back(s);
+    if (overlaps(stages_[s].blocks, read_blocks)) sources.push_back(s);
   std::set<std::string> taken;
   for (const Wanted& w : wanted) {
     const auto holder = std::find_if(sources.begin(), sources.end(), [&](std::size_t s) { return file(s).has(w.name); });
     LOOM_CHECK(holder != sources.end(), directory_, ": no stage file holds ", w.what, " of block ", block_of_tensor(w.name),
                " (different architecture?)");
     CheckpointFile& source = file(*holder);
-    const Tensor value = source.read(w.name);
+    Tensor value = source.read(w.name);
+    if (w.offset >= 0) {  // a slice of the stored tensor, seen flat
+      LOOM_CHECK(w.offset + w.target->numel() <= value.numel(), source.path(), ": ", w.what, " has ", value.numel(),
+                 " values in the file, fewer than its slice [", w.offset, ", ", w.offset + w.target->numel(), ")");
+      value = value.reshape(Shape{value.numel()}).slice(w.offset, w.offset + w.target->numel()).reshape(w.target->shape());
+    }
     LOOM_CHECK(value.shape() == w.target->shape(), source.path(), ": ", w.what, " has shape ", w.target->shape().str(),
                " in the model but ", value.shape().str(), " in the file");
     assign_from_checkpoint(*w.target, value);
@@ -165,9 +190,13 @@ void CheckpointReader::load(const std::vector<NamedParameter>& parameters, Optim
     CheckpointFile& source = file(s);
     check_stage_file(source, step_, seed, manifest_path_);
     for (const safetensors::Entry& entry : source.header().entries) {
-      const bool state_tensor = entry.name.rfind(optimizer_tensor_name(""), 0) == 0;
+      const std::string prefix = optimizer_tensor_name("");
+      const bool state_tensor = entry.name.rfind(prefix, 0) == 0;
       if ((state_tensor && !optimizer) || !contains(blocks, block_of_tensor(entry.name))) continue;
-      LOOM_CHECK(taken.count(entry.name), source.path(), ": the file holds '", entry.name,
+      // A state tensor belongs to a parameter the model has (whose state this rank may not hold: ZeRO-1).
+      const std::string owner = state_tensor ? entry.name.substr(prefix.size(), entry.name.rfind('.') - prefix.size())
+                                             : entry.name;
+      LOOM_CHECK(taken.count(owner), source.path(), ": the file holds '", entry.name,
                  "' that the model does not have (different architecture?)");
     }
     if (!optimizer) continue;

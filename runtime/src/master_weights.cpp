@@ -36,6 +36,10 @@ void MasterWeights::publish() {
   }
 }
 
+void MasterWeights::pull() {
+  for (std::size_t i = 0; i < masters_.size(); ++i) ops::copy(model_[i]->value, masters_[i]->value);
+}
+
 std::vector<NamedParameter> with_masters(const std::vector<NamedParameter>& checkpointed,
                                          const std::vector<NamedParameter>& masters) {
   std::map<std::string, Parameter*> by_name;

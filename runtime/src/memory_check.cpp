@@ -45,7 +45,7 @@ std::vector<RankMemory> memory_by_rank(comm::Communicator& world, Device device,
 
 void check_memory_fits(int state, const ModelSpec& spec, const StagePartition& partition,
                        const std::vector<int>& stage_of, std::int64_t microbatch_rows,
-                       const std::vector<RankMemory>& memory) {
+                       const std::vector<RankMemory>& memory, bool zero_sharded) {
   ModelSummary summary;
   try {
     summary = summarize(spec, 1);
@@ -61,7 +61,8 @@ void check_memory_fits(int state, const ModelSpec& spec, const StagePartition& p
       activations += static_cast<double>(summary.blocks.at(static_cast<std::size_t>(b)).activation_bytes);
     }
     activations *= static_cast<double>(microbatch_rows) / replicas;
-    const double needed = parameters * (2 + state) + activations;
+    const double state_bytes = parameters * state / (zero_sharded ? replicas : 1.0);  // ZeRO-1: a 1/R slice
+    const double needed = parameters * 2 + state_bytes + activations;
     int tightest = partition.ranks.at(static_cast<std::size_t>(stage)).front();
     for (int rank : partition.ranks.at(static_cast<std::size_t>(stage)))
       if (memory.at(static_cast<std::size_t>(rank)).available < memory.at(static_cast<std::size_t>(tightest)).available)
@@ -69,7 +70,7 @@ void check_memory_fits(int state, const ModelSpec& spec, const StagePartition& p
     const RankMemory& have = memory.at(static_cast<std::size_t>(tightest));
     LOOM_CHECK(needed <= have.available, "model ", spec.name, " (", model_size_name(spec.size), " size) needs at least ",
                bytes_text(needed), " per rank of stage ", stage, " (parameters and gradients ",
-               bytes_text(2 * parameters), ", optimizer state ", bytes_text(state * parameters),
+               bytes_text(2 * parameters), ", optimizer state ", bytes_text(state_bytes),
                ", one micro-batch of activations ", bytes_text(activations), ") but ", bytes_text(have.available),
                " is available to rank ", tightest, " (", have.source,
                "): use --size cpu, smaller --set values, more stages or a smaller batch");

@@ -33,8 +33,9 @@ std::vector<RankMemory> memory_by_rank(comm::Communicator& world, Device device,
 // what it has.
 // `optimizer_state`: the parameter-sized tensors of optimizer state (optimizer_state_tensors);
 // `stage_of`: the stage of each virtual stage (Schedule::stage_of).
+// `zero_sharded` (--zero 1): the optimizer state is divided over the stage's replicas.
 void check_memory_fits(int optimizer_state, const ModelSpec& spec, const StagePartition& partition,
                        const std::vector<int>& stage_of, std::int64_t microbatch_rows,
-                       const std::vector<RankMemory>& memory);
+                       const std::vector<RankMemory>& memory, bool zero_sharded = false);
 
 }  // namespace loom::runtime::detail

@@ -16,6 +16,8 @@ void validate(const OptimizerConfig& c) {
   LOOM_CHECK(std::isfinite(c.clip_norm) && c.clip_norm >= 0, "--clip-norm must be finite and >= 0 (0: off), got ",
              c.clip_norm);
   LOOM_CHECK(c.warmup_steps >= 0, "--warmup-steps must be >= 0, got ", c.warmup_steps);
+  LOOM_CHECK(c.zero == 0 || c.zero == 1, "--zero must be 0 or 1 (ZeRO stage 1: the optimizer state sharded), got ",
+             c.zero);
 }
 
 namespace {
@@ -36,13 +38,14 @@ std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& c, std::vector<
 
 OptimizerStep::OptimizerStep(const OptimizerConfig& config, const StepPrecision& precision,
                              std::vector<NamedParameter> parameters, std::int64_t total_steps,
-                             comm::Communicator* norm_group, bool contributes_norm)
-    : clip_norm_(config.clip_norm), norm_group_(norm_group), contributes_norm_(contributes_norm) {
-  updated_ = std::move(parameters);
+                             comm::Communicator* norm_group, bool contributes_norm, ZeroShard* shard)
+    : clip_norm_(config.clip_norm), norm_group_(norm_group), shard_(shard), contributes_norm_(contributes_norm || shard) {
+  updated_ = shard ? shard->slice() : std::move(parameters);
   if (precision.precision != Precision::fp32) {
     masters_ = std::make_unique<MasterWeights>(updated_, value_dtype(precision.precision));
     updated_ = masters_->parameters();
     masters_->publish();
+    if (shard_) shard_->gather();  // collective: the other replicas' slices rounded too
   }
   if (precision.precision == Precision::fp16) scaler_ = std::make_unique<LossScaler>(precision.loss_scaler);
   optimizer_ = make_optimizer(config, updated_);
@@ -55,24 +58,29 @@ OptimizerStep::OptimizerStep(const OptimizerConfig& config, const StepPrecision&
 OptimizerStep::~OptimizerStep() = default;
 
 void OptimizerStep::step(std::int64_t step) {
+  if (before_step_) before_step_();
   if (scaler_) {  // fp16: unscale, or skip the step where any gradient overflowed; then rescale
     const bool stepped = step_unscaled(step, scaler_->scale());
     scaler_->update(!stepped);
     if (stepped) masters_->publish();
+    if (stepped && shard_) shard_->gather();
     return;
   }
   optimizer_->step(schedule_.at(step), clip_factor());
   if (masters_) masters_->publish();  // the layers compute with the updated masters rounded to 16 bits
+  if (shard_) shard_->gather();
 }
 
 double OptimizerStep::loss_scale() const { return scaler_ ? scaler_->scale() : 1.0; }
 
 std::vector<NamedParameter> OptimizerStep::checkpointed(const std::vector<NamedParameter>& model) const {
-  return masters_ ? with_masters(model, updated_) : model;
+  return masters_ && !shard_ ? with_masters(model, updated_) : model;
 }
 
 void OptimizerStep::publish() {
+  if (masters_ && shard_) masters_->pull();  // the checkpoint put the fp32 values in the model (ZeRO-1)
   if (masters_) masters_->publish();
+  if (masters_ && shard_) shard_->gather();  // collective: every slice rounded, everywhere
 }
 
 double OptimizerStep::global_sum_of_squares() {

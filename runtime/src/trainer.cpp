@@ -9,6 +9,7 @@
 #include <functional>
 #include <limits>
 #include <optional>
+#include <set>
 
 #include <loom/comm/control.h>
 #include <loom/comm/device_placement.h>
@@ -27,7 +28,9 @@
 #include <loom/runtime/optimizer_step.h>
 #include <loom/runtime/straggler.h>
 #include <loom/runtime/trace_recorder.h>
+#include <loom/runtime/tied_parameters.h>
 #include <loom/runtime/training_checkpoint.h>
+#include <loom/runtime/zero_shard.h>
 #include <loom/schedule/generators.h>
 #include <loom/schedule/schedule_file.h>
 
@@ -35,6 +38,7 @@
 #include "memory_check.h"
 #include "run_setup.h"
 #include "training_data.h"
+#include "zero_checkpoint.h"
 
 namespace loom::runtime {
 
@@ -57,6 +61,10 @@ struct TrainerState {
   std::unique_ptr<OptimizerStep> optimizer;  // with the fp32 masters (bf16, fp16) and the loss scaler (fp16)
   CheckpointLayout checkpoint_layout;
   std::vector<NamedParameter> checkpoint_parameters;  // buffers too (BatchNorm statistics); masters
+  std::vector<NamedParameter> resume_parameters;      // and the tied copies another stage's file holds
+  std::unique_ptr<TiedParameters> ties;
+  std::unique_ptr<comm::Communicator> zero_group;  // --zero 1: this stage's replicas
+  std::unique_ptr<ZeroShard> zero_shard;           // --zero 1 with replicas: this replica's slice
   std::unique_ptr<Executor> executor;
   std::unique_ptr<TraceRecorder> trace;
   std::int64_t step = 0;        // optimizer steps done: the one step counter
@@ -243,6 +251,36 @@ void build_executor(detail::TrainerState& s) {
                                           std::bind_front(&OptimizerStep::step, s.optimizer.get()), eo);
 }
 
+std::vector<NamedParameter> without(const std::vector<NamedParameter>& parameters, const std::set<std::string>& names) {
+  std::vector<NamedParameter> kept;
+  for (const NamedParameter& p : parameters)
+    if (!names.count(p.name)) kept.push_back(p);
+  return kept;
+}
+
+// The model's tied parameters on this rank (tied_parameters.h), collective: copies take their
+// canonical's values; a copy that is the canonical's tensor leaves the optimizer's list and the
+// checkpoint's.
+void tie_parameters(detail::TrainerState& s, std::vector<NamedParameter>& trainable) {
+  LOOM_CHECK(s.spec.ties.empty() || !s.schedule.asynchronous(), "model ", s.spec.name, " ties its output projection ",
+             "to the word embedding, which the asynchronous schedules (weight stashing) do not support: "
+             "--set tie_embeddings=0 unties it");
+  s.ties = std::make_unique<TiedParameters>(s.spec.ties, s.checkpoint_parameters, s.groups->world(), s.first_replica);
+  s.ties->initialize();
+  trainable = without(trainable, s.ties->shared());
+  s.checkpoint_parameters = without(s.checkpoint_parameters, s.ties->shared());
+}
+
+// --zero 1 (collective over the world): this stage's replicas share out the optimizer state; a
+// stage of one replica keeps it whole.
+void shard_optimizer(detail::TrainerState& s, const std::vector<NamedParameter>& trainable, int replica) {
+  if (s.config.optimizer.zero != 1) return;
+  LOOM_CHECK(!s.schedule.asynchronous(), "--zero 1 needs a synchronous schedule (its replicas step together), not ",
+             s.schedule.name);
+  s.zero_group = s.groups->world().split(s.stage, replica);
+  if (s.zero_group->size() > 1) s.zero_shard = std::make_unique<ZeroShard>(trainable, *s.zero_group);
+}
+
 // This rank's groups, model chunks, optimizer, checkpoint and executor (collective).
 void build(detail::TrainerState& s, int rank) {
   const ResolvedConfig& o = s.config;
@@ -251,7 +289,7 @@ void build(detail::TrainerState& s, int rank) {
   for (int v = 0; v < s.schedule.virtual_stages(); ++v) stage_of.push_back(s.schedule.stage_of(v));
   detail::check_memory_fits(optimizer_state_tensors(o.optimizer.kind, o.optimizer.momentum), s.spec, s.partition,
                             stage_of, s.shape.global_batch / s.schedule.microbatches_per_batch(),
-                            detail::memory_by_rank(s.groups->world(), s.device, placement));
+                            detail::memory_by_rank(s.groups->world(), s.device, placement), o.optimizer.zero == 1);
   const auto positions = s.layout->positions(rank);
   LOOM_CHECK(!positions.empty(), "rank ", rank, " has no stage in the layout");
   s.stage = s.schedule.stage_of(positions.front().stage);
@@ -259,10 +297,16 @@ void build(detail::TrainerState& s, int rank) {
 
   std::vector<NamedParameter> trainable;
   build_chunks(s, trainable);
+  tie_parameters(s, trainable);
+  shard_optimizer(s, trainable, positions.front().replica);
   s.optimizer = std::make_unique<OptimizerStep>(o.optimizer, StepPrecision{o.precision.precision, o.precision.loss_scaler},
                                                 std::move(trainable), s.shape.steps, &s.groups->world(),
-                                                s.first_replica);
-  s.checkpoint_parameters = s.optimizer->checkpointed(s.checkpoint_parameters);
+                                                s.first_replica, s.zero_shard.get());
+  s.optimizer->set_before_step([ties = s.ties.get()] { ties->sum_gradients(); });
+  for (const NamedParameter& p : s.optimizer->updated())  // a copy another stage's canonical counts
+    if (s.ties->copies().count(p.name)) s.optimizer->optimizer().exclude_from_norm(p.name);
+  s.resume_parameters = s.optimizer->checkpointed(s.checkpoint_parameters);
+  s.checkpoint_parameters = without(s.resume_parameters, s.ties->copies());
   build_executor(s);
   if (!o.trace.empty()) {
     if (rank == 0) {  // a path that cannot be written is an error now, not after the run
@@ -277,8 +321,9 @@ void build(detail::TrainerState& s, int rank) {
 void resume(detail::TrainerState& s) {
   const ResolvedConfig& o = s.config;
   const ResumePoint point = load_training_checkpoint(s.groups->world(), o.checkpoint.resume, s.checkpoint_layout,
-                                                     s.checkpoint_parameters, s.optimizer->optimizer(),
-                                                     s.optimizer->scaler());
+                                                     s.resume_parameters, s.optimizer->optimizer(),
+                                                     s.optimizer->scaler(), s.ties->renames(),
+                                                     s.zero_shard ? s.zero_shard->offsets() : std::map<std::string, std::int64_t>{});
   s.optimizer->publish();  // the loaded masters, rounded for the layers
   s.first_step = point.step;
   s.resumed_from = point.directory;
@@ -403,9 +448,12 @@ TrainSummary Trainer::run(const TrainerHooks& hooks) {
     const std::int64_t every = checkpoint.every;
     const bool crossed = every > 0 && s.step / every > run_first / every;
     if (!checkpoint.dir.empty() && (crossed || s.step == s.shape.steps)) {
+      std::optional<StageTensors> gathered;  // --zero 1: the slices, whole (collective over the replicas)
+      if (s.zero_shard) gathered = detail::gather_stage_tensors(*s.zero_shard, *s.optimizer, s.checkpoint_parameters);
       const std::string saved =
           save_training_checkpoint(world, checkpoint.dir, s.checkpoint_layout, s.step, s.checkpoint_parameters,
-                                   s.optimizer->optimizer(), s.first_replica, checkpoint.keep, scaler);
+                                   s.optimizer->optimizer(), s.first_replica, checkpoint.keep, scaler,
+                                   gathered ? &*gathered : nullptr);
       if (hooks.on_checkpoint) hooks.on_checkpoint({saved, s.step});
     }
   }

@@ -60,6 +60,7 @@ OptimizerConfig optimizer_config(const TrainerConfig& o) {
   c.lr_schedule = LrSchedule::parse(o.lr_schedule);
   c.warmup_steps = o.warmup_steps;
   c.clip_norm = o.clip_norm;
+  c.zero = o.zero;
   validate(c);
   return c;
 }

@@ -200,13 +200,17 @@ void prepare_directory(const fs::path& root, const fs::path& step_directory) {
 
 // Replica 0 of a stage: the stage's tensors and its small manifest.
 void write_stage(const fs::path& step_directory, const CheckpointLayout& layout, std::int64_t step,
-                 const std::vector<NamedParameter>& parameters, Optimizer& optimizer) {
+                 const std::vector<NamedParameter>& parameters, Optimizer& optimizer, const StageTensors* gathered) {
   std::error_code error;
   fs::create_directories(step_directory, error);
   LOOM_CHECK(fs::is_directory(step_directory), step_directory.string(), ": cannot create (", error.message(), ")");
   const std::string file = stage_name(layout.stage) + ".safetensors";
-  save_checkpoint((step_directory / file).string(), parameters, &optimizer,
-                  {{"loom.train.step", std::to_string(step)}, {"loom.train.seed", std::to_string(layout.seed)}});
+  const safetensors::Metadata run = {{"loom.train.step", std::to_string(step)},
+                                     {"loom.train.seed", std::to_string(layout.seed)}};
+  if (gathered)
+    save_checkpoint_tensors((step_directory / file).string(), gathered->tensors, &gathered->optimizer, run);
+  else
+    save_checkpoint((step_directory / file).string(), parameters, &optimizer, run);
   write_json(step_directory / (stage_name(layout.stage) + ".json"),
              {{"format", kCheckpointFormat}, {"stage", layout.stage}, {"step", step}, {"file", file},
               {"blocks", blocks_json(layout.blocks)}, {"optimizer", optimizer.type()}});
@@ -243,7 +247,8 @@ void prune(const fs::path& root, std::int64_t step, int keep) {
 
 std::string save_training_checkpoint(comm::Communicator& world, const std::string& dir, const CheckpointLayout& layout,
                                      std::int64_t step, const std::vector<NamedParameter>& parameters,
-                                     Optimizer& optimizer, bool writer, int keep, const LossScaler* scaler) {
+                                     Optimizer& optimizer, bool writer, int keep, const LossScaler* scaler,
+                                     const StageTensors* gathered) {
   LOOM_CHECK(keep >= 1, "keep_checkpoints must be at least 1, got ", keep);
   const fs::path root(dir), step_directory = root / step_directory_name(step);
   const bool coordinator = world.rank() == 0;
@@ -257,7 +262,7 @@ std::string save_training_checkpoint(comm::Communicator& world, const std::strin
   };
   run_phase(world, [&] { if (coordinator) prepare_directory(root, step_directory); },
             dir + ": rank 0 could not prepare the checkpoint directory (its message says why)");
-  run_phase(world, [&] { if (writer) write_stage(step_directory, layout, step, parameters, optimizer); },
+  run_phase(world, [&] { if (writer) write_stage(step_directory, layout, step, parameters, optimizer, gathered); },
             step_directory.string() + ": another rank could not write its stage's checkpoint (its message says why)" + unchanged,
             discard);
   run_phase(world, [&] { if (coordinator) commit(root, step_directory, layout, step, scaler); },
@@ -267,15 +272,29 @@ std::string save_training_checkpoint(comm::Communicator& world, const std::strin
 }
 
 namespace {
+// Checkpoints of loom before tied embeddings hold an untied output projection: named, not a bare
+// settings mismatch.
+void check_ties(const nlohmann::json& manifest, const fs::path& path, const CheckpointLayout& layout) {
+  const auto tie = layout.settings.find("tie_embeddings");
+  const bool untied_file = manifest.contains("settings") && manifest["settings"].is_object() &&
+                           !manifest["settings"].contains("tie_embeddings");
+  LOOM_CHECK(tie == layout.settings.end() || tie->second == 0 || !untied_file, path.string(),
+             ": written before loom tied the output projection to the word embedding (its projection is its "
+             "own parameter); resume it untied: --set tie_embeddings=0");
+}
+
 // Checks DIR's manifest against this run, then loads this rank's tensors from whichever stage
 // files hold them (checkpoint_reader.h): the writing run's stages, replicas, partition and chunks
 // need not be this run's.
 std::int64_t load_stage(const std::string& dir, const CheckpointLayout& layout,
-                        const std::vector<NamedParameter>& parameters, Optimizer& optimizer, LossScaler* scaler) {
+                        const std::vector<NamedParameter>& parameters, Optimizer& optimizer, LossScaler* scaler,
+                        const std::map<std::string, std::string>& renames,
+                        const std::map<std::string, std::int64_t>& offsets) {
   CheckpointReader reader(dir);
   const fs::path manifest_path = reader.manifest_path();
   const nlohmann::json& manifest = reader.manifest();
   detail::expect_field(manifest, manifest_path, "model", layout.model);
+  check_ties(manifest, manifest_path, layout);
   detail::expect_field(manifest, manifest_path, "settings", layout.settings);
   detail::expect_field(manifest, manifest_path, "global_batch", layout.global_batch);
   detail::expect_field(manifest, manifest_path, "seed", layout.seed);
@@ -285,7 +304,7 @@ std::int64_t load_stage(const std::string& dir, const CheckpointLayout& layout,
   check_learning_rate_path(manifest, manifest_path, layout);
   check_precision(manifest, manifest_path, layout);
   if (scaler) restore_loss_scale(manifest, manifest_path, *scaler);
-  reader.load(parameters, &optimizer, layout.blocks, layout.seed);
+  reader.load(parameters, &optimizer, layout.blocks, layout.seed, renames, offsets);
   return step;
 }
 
@@ -317,14 +336,15 @@ std::string find_checkpoint(const std::string& dir) {
 
 ResumePoint load_training_checkpoint(comm::Communicator& world, const std::string& dir, const CheckpointLayout& layout,
                                      const std::vector<NamedParameter>& parameters, Optimizer& optimizer,
-                                     LossScaler* scaler) {
+                                     LossScaler* scaler, const std::map<std::string, std::string>& renames,
+                                     const std::map<std::string, std::int64_t>& offsets) {
   // Every rank learns whether any failed, so that all stop together instead of some waiting in the
   // first pipeline transfer for a stage that gave up.
   ResumePoint point;
   run_phase(world,
             [&] {
               point.directory = find_checkpoint(dir);
-              point.step = load_stage(point.directory, layout, parameters, optimizer, scaler);
+              point.step = load_stage(point.directory, layout, parameters, optimizer, scaler, renames, offsets);
             },
             dir + ": another rank could not load its stage's checkpoint (its message says why)");
   // Every rank must have loaded the same checkpoint (DIR must be on a file system they all see).

@@ -3,6 +3,8 @@
 // (GNMT, BERT), with the differences the presets' notes explain; tiny presets run a forward.
 #include <catch2/catch.hpp>
 
+#include <cmath>
+
 #include <fstream>
 #include <regex>
 
@@ -44,15 +46,21 @@ TEST_CASE("paper-size parameter counts match the DAPPLE profiles", "[models]") {
   const double gnmt = profile_parameters("gnmt-16-pbs-64.txt");
   CHECK(gnmt == 290747088);
   CHECK(parameters("gnmt16") == static_cast<std::int64_t>(gnmt) + 1025);
-  // BERT: the profile has the pooler (1024 x 1024 + 1024) and no MLM head; loom has the MLM head:
-  // dense (1024 x 1024 + 1024), LayerNorm (2 x 1024), untied decoder (1024 x 30522 + 30522).
-  const std::int64_t pooler = 1024 * 1024 + 1024, head = pooler + 2 * 1024 + 1024 * 30522 + 30522;
+  // BERT: the profile has the pooler (1024 x 1024 + 1024) and no MLM head; loom has the MLM head
+  // and no pooler: dense (1024 x 1024 + 1024), LayerNorm (2 x 1024), the decoder's bias (30522); its
+  // weight is the word embedding's (tied, counted once). Untied, the decoder adds 1024 x 30522.
+  const std::int64_t pooler = 1024 * 1024 + 1024, head = pooler + 2 * 1024 + 30522, decoder = 1024 * 30522;
   for (const auto& [model, file, total] : std::vector<std::tuple<std::string, std::string, std::int64_t>>{
            {"bert48", "bert-48-pbs-2.txt", 637451264}, {"bert24", "bert-24-pbs-6.txt", 335141888}}) {
     const double published = profile_parameters(file);
     INFO(model);
     CHECK(published == total);
     CHECK(parameters(model) == static_cast<std::int64_t>(published) - pooler + head);
+    CHECK(std::abs(static_cast<double>(parameters(model)) - published) <= 1e-4 * published);  // within 0.01%
+    const ModelSummary untied = summarize(make_model(model, "tie_embeddings=0"));
+    CHECK(untied.parameters == parameters(model) + decoder);
+    CHECK(untied.tied_copies == 0);
+    CHECK(summarize(make_model(model)).tied_copies == decoder);  // on its stage all the same
   }
 }
 

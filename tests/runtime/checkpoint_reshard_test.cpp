@@ -5,7 +5,8 @@
 // the 3 steps before the checkpoint ran at another layout, whose gradient sums add in another
 // order, the tolerance of the pipelined-vs-sequential tests), and at the writing layout bit for
 // bit. The tensors a rank loads are the saved ones bit for bit (a whole model read through
-// CheckpointReader against the writers' weights). Dropout is on: its masks are keyed by step and
+// CheckpointReader against the writers' weights; the last stage's tied copy of the word embedding,
+// stored once, equals it). Dropout is on: its masks are keyed by step and
 // sample, not by rank, so they carry over too.
 #include <catch2/catch.hpp>
 
@@ -30,18 +31,7 @@ using namespace loom;
 namespace {
 
 runtime::TrainerConfig small_gpt() {
-  runtime::TrainerConfig o;
-  o.model = "gpt";
-  o.overrides = "seq=8,dim=16,heads=2,layers=6,dropout=10";
-  o.data = "synthetic";
-  o.global_batch = 16;
-  o.microbatches = 4;
-  o.seed = 11;
-  o.threads = 1;
-  o.optimizer = "sgd";
-  o.lr = 0.05;
-  o.momentum = 0.9;
-  o.lr_schedule = "constant";
+  runtime::TrainerConfig o = test::small_gpt_config(11);
   o.stages = 4;
   o.schedule = "dapple";
   return o;
@@ -150,7 +140,10 @@ TEST_CASE("the whole model read through CheckpointReader holds the writers' tens
   runtime::CheckpointReader reader(runtime::find_checkpoint(dir));
   CHECK(reader.step() == 2);
   CHECK(reader.stages().size() == static_cast<std::size_t>(comm::world_size()));
-  reader.load(whole->parameters(), nullptr, {{0, spec.blocks()}}, writer.seed);
+  std::map<std::string, std::string> ties;  // the head's projection is stored as the word embedding
+  for (const ParameterTie& tie : spec.ties) ties[tie.copy] = tie.canonical;
+  REQUIRE(ties.size() == 1);
+  reader.load(whole->parameters(), nullptr, {{0, spec.blocks()}}, writer.seed, ties);
   std::size_t compared = 0;
   for (const NamedParameter& p : whole->parameters()) {
     const auto it = mine.find(p.name);
@@ -166,7 +159,7 @@ TEST_CASE("the whole model read through CheckpointReader holds the writers' tens
   Parameter extra;
   extra.value = Tensor::zeros({2});
   stranger.push_back({"3.not_a_parameter", &extra});
-  CHECK_THROWS_WITH(reader.load(stranger, nullptr, {{0, spec.blocks()}}, writer.seed),
+  CHECK_THROWS_WITH(reader.load(stranger, nullptr, {{0, spec.blocks()}}, writer.seed, ties),
                     Catch::Contains("no stage file holds parameter '3.not_a_parameter'"));
   MPI_Barrier(MPI_COMM_WORLD);
   if (comm::world_rank() == 0) std::filesystem::remove_all(dir);

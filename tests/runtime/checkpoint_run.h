@@ -15,6 +15,25 @@
 
 namespace loom::test {
 
+// The small gpt these tests train (8 blocks: embedding, 6 layers, head; dropout on; the head tied to
+// the embedding), SGD momentum 0.9 at a constant lr 0.05 (a stopped run has fewer steps in all),
+// global batch 16 in 4 micro-batches, one thread.
+inline runtime::TrainerConfig small_gpt_config(std::uint64_t seed) {
+  runtime::TrainerConfig o;
+  o.model = "gpt";
+  o.overrides = "seq=8,dim=16,heads=2,layers=6,dropout=10";
+  o.data = "synthetic";
+  o.global_batch = 16;
+  o.microbatches = 4;
+  o.seed = seed;
+  o.threads = 1;
+  o.optimizer = "sgd";
+  o.lr = 0.05;
+  o.momentum = 0.9;
+  o.lr_schedule = "constant";
+  return o;
+}
+
 using Weights = std::map<std::string, std::vector<double>>;
 
 inline runtime::TrainSummary train_keeping_weights(const runtime::TrainerConfig& o, Weights& weights) {

@@ -1,7 +1,10 @@
 #include "sequential_reference.h"
 
+#include "pytorch_ties.h"
+
 #include <cmath>
 
+#include <loom/core/error.h>
 #include <loom/layers/loss.h>
 #include <loom/layers/optimizer.h>
 #include <loom/models/dataset.h>
@@ -43,14 +46,14 @@ SequentialRun train_sequentially(const runtime::TrainerConfig& o, std::int64_t p
   const ModelSpec spec = make_model(o.model, o.overrides, parse_model_size(o.size));
   auto model = spec.build_all();
   model->initialize(o.seed);
+  const std::vector<NamedParameter> trainable = tie_as_pytorch(spec, *model);
   LayerPtr loss = spec.make_loss();
   auto data = open_dataset(o.data, DatasetSplit::train, spec.data, o.seed);
   std::unique_ptr<Optimizer> optimizer;
   if (o.optimizer == "sgd")
-    optimizer = std::make_unique<Sgd>(trainable_parameters(*model), SgdOptions{o.momentum, 0, false, o.weight_decay});
+    optimizer = std::make_unique<Sgd>(trainable, SgdOptions{o.momentum, 0, false, o.weight_decay});
   else
-    optimizer = std::make_unique<Adam>(trainable_parameters(*model),
-                                       AdamOptions{0.9, 0.999, 1e-8, o.weight_decay, o.optimizer == "adamw"});
+    optimizer = std::make_unique<Adam>(trainable, AdamOptions{0.9, 0.999, 1e-8, o.weight_decay, o.optimizer == "adamw"});
   SequentialRun run;
   for (std::int64_t step = 0; step < o.steps; ++step) {
     run.losses.push_back(forward_backward(o, *data, step, *model, *loss, pieces));

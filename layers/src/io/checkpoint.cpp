@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -78,13 +79,23 @@ void save_checkpoint(const std::string& path, const std::vector<NamedParameter>&
   safetensors::NamedTensors tensors;
   MemoryCategoryScope staging(MemoryCategory::communication);
   for (const NamedParameter& p : parameters) tensors.emplace_back(p.name, p.parameter->value.to(Device::cpu()));
+  if (!optimizer) return save_checkpoint_tensors(path, std::move(tensors), nullptr, extra);
+  std::set<std::string> saved;
+  for (const NamedParameter& p : parameters) saved.insert(p.name);
+  for (auto& [name, tensor] : optimizer->state())  // the state of the parameters saved (not of tied copies)
+    if (saved.count(name.substr(0, name.rfind('.'))))
+      tensors.emplace_back(kOptimizerPrefix + name, tensor.to(Device::cpu()));
+  const OptimizerRecord record{optimizer->type(), optimizer->steps()};
+  save_checkpoint_tensors(path, std::move(tensors), &record, extra);
+}
+
+void save_checkpoint_tensors(const std::string& path, safetensors::NamedTensors tensors, const OptimizerRecord* optimizer,
+                             const safetensors::Metadata& extra) {
   safetensors::Metadata metadata = extra;
   metadata["loom.format"] = kFormat;
   if (optimizer) {
-    for (auto& [name, tensor] : optimizer->state())
-      tensors.emplace_back(kOptimizerPrefix + name, tensor.to(Device::cpu()));
-    metadata["loom.optimizer"] = optimizer->type();
-    metadata["loom.optimizer.steps"] = std::to_string(optimizer->steps());
+    metadata["loom.optimizer"] = optimizer->type;
+    metadata["loom.optimizer.steps"] = std::to_string(optimizer->steps);
   }
   metadata["loom.checksum"] = checkpoint_checksum(tensors);
   nlohmann::json each = nlohmann::json::object();  // for readers of some of the tensors

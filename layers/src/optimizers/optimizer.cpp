@@ -81,6 +81,7 @@ void Optimizer::zero_grad() {
 double Optimizer::grad_sum_of_squares() const {
   std::vector<Tensor> totals;
   for (const NamedParameter& p : parameters_) {
+    if (excluded_from_norm_.count(p.name)) continue;
     const Tensor& grad = p.parameter->grad;
     auto total = std::find_if(totals.begin(), totals.end(), [&](const Tensor& t) { return t.device() == grad.device(); });
     if (total == totals.end()) total = totals.insert(totals.end(), Tensor::zeros({1}, DType::f64, grad.device()));
@@ -89,6 +90,12 @@ double Optimizer::grad_sum_of_squares() const {
   double sum = 0;
   for (const Tensor& total : totals) sum += total.item();
   return sum;
+}
+
+void Optimizer::exclude_from_norm(const std::string& name) {
+  const bool known = std::any_of(parameters_.begin(), parameters_.end(), [&](const NamedParameter& p) { return p.name == name; });
+  LOOM_CHECK(known, "exclude_from_norm: the optimizer has no parameter '", name, "'");
+  excluded_from_norm_.insert(name);
 }
 
 std::vector<std::pair<std::string, Tensor>> Optimizer::state() { return {}; }

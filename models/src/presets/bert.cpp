@@ -78,6 +78,7 @@ void build_bert(ModelSpec& spec) {
               s.add(std::make_unique<LayerNorm>(dim, 1e-12), "norm");
               s.add(std::make_unique<Linear>(dim, vocab), "decoder");
             }));
+  tie_embeddings(spec, "words_positions.token.weight", "decoder.weight");
   spec.make_loss = [] { return LayerPtr(std::make_unique<CrossEntropyLoss>()); };
 }
 
@@ -88,12 +89,14 @@ std::vector<PresetSetting> bert_settings(double layers) {
           {"heads", 16, 4, 2, "attention heads"},
           {"ffn", 4096, 512, 32, "feed-forward width"},
           {"layers", layers, 4, 3, "transformer layers"},
-          {"dropout", 10, 10, 10, "dropout, percent"}};
+          {"dropout", 10, 10, 10, "dropout, percent"},
+          tie_embeddings_setting()};
 }
 
 const char* kBertNotes =
-    "masked LM only (no next-sentence task, no pooler); one segment; the MLM decoder is not tied to the "
-    "word embedding (they sit on different stages), so it adds vocab x dim parameters";
+    "masked LM only (no next-sentence task, no pooler); one segment; the MLM decoder's weight is tied to the "
+    "word embedding as in BERT (its bias is its own; --set tie_embeddings=0 unties it, adding vocab x dim "
+    "parameters)";
 
 }  // namespace
 

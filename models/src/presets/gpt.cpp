@@ -100,6 +100,7 @@ void build_gpt(ModelSpec& spec) {
               head.emplace<LayerNorm>(dim);
               head.emplace<Linear>(dim, vocab);
             }));
+  tie_embeddings(spec, "token.weight", "1.weight");
   spec.make_loss = [] { return LayerPtr(std::make_unique<CrossEntropyLoss>()); };
 }
 
@@ -113,8 +114,10 @@ std::vector<Preset> gpt_presets() {
             {"dim", 128, 128, 16, "model width"},
             {"heads", 4, 4, 2, "attention heads"},
             {"layers", 4, 4, 4, "transformer blocks"},
-            {"dropout", 10, 10, 10, "dropout, percent"}},
-           "not a paper model: the same at paper and cpu size",
+            {"dropout", 10, 10, 10, "dropout, percent"},
+            tie_embeddings_setting()},
+           "not a paper model: the same at paper and cpu size; the head's projection is tied to the token "
+           "embedding (GPT-2's lm_head; its bias is its own)",
            build_gpt}};
 }
 

@@ -6,8 +6,8 @@
 // 500.75 M and 344.75 M f32 values, node by node): the profile writes sizes in MiB as 10^6 bytes
 // (a layer's 2 MiB output = [512, 1024] f32 shows as 2000000, so seq = 512; its ATTN_MASK 1 MiB =
 // [512, 512]), and each layer's 13,642,752 values (52.04 MiB) as 52e6 bytes, i.e. 13.0 M; only
-// Embed-Token is decimal (32000 x 1024 x 4 = 131.07e6 bytes, written 131e6). The head is untied
-// here (+32000 x 1024 + 32000; the profile's loss holds none: it reuses Embed-Token), and the
+// Embed-Token is decimal (32000 x 1024 x 4 = 131.07e6 bytes, written 131e6). The head's weight is
+// tied to Embed-Token as in XLNet (tie_embeddings=1; its bias adds 32000), and the
 // embedding block adds the query stream's mask embedding (1024). tests/models/xlnet_test.cpp
 // checks every block against its profile node under that rounding.
 #include <loom/layers/loss.h>
@@ -36,6 +36,7 @@ void build_xlnet(ModelSpec& spec) {
   for (std::int64_t i = 0; i < layers; ++i)
     add_block(spec, "layer" + std::to_string(i), [=] { return LayerPtr(std::make_unique<XLNetLayer>(options)); });
   add_block(spec, "head", [=] { return LayerPtr(std::make_unique<XLNetHead>(options)); });
+  tie_embeddings(spec, "word.weight", "output.weight");
   spec.make_loss = [] { return LayerPtr(std::make_unique<CrossEntropyLoss>()); };
 }
 
@@ -49,11 +50,12 @@ Preset xlnet_preset(const std::string& name, double paper_layers) {
            {"heads", 16, 4, 2, "attention heads"},
            {"ffn", 4096, 512, 32, "feed-forward width (GELU)"},
            {"layers", paper_layers, 4, 3, "XLNet layers"},
-           {"dropout", 10, 10, 10, "dropout, percent"}},
+           {"dropout", 10, 10, 10, "dropout, percent"},
+           tie_embeddings_setting()},
           "no Transformer-XL memory (segment recurrence), no segment embeddings or segment bias, no partial "
           "prediction (every token is predicted from the tokens before it in a new random order each step); "
-          "the LM head is untied from the word embedding (blocks may sit on different stages), so it adds "
-          "vocab x dim + vocab parameters to the DAPPLE profile's count; the profile's per-layer sizes are "
+          "the LM head's weight is tied to the word embedding as in XLNet (--set tie_embeddings=0 unties it), "
+          "its bias adds vocab parameters to the DAPPLE profile's count; the profile's per-layer sizes are "
           "MiB rounded down (models/src/presets/xlnet.cpp); CPU only",
           build_xlnet};
 }

@@ -27,11 +27,21 @@ void save_checkpoint(const std::string& path, Layer& model, Optimizer* optimizer
 // Restores the model (and the optimizer, which the file must then hold). Returns the metadata.
 safetensors::Metadata load_checkpoint(const std::string& path, Layer& model, Optimizer* optimizer = nullptr);
 
-// The same for an explicit list of parameters (e.g. the blocks of several pipeline chunks).
+// The same for an explicit list of parameters (e.g. the blocks of several pipeline chunks); the
+// optimizer state saved is that of these parameters (a tied copy left out leaves its state out).
 void save_checkpoint(const std::string& path, const std::vector<NamedParameter>& parameters, Optimizer* optimizer,
                      const safetensors::Metadata& extra = {});
 safetensors::Metadata load_checkpoint(const std::string& path, const std::vector<NamedParameter>& parameters,
                                       Optimizer* optimizer);
+
+// The same from tensors already on the host, optimizer state as "optimizer.<state name>" (a
+// sharded optimizer's state gathered by its caller); `optimizer`: its type and step count, or null.
+struct OptimizerRecord {
+  std::string type;
+  std::int64_t steps = 0;
+};
+void save_checkpoint_tensors(const std::string& path, safetensors::NamedTensors tensors, const OptimizerRecord* optimizer,
+                             const safetensors::Metadata& extra = {});
 
 // The checksum stored under "loom.checksum" ("fnv1a64:" + 16 hex digits), of host tensors.
 std::string checkpoint_checksum(const safetensors::NamedTensors& tensors);

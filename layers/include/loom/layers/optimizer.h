@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,8 @@ class Optimizer {
   // Sum of squared gradient entries of this optimizer's parameters (in double). Combine the sums of
   // every stage (one replica each) to get the global norm: sqrt(total).
   double grad_sum_of_squares() const;
+  // Leaves a parameter out of grad_sum_of_squares (a tied copy whose canonical another stage counts).
+  void exclude_from_norm(const std::string& name);
 
   // Named state for checkpoints; loading writes into these tensors (shapes must match).
   virtual std::vector<std::pair<std::string, Tensor>> state();
@@ -38,6 +41,7 @@ class Optimizer {
  protected:
   std::vector<NamedParameter> parameters_;  // trainable parameters only
   std::int64_t steps_ = 0;
+  std::set<std::string> excluded_from_norm_;
 };
 
 struct SgdOptions {

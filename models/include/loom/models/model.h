@@ -24,6 +24,16 @@ enum class ModelSize : unsigned char { paper, cpu, tiny };
 ModelSize parse_model_size(std::string_view text);  // "paper" | "cpu" | "tiny", else loom::Error
 std::string_view model_size_name(ModelSize size);
 
+// Two parameters that are one: a word embedding and the output projection tied to it (BERT, GPT,
+// XLNet). `copy` holds the values of `canonical` at every step. Full parameter names, the block's
+// global index first ("0.token.weight", "5.1.weight"). The runtime keeps them one
+// (runtime/tied_parameters.h): a single tensor where both sit on one rank's model chunk, else
+// identical copies whose gradients are summed over the ranks that hold one. A checkpoint stores
+// the canonical name only; `loom describe` counts the parameter once.
+struct ParameterTie {
+  std::string canonical, copy;
+};
+
 struct ModelSpec {
   std::string name;
   ModelSize size = ModelSize::paper;
@@ -33,6 +43,7 @@ struct ModelSpec {
   std::vector<std::string> block_names;
   std::vector<std::function<LayerPtr()>> block_factories;
   std::function<LayerPtr()> make_loss;
+  std::vector<ParameterTie> ties;          // tied parameters (see ParameterTie)
 
   std::int64_t blocks() const { return static_cast<std::int64_t>(block_factories.size()); }
   // Blocks [first, last) as a Chain whose first block has global index `first` (not initialised).
@@ -75,7 +86,8 @@ std::string describe_presets();
 struct ModelSummary {
   std::vector<BlockInfo> blocks;
   std::vector<std::int64_t> block_parameters;  // trainable parameter elements per block
-  std::int64_t parameters = 0;                 // trainable parameter elements in all
+  std::int64_t parameters = 0;                 // trainable parameter elements in all, a tied one once
+  std::int64_t tied_copies = 0;                // elements of tied copies (in block_parameters, not in parameters)
   std::int64_t batch = 1;
   double flops = 0;                            // forward, per `batch` samples
   std::size_t activation_bytes = 0;            // saved by forward, per `batch` samples

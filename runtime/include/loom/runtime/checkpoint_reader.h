@@ -46,8 +46,12 @@ class CheckpointReader {
   // Loads `parameters` (and `optimizer`'s state when given; its step count too) of the blocks
   // `blocks`, from the stage files overlapping them. Missing, misshapen, damaged or unexpected
   // tensors (one in these blocks that `parameters` lacks) are a loom::Error naming the file.
+  // `renames`: parameters read under another name (tied copies: copy -> canonical), their
+  // optimizer state too. `offsets` (ZeRO-1 slices): the optimizer's state of these parameters is a
+  // flat range of the stored tensor starting at this element.
   void load(const std::vector<NamedParameter>& parameters, Optimizer* optimizer, const std::vector<BlockRange>& blocks,
-            std::uint64_t seed);
+            std::uint64_t seed, const std::map<std::string, std::string>& renames = {},
+            const std::map<std::string, std::int64_t>& offsets = {});
 
   // Every tensor of the checkpoint, stage file by stage file (for inspect and export).
   CheckpointFile& file(std::size_t stage_index);

@@ -23,6 +23,9 @@ class MasterWeights {
   std::vector<NamedParameter> parameters();
   // Model parameter value = values(master value), in place, for every parameter.
   void publish();
+  // Master value = model parameter value (a resume that loaded fp32 values into the model: ZeRO-1,
+  // whose masters are slices the checkpoint holds whole).
+  void pull();
 
  private:
   std::vector<Parameter*> model_;

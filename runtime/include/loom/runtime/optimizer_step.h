@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -15,6 +16,7 @@
 #include <loom/runtime/loss_scaler.h>
 #include <loom/runtime/master_weights.h>
 #include <loom/runtime/precision.h>
+#include <loom/runtime/zero_shard.h>
 
 namespace loom::runtime {
 
@@ -26,6 +28,7 @@ struct OptimizerConfig {
   LrSchedule::Kind lr_schedule = LrSchedule::Kind::cosine;  // decay to 0 after warmup_steps
   std::int64_t warmup_steps = 0;
   double clip_norm = 0.0;              // 0: off
+  int zero = 0;                        // 1: ZeRO-1 (trainer_config.h)
 };
 
 // The largest learning rate a config may give (beyond it, a typo or an attack, not a run).
@@ -46,8 +49,11 @@ class OptimizerStep {
  public:
   // `parameters`: the model's trainable parameters on their device. Under bf16 and fp16 the
   // optimizer updates fp32 masters of them, published to the model (rounded) now and after each step.
+  // `shard` (--zero 1): the optimizer and the masters hold this replica's slice only (zero_shard.h);
+  // each step ends by gathering the slices, and every replica adds its slice to the norm.
   OptimizerStep(const OptimizerConfig& config, const StepPrecision& precision, std::vector<NamedParameter> parameters,
-                std::int64_t total_steps, comm::Communicator* norm_group, bool contributes_norm);
+                std::int64_t total_steps, comm::Communicator* norm_group, bool contributes_norm,
+                ZeroShard* shard = nullptr);
   ~OptimizerStep();
 
   // The update that completes global batch `step` (counted from 0 over the whole run): fp32 and bf16
@@ -59,12 +65,20 @@ class OptimizerStep {
   double loss_scale() const;
   double learning_rate(std::int64_t step) const { return schedule_.at(step); }
   Optimizer& optimizer() { return *optimizer_; }
+  ZeroShard* shard() { return shard_; }
+  bool has_masters() const { return masters_ != nullptr; }
+  // The parameters the optimizer updates: the model's, their masters, or (ZeRO) the slice's.
+  const std::vector<NamedParameter>& updated() const { return updated_; }
   LossScaler* scaler() { return scaler_.get(); }  // fp16, else null
   // What checkpoints hold: `model` (every parameter and buffer) with the masters in place of the
-  // trainable parameters under bf16 and fp16.
+  // trainable parameters under bf16 and fp16 (not under --zero 1: the masters are slices; the
+  // checkpoint gathers them, zero_checkpoint.h).
   std::vector<NamedParameter> checkpointed(const std::vector<NamedParameter>& model) const;
-  // After the masters were loaded (a resume): the model's parameters from them.
+  // After the masters were loaded (a resume): the model's parameters from them. Under --zero 1 the
+  // checkpoint loads the fp32 values into the model; the slices' masters take them (collective).
   void publish();
+  // Runs at the start of every step, before the norm and the update (tied gradients' sums).
+  void set_before_step(std::function<void()> before) { before_step_ = std::move(before); }
 
  private:
   double clip_factor();
@@ -78,6 +92,8 @@ class OptimizerStep {
   LrSchedule schedule_;
   double clip_norm_ = 0.0;
   comm::Communicator* norm_group_ = nullptr;
+  std::function<void()> before_step_;
+  ZeroShard* shard_ = nullptr;
   bool contributes_norm_ = false;
 };
 

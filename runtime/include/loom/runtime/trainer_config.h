@@ -51,6 +51,9 @@ struct TrainerConfig {
   std::string lr_schedule = "cosine";  // constant | linear | cosine (decay to 0 after warmup_steps)
   std::int64_t warmup_steps = 0;
   double clip_norm = 0.0;         // global gradient-norm clipping (0: off)
+  // 1: ZeRO-1, the optimizer state (and fp32 masters) sharded over each stage's replicas
+  // (zero_shard.h); synchronous schedules only; a no-op at one replica.
+  int zero = 0;
   bool recompute = false;
   // fp32, bf16 or fp16 (precision.h); fp16 also scales the loss (loss_scaler.h) and needs a
   // synchronous schedule. Checkpoints record the precision (and the loss scale); a resume must use

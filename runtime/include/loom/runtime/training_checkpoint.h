@@ -27,6 +27,7 @@
 #include <vector>
 
 #include <loom/comm/communicator.h>
+#include <loom/layers/checkpoint.h>
 #include <loom/layers/layer.h>
 #include <loom/layers/optimizer.h>
 #include <loom/runtime/loss_scaler.h>
@@ -59,10 +60,16 @@ struct CheckpointLayout {
 // `keep`: complete checkpoints to keep (at least 1). Any rank's failure is a loom::Error on every
 // rank, and DIR/latest then still names the previous checkpoint. Returns the step directory.
 // `scaler` (fp16): its scale and good-step count go into the manifest ("loss_scale").
+// `gathered` (--zero 1): the stage file's tensors as its replicas gathered them from their slices
+// (zero_shard.h), written in place of `parameters` and `optimizer`'s state.
+struct StageTensors {
+  safetensors::NamedTensors tensors;  // host tensors; optimizer state as "optimizer.<state name>"
+  OptimizerRecord optimizer;
+};
 std::string save_training_checkpoint(comm::Communicator& world, const std::string& dir, const CheckpointLayout& layout,
                                      std::int64_t step, const std::vector<NamedParameter>& parameters,
                                      Optimizer& optimizer, bool writer, int keep,
-                                     const LossScaler* scaler = nullptr);
+                                     const LossScaler* scaler = nullptr, const StageTensors* gathered = nullptr);
 
 // Which checkpoint --resume DIR loads: the step directory DIR/latest names; else, when DIR holds
 // a manifest.json itself, DIR (a step directory given directly, or the single-directory layout
@@ -78,8 +85,11 @@ std::string find_checkpoint(const std::string& dir);
 // Finds DIR's checkpoint, checks its manifests against `layout` and loads this stage's parameters
 // and optimizer state, and (fp16) restores `scaler` from the manifest. Every problem is a
 // loom::Error naming the file, on every rank.
+// `renames`: tied copies (copy name -> canonical name) read from their canonical's tensors.
+// `offsets` (--zero 1): the optimizer holds a slice of these parameters, starting at this element.
 ResumePoint load_training_checkpoint(comm::Communicator& world, const std::string& dir, const CheckpointLayout& layout,
                                      const std::vector<NamedParameter>& parameters, Optimizer& optimizer,
-                                     LossScaler* scaler = nullptr);
+                                     LossScaler* scaler = nullptr, const std::map<std::string, std::string>& renames = {},
+                                     const std::map<std::string, std::int64_t>& offsets = {});
 
 }  // namespace loom::runtime

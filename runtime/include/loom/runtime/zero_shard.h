@@ -1,0 +1,62 @@
+// ZeRO-1 over a stage's replicas (`--zero 1`): each replica keeps the optimizer state, and the fp32
+// masters under bf16/fp16, of an even 1/R slice of its stage's parameters, flattened into one
+// buffer in a fixed order (a slice may cut a tensor: sharding is by element, not by tensor).
+//
+// The slice is a list of views: for each parameter the slice meets, a Parameter whose value and
+// gradient are views of the model's (same name), so the optimizer built over them updates the
+// model's storage of this slice in place and never allocates state for the rest. After the step,
+// gather() hands every replica's updated slice to the others (an all-gather over the replicas, in
+// windows of at most `window` elements through host memory). The gradients stay summed over the
+// replicas by the bucketed allreduce as without ZeRO, so each slice's update is bit for bit the
+// unsharded one.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <loom/comm/communicator.h>
+#include <loom/comm/partition.h>
+#include <loom/layers/layer.h>
+
+namespace loom::runtime {
+
+class ZeroShard {
+ public:
+  // `parameters`: the stage's trainable parameters (every chunk, in a fixed order, the same on
+  // every replica); `replicas`: the stage's replicas (host memory: an MPI communicator).
+  ZeroShard(const std::vector<NamedParameter>& parameters, comm::Communicator& replicas,
+            std::int64_t window = std::int64_t{1} << 22);
+  ~ZeroShard();
+
+  // This replica's slice as views (what the optimizer updates).
+  const std::vector<NamedParameter>& slice() const { return slice_; }
+  // Element offset of each view into its parameter (for reading its optimizer state by range).
+  const std::map<std::string, std::int64_t>& offsets() const { return offsets_; }
+  comm::Range range() const { return partition_.part(replicas_.rank()); }
+  std::int64_t total() const { return partition_.total(); }
+
+  // Collective over the replicas, after the optimizer step: every parameter whole on every replica.
+  void gather();
+  // Collective: a full-size copy of one of this slice's optimizer-state tensors for `parameter`
+  // (the slices of every replica gathered; zeros where a replica holds none), for checkpoints.
+  Tensor gather_state(std::size_t parameter, const Tensor* piece);
+  const std::vector<NamedParameter>& parameters() const { return parameters_; }
+  // The view of parameter `p` in slice(), or -1 when this replica's slice does not meet it.
+  int view_of(std::size_t p) const { return view_of_.at(p); }
+
+ private:
+  std::vector<NamedParameter> parameters_;
+  std::vector<std::int64_t> starts_;  // each parameter's first element in the flat order
+  comm::Communicator& replicas_;
+  comm::Partition partition_;
+  std::int64_t window_;
+  std::vector<std::unique_ptr<Parameter>> views_;
+  std::vector<NamedParameter> slice_;
+  std::vector<int> view_of_;
+  std::map<std::string, std::int64_t> offsets_;
+};
+
+}  // namespace loom::runtime

@@ -1,0 +1,117 @@
+// ZeRO-1 (--zero 1) over 2 stages x 2 replicas: the losses and weights equal the unsharded run's
+// bit for bit, for SGD momentum, Adam and AdamW, fp32 and bf16, under dapple and zb-h1 (the
+// gradients are summed by the same allreduce, and the update of an element does not depend on
+// which slice holds it); each rank holds half the optimizer state; a checkpoint written with ZeRO
+// resumes without it and at another layout, and one written without resumes with it.
+#include <catch2/catch.hpp>
+
+#include <mpi.h>
+
+#include <loom/comm/runtime.h>
+#include <loom/core/memory.h>
+
+#include "checkpoint_run.h"
+
+using namespace loom;
+
+namespace {
+
+runtime::TrainerConfig small_gpt(const std::string& optimizer, const std::string& precision,
+                                 const std::string& schedule, int zero) {
+  runtime::TrainerConfig o = test::small_gpt_config(3);
+  o.steps = 4;
+  o.optimizer = optimizer;
+  o.lr = optimizer == "sgd" ? 0.05 : 0.002;
+  o.weight_decay = optimizer == "adamw" ? 0.01 : 0.0;
+  o.stages = 2;
+  o.replicas = comm::world_size() / 2;
+  o.schedule = schedule;
+  o.precision = precision;
+  o.zero = zero;
+  return o;
+}
+
+// This rank's live optimizer-state bytes while its Trainer holds them.
+struct Run {
+  runtime::TrainSummary summary;
+  test::Weights weights;
+  std::int64_t state_bytes = 0;
+};
+
+Run run(const runtime::TrainerConfig& o) {
+  Run r;
+  r.summary = test::train(o, [&](const test::TrainedStage& stage) {
+    for (Chain* chunk : stage.chunks)
+      for (const NamedParameter& p : chunk->parameters()) r.weights[p.name] = p.parameter->value.to_double_vector();
+    r.state_bytes = memory_stats().live(MemoryCategory::optimizer_state);
+  });
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("zero 1 equals the unsharded run bit for bit and halves the optimizer state", "[train][mpi][zero]") {
+  comm::ensure_mpi();
+  REQUIRE(comm::world_size() == 4);
+  for (const std::string optimizer : {"sgd", "adam", "adamw"})
+    for (const std::string precision : {"fp32", "bf16"})
+      for (const std::string schedule : {"dapple", "zb-h1"}) {
+        INFO(optimizer << ", " << precision << ", " << schedule);
+        const Run whole = run(small_gpt(optimizer, precision, schedule, 0));
+        const Run sharded = run(small_gpt(optimizer, precision, schedule, 1));
+        CHECK(sharded.summary.losses == whole.summary.losses);
+        REQUIRE(sharded.weights.size() == whole.weights.size());
+        for (const auto& [name, values] : whole.weights) {
+          INFO("parameter " << name);
+          CHECK(sharded.weights.at(name) == values);
+        }
+        // The state (and, under bf16, the fp32 masters) of half the stage's values, to the element
+        // count's rounding: [n/2] or [n/2] + 1 values of each state tensor kind.
+        const double ratio = static_cast<double>(sharded.state_bytes) / static_cast<double>(whole.state_bytes);
+        CHECK(ratio == Approx(0.5).margin(0.01));
+      }
+}
+
+TEST_CASE("zero 1 checkpoints resume without ZeRO and at another layout, and the other way round",
+          "[train][mpi][zero][checkpoint]") {
+  comm::ensure_mpi();
+  const std::string dir = test::shared_scratch_dir("zero");
+  for (const int written : {1, 0}) {
+    INFO("written with --zero " << written);
+    runtime::TrainerConfig first = small_gpt("adam", "bf16", "dapple", written);
+    first.steps = 2;
+    first.checkpoint = dir + std::to_string(written);
+    run(first);
+    struct Layout {
+      int stages, zero;
+    };
+    for (const Layout layout : {Layout{2, 1 - written}, Layout{2, written}, Layout{4, 0}}) {
+      INFO(layout.stages << " stages, --zero " << layout.zero);
+      runtime::TrainerConfig straight = small_gpt("adam", "bf16", "dapple", layout.zero);
+      straight.stages = layout.stages;
+      straight.replicas = comm::world_size() / layout.stages;
+      // Uninterrupted from the same state: the first two steps at the writer's layout, then this one.
+      runtime::TrainerConfig resumed = straight;
+      resumed.resume = first.checkpoint;
+      const Run rest = run(resumed);
+      runtime::TrainerConfig again = small_gpt("adam", "bf16", "dapple", written);
+      again.resume = first.checkpoint;
+      const Run same = run(again);  // the writer's layout: the reference for the next two steps
+      REQUIRE(rest.summary.losses.size() == 2);
+      for (std::size_t k = 0; k < 2; ++k) {
+        if (layout.stages == 2) CHECK(rest.summary.losses[k] == same.summary.losses[k]);  // same sums
+        CHECK(rest.summary.losses[k] == Approx(same.summary.losses[k]).epsilon(1e-5));
+      }
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (comm::world_rank() == 0) std::filesystem::remove_all(first.checkpoint);
+  }
+}
+
+TEST_CASE("zero: bad values and asynchronous schedules are refused, naming the flag", "[train][mpi][zero]") {
+  runtime::TrainerConfig o = small_gpt("sgd", "fp32", "dapple", 2);
+  CHECK_THROWS_WITH(test::train(o), Catch::Contains("--zero must be 0 or 1"));
+  o = small_gpt("sgd", "fp32", "pipedream", 1);
+  o.overrides += ",tie_embeddings=0";
+  CHECK_THROWS_WITH(test::train(o), Catch::Contains("--zero 1 needs a synchronous schedule"));
+}
