@@ -49,6 +49,7 @@ die() { echo "elastic.sh: error: $*" >&2; exit 2; }
 say() { echo "elastic.sh: $*"; echo "$EPOCHREALTIME $*" >> "$work/events.log"; }
 # Seconds between two $EPOCHREALTIME values, to 0.01 s.
 seconds() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
+later() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > a ? b - a : 0) }'; }  # seconds, 0 if b is earlier
 
 loom="" profile="" cluster="" checkpoint="" every="" work="" max_restarts=3 probe_timeout=5 planner=dapple
 while (($#)); do
@@ -113,18 +114,39 @@ work=${work:-$checkpoint/elastic}
 mkdir -p "$work" "$checkpoint" || die "cannot create '$work'"
 : > "$work/events.log"
 
-# The hosts of `hosts` that run a one-task step within the probe timeout, in order. --overlap: a
-# step stuck on a lost host may still hold the others' CPUs in slurmctld's books.
+# The hosts of `hosts` that run a one-task step within the probe timeout, in order, into FILE
+# (written whole, by rename). --overlap: a step stuck on a lost host may still hold the others'
+# CPUs in slurmctld's books.
 probe_hosts() {
-  local host dir
+  local out=$1 host dir
   dir=$(mktemp -d)
   for host in "${hosts[@]}"; do
-    (timeout -k 1 "$probe_timeout" srun --overlap -N1 -n1 -w "$host" --quiet true >/dev/null 2>&1 &&
+    (timeout -k 1 "$probe_timeout" srun --overlap -N1 -n1 -w "$host" --quiet true </dev/null >/dev/null 2>&1 &&
        touch "$dir/$host") 2>/dev/null &
   done
   wait 2>/dev/null
-  for host in "${hosts[@]}"; do [ -e "$dir/$host" ] && echo "$host"; done
+  for host in "${hosts[@]}"; do [ -e "$dir/$host" ] && echo "$host"; done > "$out.tmp"
+  echo "$EPOCHREALTIME" > "$out.time"
+  mv "$out.tmp" "$out"
   rm -rf "$dir"
+}
+
+# Copies the step's output to stdout and, each line with its arrival time, to LOG; at the first
+# sign of a failure (a loom or srun error) it starts probing the hosts into ALIVE, while srun still
+# waits for the step's last tasks (up to KillWait + 2 s for those on a lost host).
+follow_step() {
+  local log=$1 alive=$2 line probing=""
+  while IFS= read -r line; do
+    echo "$line"
+    echo "$EPOCHREALTIME $line" >> "$log"
+    if [ -z "$probing" ] && [[ "$line" =~ ^(loom:\ error|srun:\ error|srun:\ Job\ step\ aborted) ]]; then
+      probing=1
+      echo "$EPOCHREALTIME probing the hosts: the step is failing" >> "$work/events.log"
+      probe_hosts "$alive" </dev/null &
+    fi
+  done
+  echo "$EPOCHREALTIME" > "$log.end"  # srun closed its output: the step is over
+  wait
 }
 
 # loom plan for the current hosts into WORK/plan-K.json, then one host per rank into WORK/hosts-K
@@ -179,27 +201,31 @@ while :; do
   ranks=$(wc -l < "$work/hosts-$attempt") nodes=$(sort -u "$work/hosts-$attempt" | wc -l)
   say "attempt $attempt: ${#hosts[@]} hosts (${hosts[*]}), plan $work/plan-$attempt.json: $(plan_layout "$work/plan-$attempt.json")${resume:+, resuming from $checkpoint/$(cat "$checkpoint/latest" 2>/dev/null)}"
   log=$work/attempt-$attempt.log metrics=$work/attempt-$attempt.jsonl
+  rm -f "$work/alive-$attempt" "$work/alive-$attempt.time"
   launch_start=$EPOCHREALTIME
   # --distribution=arbitrary: rank r on line r of SLURM_HOSTFILE, the plan's placement.
   SLURM_HOSTFILE=$work/hosts-$attempt srun --overlap --mpi=pmix --kill-on-bad-exit=1 --distribution=arbitrary \
     -N "$nodes" -n "$ranks" \
     "$loom" train "${train[@]}" --plan "$work/plan-$attempt.json" --checkpoint "$checkpoint" \
-    --checkpoint-every "$every" "${resume[@]}" --metrics "$metrics" --log-every 1 2>&1 |
-    while IFS= read -r line; do echo "$line"; echo "$EPOCHREALTIME $line" >> "$log"; done
+    --checkpoint-every "$every" "${resume[@]}" --metrics "$metrics" --log-every 1 </dev/null 2>&1 |
+    follow_step "$log" "$work/alive-$attempt"
   status=${PIPESTATUS[0]}
-  ended=$EPOCHREALTIME
+  ended=$(cat "$log.end")
 
   if [ -n "$failed_at" ]; then  # the phases of the recovery that led to this attempt
-    started=$(time_of "$log" '^loom train: hosts:') loaded=$(time_of "$log" '^resumed from ')
-    first=$(time_of "$log" '^step [0-9]+ ')
+    started=$(time_of "$log" '^loom train: hosts:') first=$(time_of "$log" '^step [0-9]+ ')
     resumed_step=$(awk '/^[^ ]* resumed from .* after step [0-9]+$/ { print $NF; exit }' "$log")
     if [ -n "$started" ] && [ -n "$first" ]; then
-      say "recovery: step ended $(seconds "$last_progress" "$failed_at") s after the last step's line, probe $(seconds "$failed_at" "$probe_end") s," \
-          "re-planning $(seconds "$plan_start" "$plan_end") s, launch $(seconds "$launch_start" "$started") s," \
-          "checkpoint load $(seconds "$started" "${loaded:-$started}") s, first step $(seconds "${loaded:-$started}" "$first") s;" \
+      say "recovery: the failed step ended $(seconds "$last_progress" "$failed_at") s after its last step line;" \
+          "the probe of the hosts (started at its first error line) ended $(later "$failed_at" "$probe_end") s after it; re-planning $(seconds "$plan_start" "$plan_end") s;" \
+          "start-up $(seconds "$launch_start" "$started") s (srun, MPI_Init, build, checkpoint load: loom prints its first" \
+          "line after the load; attempt 1, which loaded nothing: $first_startup s); first step $(seconds "$started" "$first") s;" \
           "from the step's end to the first step $(seconds "$failed_at" "$first") s; steps redone $((steps_done - ${resumed_step:-0}))" \
           "(failed after step $steps_done, resumed after step ${resumed_step:-0})"
     fi
+  else
+    started=$(time_of "$log" '^loom train: hosts:')
+    first_startup=$( [ -n "$started" ] && seconds "$launch_start" "$started" || echo "?")
   fi
 
   if ((status == 0)); then
@@ -213,9 +239,9 @@ while :; do
   steps_done=$(last_step "$metrics")
 
   # Which hosts still run a step: a host that does not is lost, whatever loom said.
-  alive=()
-  mapfile -t alive < <(probe_hosts)
-  probe_end=$EPOCHREALTIME
+  [ -e "$work/alive-$attempt" ] || probe_hosts "$work/alive-$attempt"
+  mapfile -t alive < "$work/alive-$attempt"
+  probe_end=$(cat "$work/alive-$attempt.time")
   lost=()
   for host in "${hosts[@]}"; do [[ " ${alive[*]} " == *" $host "* ]] || lost+=("$host"); done
   # loom's own reason: the first error line of a rank that names it (the others say "another rank").

@@ -10,7 +10,7 @@
 #   - give the losses, bit for bit, of a run started on the same 2 hosts from that checkpoint
 #     with that plan (run in the same allocation after the supervisor);
 #   - leave nothing running: no loom rank on any host, no slurmstepd on hosts 1 and 2.
-# It prints the recovery's phases (failure -> step's end -> hosts probed -> plan -> first step).
+# It prints the recovery's phases (failure -> the step's end -> hosts probed -> plan -> start-up -> first step).
 # Runs inside with_slurm.sh (3 hosts). Usage: slurm_elastic.sh LOOM WORKDIR kill|link
 set -euo pipefail
 (($# == 3)) || { echo "usage: slurm_elastic.sh LOOM WORKDIR kill|link" >&2; exit 2; }
@@ -115,6 +115,7 @@ PY
 # of the interval), F - R <= the interval, and it reached the last step.
 failed_after=$(grep -o '"step":[0-9]*' elastic/attempt-1.jsonl | tail -n 1 | cut -d: -f2)
 resumed_after=$(awk '/ resumed from / { print $NF; exit }' elastic/attempt-2.log)
+resumed_dir=$(awk '/ resumed from / { print $4; exit }' elastic/attempt-2.log)
 last=$(grep -o '"step":[0-9]*' elastic/attempt-2.jsonl | tail -n 1 | cut -d: -f2)
 echo "steps: attempt 1 failed after step $failed_after, attempt 2 resumed after step $resumed_after, ended at step $last"
 [ -n "$failed_after" ] && [ -n "$resumed_after" ] && [ -n "$last" ] || fail "steps not found in the attempts' metrics and logs"
@@ -154,7 +155,12 @@ left=$(leftovers)
 [ -z "$left" ] || fail "left running after the supervisor: $left"
 
 # The recovery's phases from the supervisor's events and the step logs (one clock: this machine's).
-python3 - "$failure" elastic <<'PY'
+# loom train prints its first line after the checkpoint load, so the load is inside the start-up;
+# reading and verifying that checkpoint's every tensor with loom checkpoint inspect bounds it.
+inspect_start=$EPOCHREALTIME
+"$loom" checkpoint inspect "$resumed_dir" > /dev/null || fail "loom checkpoint inspect $resumed_dir failed"
+inspect_seconds=$(awk -v a="$inspect_start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.2f", b - a }')
+python3 - "$failure" elastic "$inspect_seconds" <<'PY'
 import re, sys
 failure, work = float(sys.argv[1]), sys.argv[2]
 events = [(float(t), text) for t, text in (line.rstrip("\n").split(" ", 1) for line in open(f"{work}/events.log"))]
@@ -162,12 +168,14 @@ def event(pattern):
     return next(t for t, text in events if re.search(pattern, text))
 def line(log, pattern):
     return next(float(l.split(" ", 1)[0]) for l in open(log) if re.search(pattern, l.split(" ", 1)[1]))
-ended, decided = event(r"^attempt 1: the step ended"), event(r"^attempt 1 failed")
-planned = event(r"^attempt 2: ")
+failing, ended = event(r"^probing the hosts: the step is failing"), event(r"^attempt 1: the step ended")
+decided, planned = event(r"^attempt 1 failed"), event(r"^attempt 2: ")
 started, first = line(f"{work}/attempt-2.log", r"^loom train: hosts:"), line(f"{work}/attempt-2.log", r"^step \d+ ")
-print(f"recovery: detection {ended - failure:.2f} s (failure -> the step's end) + {decided - ended:.2f} s (probing the hosts), "
-      f"re-planning {planned - decided:.2f} s, launch {started - planned:.2f} s (srun, MPI_Init, build and checkpoint load: "
-      f"loom's first line follows the load), first step {first - started:.2f} s; failure -> first step {first - failure:.2f} s")
+print(f"recovery: detection {ended - failure:.2f} s (failure -> first error line {failing - failure:.2f} s, -> the step's end "
+      f"{ended - failing:.2f} s; the hosts probed meanwhile, {decided - ended:.2f} s more), re-planning {planned - decided:.2f} s, "
+      f"start-up {started - planned:.2f} s (srun, MPI_Init, build and checkpoint load: loom's first line follows the load), "
+      f"first step {first - started:.2f} s; failure -> first step {first - failure:.2f} s; reading and verifying the "
+      f"checkpoint (loom checkpoint inspect) {sys.argv[3]} s")
 PY
 echo "slurm_elastic.sh $mode: $( ((failed)) && echo failed || echo passed) in $((SECONDS - start)) s"
 exit $failed
