@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The elastic supervisor: runs `loom train` as a job step of the Slurm allocation it is started in
-# and, when the step fails because a rank or a host failed, finds the hosts still alive, plans the
+# (or under mpirun on a list of hosts) and, when the step fails because a rank or a host failed, finds the hosts still alive, plans the
 # model for them with `loom plan` (the same profile and cluster description, one node fewer per lost
 # host) and resumes from the newest complete checkpoint under the new plan, with nobody involved.
 # It stops on success, after --max-restarts restarts, when no host is left, and on an error a
@@ -11,6 +11,7 @@
 # Usage (inside an allocation made with --no-kill, so that Slurm keeps it when a node dies):
 #   salloc -N 3 --ntasks-per-node=2 --no-kill elastic.sh --loom LOOM --profile P.json --cluster 3x2:inter=1GB/s,mem=4GB \
 #          --checkpoint DIR --checkpoint-every K [options] -- TRAIN FLAGS...
+# or, without Slurm: elastic.sh --mpirun mpirun --hosts node1,node2,node3 ... (the same options)
 # Exit status: 0 trained to the end; 1 stopped on an error a restart cannot fix; 2 bad arguments;
 # 4 gave up (restarts exhausted, no host left, or no plan fits the hosts left).
 set -uo pipefail
@@ -19,7 +20,7 @@ usage() {
   cat <<'HELP'
 usage: elastic.sh --loom LOOM --profile FILE --cluster NxD[:OPTIONS] --checkpoint DIR
                   --checkpoint-every K [--work DIR] [--max-restarts R] [--probe-timeout S]
-                  [--planner NAME] -- TRAIN FLAGS...
+                  [--planner NAME] [--mpirun "MPIRUN [OPTIONS]" --hosts H1,H2,...] -- TRAIN FLAGS...
 
   --loom LOOM           the loom executable (the same path on every host)
   --profile FILE        the profile `loom plan` plans from (`loom profile`)
@@ -33,13 +34,20 @@ usage: elastic.sh --loom LOOM --profile FILE --cluster NxD[:OPTIONS] --checkpoin
   --probe-timeout S     seconds a host has to run a one-task step before it counts as lost
                         (default 5)
   --planner NAME        loom plan --planner (default dapple)
+  --mpirun COMMAND      launch with Open MPI's mpirun instead of srun: COMMAND (split at spaces,
+                        e.g. "mpirun -x LOOM_COMM_TIMEOUT_S --mca btl_tcp_if_include eth1") with
+                        the hosts of --hosts; each attempt runs COMMAND -H HOST:D,... --rankfile
+                        WORK/rankfile-K (rank r on the plan's host, slot = its index there)
+                        -np RANKS LOOM train ...; a host is probed with COMMAND -H HOST:1 -np 1 true
+  --hosts H1,H2,...     with --mpirun: the hosts, N of them as --cluster says (names or addresses
+                        mpirun reaches)
   TRAIN FLAGS           loom train's flags for the model and data; must include --global-batch
                         and --steps (or --epochs); not --plan, --resume, --checkpoint*,
                         --metrics, --stages, --replicas, --microbatches, --schedule or --quiet
                         (the supervisor owns those)
 
 Each attempt K writes WORK/plan-K.json (`loom plan --out`), WORK/hosts-K (one host per rank, for
-srun --distribution=arbitrary), WORK/attempt-K.log (the step's output, each line prefixed with
+srun --distribution=arbitrary, or WORK/rankfile-K for mpirun), WORK/attempt-K.log (the step's output, each line prefixed with
 the time it arrived) and WORK/attempt-K.jsonl (--metrics); WORK/events.log holds the supervisor's
 decisions, and after a restart one `recovery:` line with the time of each phase.
 HELP
@@ -52,15 +60,16 @@ seconds() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
 later() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > a ? b - a : 0) }'; }  # seconds, 0 if b is earlier
 
 loom="" profile="" cluster="" checkpoint="" every="" work="" max_restarts=3 probe_timeout=5 planner=dapple
+mpirun_command="" host_list="" mpirun=()
 while (($#)); do
   case "$1" in
     -h|--help) usage; exit 0 ;;
-    --loom|--profile|--cluster|--checkpoint|--checkpoint-every|--work|--max-restarts|--probe-timeout|--planner)
+    --loom|--profile|--cluster|--checkpoint|--checkpoint-every|--work|--max-restarts|--probe-timeout|--planner|--mpirun|--hosts)
       (($# >= 2)) || die "$1 needs a value"
       case "$1" in
         --loom) loom=$2 ;; --profile) profile=$2 ;; --cluster) cluster=$2 ;; --checkpoint) checkpoint=$2 ;;
         --checkpoint-every) every=$2 ;; --work) work=$2 ;; --max-restarts) max_restarts=$2 ;;
-        --probe-timeout) probe_timeout=$2 ;; --planner) planner=$2 ;;
+        --probe-timeout) probe_timeout=$2 ;; --planner) planner=$2 ;; --mpirun) mpirun_command=$2 ;; --hosts) host_list=$2 ;;
       esac
       shift ;;
     --) shift; break ;;
@@ -97,32 +106,44 @@ for ((i = 0; i < ${#train[@]}; i++)); do
 done
 [ -n "$global_batch" ] || die "the train flags need --global-batch B (the plan is made for it)"
 
-[ -n "${SLURM_JOB_ID:-}" ] ||
-  die "not inside a Slurm allocation: start it with salloc -N N --no-kill (or from an sbatch --no-kill script)"
-for tool in srun scontrol timeout; do command -v "$tool" >/dev/null || die "'$tool' is not installed"; done
-mapfile -t hosts < <(scontrol show hostnames "$SLURM_JOB_NODELIST")
-((${#hosts[@]} == cluster_nodes)) ||
-  die "--cluster $cluster has $cluster_nodes nodes but the allocation has ${#hosts[@]} (${hosts[*]})"
-# SLURM_TASKS_PER_NODE reads like "2(x3)" or "2,1": every node must take D tasks.
-for tasks in $(tr ',' ' ' <<< "${SLURM_TASKS_PER_NODE:-}"); do
-  tasks=${tasks%%(*}
-  ((tasks >= per_host)) ||
-    die "the allocation has $tasks task(s) on a node, --cluster $cluster needs $per_host (salloc --ntasks-per-node=$per_host)"
-done
+if [ -n "$mpirun_command" ]; then
+  read -ra mpirun <<< "$mpirun_command"
+  command -v "${mpirun[0]}" >/dev/null || die "--mpirun: '${mpirun[0]}' is not a command"
+  [[ "$host_list" =~ ^[^,[:space:]]+(,[^,[:space:]]+)*$ ]] || die "--mpirun needs --hosts H1,H2,... (got '$host_list')"
+  IFS=, read -ra hosts <<< "$host_list"
+  ((${#hosts[@]} == cluster_nodes)) ||
+    die "--cluster $cluster has $cluster_nodes nodes but --hosts names ${#hosts[@]} (${hosts[*]})"
+else
+  [ -z "$host_list" ] || die "--hosts goes with --mpirun (under Slurm the hosts are the allocation's)"
+  [ -n "${SLURM_JOB_ID:-}" ] ||
+    die "not inside a Slurm allocation: start it with salloc -N N --no-kill (or from an sbatch --no-kill script), or give --mpirun and --hosts"
+  for tool in srun scontrol; do command -v "$tool" >/dev/null || die "'$tool' is not installed"; done
+  mapfile -t hosts < <(scontrol show hostnames "$SLURM_JOB_NODELIST")
+  ((${#hosts[@]} == cluster_nodes)) ||
+    die "--cluster $cluster has $cluster_nodes nodes but the allocation has ${#hosts[@]} (${hosts[*]})"
+  # SLURM_TASKS_PER_NODE reads like "2(x3)" or "2,1": every node must take D tasks.
+  for tasks in $(tr ',' ' ' <<< "${SLURM_TASKS_PER_NODE:-}"); do
+    tasks=${tasks%%(*}
+    ((tasks >= per_host)) ||
+      die "the allocation has $tasks task(s) on a node, --cluster $cluster needs $per_host (salloc --ntasks-per-node=$per_host)"
+  done
+fi
+command -v timeout >/dev/null || die "'timeout' (coreutils) is not installed"
 
 work=${work:-$checkpoint/elastic}
 mkdir -p "$work" "$checkpoint" || die "cannot create '$work'"
 : > "$work/events.log"
 
-# The hosts of `hosts` that run a one-task step within the probe timeout, in order, into FILE
-# (written whole, by rename). --overlap: a step stuck on a lost host may still hold the others'
-# CPUs in slurmctld's books.
+# The hosts of `hosts` that run one task within the probe timeout, in order, into FILE (written
+# whole, by rename). srun --overlap: a step stuck on a lost host may still hold the others' CPUs in
+# slurmctld's books.
 probe_hosts() {
-  local out=$1 host dir
+  local out=$1 host dir probe
   dir=$(mktemp -d)
   for host in "${hosts[@]}"; do
-    (timeout -k 1 "$probe_timeout" srun --overlap -N1 -n1 -w "$host" --quiet true </dev/null >/dev/null 2>&1 &&
-       touch "$dir/$host") 2>/dev/null &
+    if ((${#mpirun[@]})); then probe=("${mpirun[@]}" -H "$host:1" -np 1 true)
+    else probe=(srun --overlap -N1 -n1 -w "$host" --quiet true); fi
+    (timeout -k 1 "$probe_timeout" "${probe[@]}" </dev/null >/dev/null 2>&1 && touch "$dir/$host") 2>/dev/null &
   done
   wait 2>/dev/null
   for host in "${hosts[@]}"; do [ -e "$dir/$host" ] && echo "$host"; done > "$out.tmp"
@@ -139,7 +160,7 @@ follow_step() {
   while IFS= read -r line; do
     echo "$line"
     echo "$EPOCHREALTIME $line" >> "$log"
-    if [ -z "$probing" ] && [[ "$line" =~ ^(loom:\ error|srun:\ error|srun:\ Job\ step\ aborted) ]]; then
+    if [ -z "$probing" ] && [[ "$line" =~ ^(loom:\ error|srun:\ error|srun:\ Job\ step\ aborted|ORTE\ has\ lost|mpirun\ noticed) ]]; then
       probing=1
       echo "$EPOCHREALTIME probing the hosts: the step is failing" >> "$work/events.log"
       probe_hosts "$alive" </dev/null &
@@ -203,10 +224,20 @@ while :; do
   log=$work/attempt-$attempt.log metrics=$work/attempt-$attempt.jsonl
   rm -f "$work/alive-$attempt" "$work/alive-$attempt.time"
   launch_start=$EPOCHREALTIME
-  # --distribution=arbitrary: rank r on line r of SLURM_HOSTFILE, the plan's placement.
-  SLURM_HOSTFILE=$work/hosts-$attempt srun --overlap --mpi=pmix --kill-on-bad-exit=1 --distribution=arbitrary \
-    -N "$nodes" -n "$ranks" \
-    "$loom" train "${train[@]}" --plan "$work/plan-$attempt.json" --checkpoint "$checkpoint" \
+  # Rank r on the host of line r of WORK/hosts-K, the plan's placement: srun's arbitrary
+  # distribution, or a rankfile for mpirun.
+  if ((${#mpirun[@]})); then
+    # A rankfile: rank r=HOST slot=its index on that host.
+    awk '{ print "rank " NR - 1 "=" $1 " slot=" seen[$1]++ }' "$work/hosts-$attempt" > "$work/rankfile-$attempt"
+    launch=("${mpirun[@]}" -H "$(sort -u "$work/hosts-$attempt" | sed "s/\$/:$per_host/" | paste -sd,)"
+            --rankfile "$work/rankfile-$attempt" -np "$ranks")
+  else
+    # --overlap: the failed step, stuck on a lost host until slurmctld marks it down, still holds
+    # the other hosts' CPUs; without it this step waits ("Requested nodes are busy").
+    launch=(env SLURM_HOSTFILE="$work/hosts-$attempt" srun --overlap --mpi=pmix --kill-on-bad-exit=1
+            --distribution=arbitrary -N "$nodes" -n "$ranks")
+  fi
+  "${launch[@]}" "$loom" train "${train[@]}" --plan "$work/plan-$attempt.json" --checkpoint "$checkpoint" \
     --checkpoint-every "$every" "${resume[@]}" --metrics "$metrics" --log-every 1 </dev/null 2>&1 |
     follow_step "$log" "$work/alive-$attempt"
   status=${PIPESTATUS[0]}
@@ -218,7 +249,7 @@ while :; do
     if [ -n "$started" ] && [ -n "$first" ]; then
       say "recovery: the failed step ended $(seconds "$last_progress" "$failed_at") s after its last step line;" \
           "the probe of the hosts (started at its first error line) ended $(later "$failed_at" "$probe_end") s after it; re-planning $(seconds "$plan_start" "$plan_end") s;" \
-          "start-up $(seconds "$launch_start" "$started") s (srun, MPI_Init, build, checkpoint load: loom prints its first" \
+          "start-up $(seconds "$launch_start" "$started") s (launch, MPI_Init, build, checkpoint load: loom prints its first" \
           "line after the load; attempt 1, which loaded nothing: $first_startup s); first step $(seconds "$started" "$first") s;" \
           "from the step's end to the first step $(seconds "$failed_at" "$first") s; steps redone $((steps_done - ${resumed_step:-0}))" \
           "(failed after step $steps_done, resumed after step ${resumed_step:-0})"
@@ -249,16 +280,17 @@ while :; do
                     /^loom: error/ && !/another rank/ { print; found = 1; exit } END { if (!found) print first }' "$log")
   if ((${#lost[@]})); then
     reason="lost host(s) ${lost[*]} (no one-task step within ${probe_timeout} s)"
-  elif ((status == 3 || status >= 128)) || [[ "$error_line" == *"MPI error"* ]]; then
-    # loom's watchdog (3: a peer stopped answering), a rank ended by a signal, or an MPI call that
-    # failed (a peer's connection lost), on hosts that all still work. loom's other errors (bad
-    # input, a damaged checkpoint) exit 1, bad flags 2: a restart would fail the same way.
-    reason="a rank failed (srun status $status) but every host answers: restarting on the same hosts"
+  elif ((status == 3 || status >= 128)) || [ -z "$error_line" ] || [[ "$error_line" == *"MPI error"* ]]; then
+    # loom's watchdog (3: a peer stopped answering), a rank ended by a signal, a failure with no
+    # `loom: error` line (the launcher's, or MPI_Init's inside Open MPI), or an MPI call that failed
+    # (a peer's connection lost), on hosts that all still work. loom's other errors (bad input, a
+    # damaged checkpoint) exit 1, bad flags 2, each with its line: a restart would fail the same way.
+    reason="a rank or the launch failed (status $status${error_line:+, $error_line}) but every host answers: restarting on the same hosts"
   else
     say "stopped: the step exited with status $status and every host still answers: an error a restart cannot fix${error_line:+: $error_line}"
     exit 1
   fi
-  say "attempt $attempt failed after step $steps_done (srun status $status): $reason"
+  say "attempt $attempt failed after step $steps_done (status $status): $reason"
   if ((restarts >= max_restarts)); then
     say "gave up: $restarts restart(s) made, --max-restarts $max_restarts"
     exit 4
