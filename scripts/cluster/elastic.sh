@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # The elastic supervisor: runs `loom train` as a job step of the Slurm allocation it is started in
-# (or under mpirun on a list of hosts) and, when the step fails because a rank or a host failed, finds the hosts still alive, plans the
-# model for them with `loom plan` (the same profile and cluster description, one node fewer per lost
-# host) and resumes from the newest complete checkpoint under the new plan, with nobody involved.
-# It stops on success, after --max-restarts restarts, when no host is left, and on an error a
-# restart cannot fix (loom's own `loom: error` exit while every host still answers: bad input, a
-# damaged checkpoint), saying which. Why a script and not `loom elastic`: docs/DESIGN.md, "Elastic
-# training"; what it measures and how it was tested: docs/reliability.md, "Surviving a lost host".
+# (or under mpirun on a list of hosts) and, when the step fails because a rank or a host failed,
+# finds the hosts still alive, plans the model for them with `loom plan` (the same profile and
+# cluster description, one node fewer per lost host) and resumes from the newest complete
+# checkpoint under the new plan, with nobody involved. It stops on success, after --max-restarts
+# restarts, when no host is left, and on an error a restart cannot fix (loom's own `loom: error`
+# exit while every host still answers: bad input, a damaged checkpoint), saying which. Why a script
+# and not `loom elastic`: docs/DESIGN.md, "Elastic training"; what it measures and how it was
+# tested: docs/reliability.md, "31. Surviving a lost host".
 #
 # Usage (inside an allocation made with --no-kill, so that Slurm keeps it when a node dies):
-#   salloc -N 3 --ntasks-per-node=2 --no-kill elastic.sh --loom LOOM --profile P.json --cluster 3x2:inter=1GB/s,mem=4GB \
-#          --checkpoint DIR --checkpoint-every K [options] -- TRAIN FLAGS...
+#   salloc -N 3 --ntasks-per-node=2 --no-kill elastic.sh --loom LOOM --profile P.json \
+#          --cluster 3x2:inter=1GB/s,mem=4GB --checkpoint DIR --checkpoint-every K [options] -- TRAIN FLAGS...
 # or, without Slurm: elastic.sh --mpirun mpirun --hosts node1,node2,node3 ... (the same options)
 # Exit status: 0 trained to the end; 1 stopped on an error a restart cannot fix; 2 bad arguments;
 # 4 gave up (restarts exhausted, no host left, or no plan fits the hosts left).
@@ -47,9 +48,10 @@ usage: elastic.sh --loom LOOM --profile FILE --cluster NxD[:OPTIONS] --checkpoin
                         (the supervisor owns those)
 
 Each attempt K writes WORK/plan-K.json (`loom plan --out`), WORK/hosts-K (one host per rank, for
-srun --distribution=arbitrary, or WORK/rankfile-K for mpirun), WORK/attempt-K.log (the step's output, each line prefixed with
-the time it arrived) and WORK/attempt-K.jsonl (--metrics); WORK/events.log holds the supervisor's
-decisions, and after a restart one `recovery:` line with the time of each phase.
+srun --distribution=arbitrary; WORK/rankfile-K for mpirun), WORK/attempt-K.log (the step's output,
+each line prefixed with the time it arrived) and WORK/attempt-K.jsonl (--metrics); WORK/events.log
+holds the supervisor's decisions, and after a restart one `recovery:` line with the time of each
+phase. A DIR/latest that exists at the start is resumed from too (a supervisor started again).
 HELP
 }
 
@@ -69,7 +71,8 @@ while (($#)); do
       case "$1" in
         --loom) loom=$2 ;; --profile) profile=$2 ;; --cluster) cluster=$2 ;; --checkpoint) checkpoint=$2 ;;
         --checkpoint-every) every=$2 ;; --work) work=$2 ;; --max-restarts) max_restarts=$2 ;;
-        --probe-timeout) probe_timeout=$2 ;; --planner) planner=$2 ;; --mpirun) mpirun_command=$2 ;; --hosts) host_list=$2 ;;
+        --probe-timeout) probe_timeout=$2 ;; --planner) planner=$2 ;; --mpirun) mpirun_command=$2 ;;
+        --hosts) host_list=$2 ;;
       esac
       shift ;;
     --) shift; break ;;
@@ -116,7 +119,8 @@ if [ -n "$mpirun_command" ]; then
 else
   [ -z "$host_list" ] || die "--hosts goes with --mpirun (under Slurm the hosts are the allocation's)"
   [ -n "${SLURM_JOB_ID:-}" ] ||
-    die "not inside a Slurm allocation: start it with salloc -N N --no-kill (or from an sbatch --no-kill script), or give --mpirun and --hosts"
+    die "not inside a Slurm allocation: start it with salloc -N N --no-kill (or from an sbatch --no-kill" \
+        "script), or give --mpirun and --hosts"
   for tool in srun scontrol; do command -v "$tool" >/dev/null || die "'$tool' is not installed"; done
   mapfile -t hosts < <(scontrol show hostnames "$SLURM_JOB_NODELIST")
   ((${#hosts[@]} == cluster_nodes)) ||
@@ -220,7 +224,9 @@ while :; do
   resume=()
   [ -e "$checkpoint/latest" ] && resume=(--resume "$checkpoint")
   ranks=$(wc -l < "$work/hosts-$attempt") nodes=$(sort -u "$work/hosts-$attempt" | wc -l)
-  say "attempt $attempt: ${#hosts[@]} hosts (${hosts[*]}), plan $work/plan-$attempt.json: $(plan_layout "$work/plan-$attempt.json")${resume:+, resuming from $checkpoint/$(cat "$checkpoint/latest" 2>/dev/null)}"
+  from=${resume:+, resuming from $checkpoint/$(cat "$checkpoint/latest" 2>/dev/null)}
+  say "attempt $attempt: ${#hosts[@]} hosts (${hosts[*]}), plan $work/plan-$attempt.json:" \
+      "$(plan_layout "$work/plan-$attempt.json")$from"
   log=$work/attempt-$attempt.log metrics=$work/attempt-$attempt.jsonl
   rm -f "$work/alive-$attempt" "$work/alive-$attempt.time"
   launch_start=$EPOCHREALTIME
@@ -248,7 +254,8 @@ while :; do
     resumed_step=$(awk '/^[^ ]* resumed from .* after step [0-9]+$/ { print $NF; exit }' "$log")
     if [ -n "$started" ] && [ -n "$first" ]; then
       say "recovery: the failed step ended $(seconds "$last_progress" "$failed_at") s after its last step line;" \
-          "the probe of the hosts (started at its first error line) ended $(later "$failed_at" "$probe_end") s after it; re-planning $(seconds "$plan_start" "$plan_end") s;" \
+          "the probe of the hosts (started at its first error line) ended $(later "$failed_at" "$probe_end") s after it;" \
+          "re-planning $(seconds "$plan_start" "$plan_end") s;" \
           "start-up $(seconds "$launch_start" "$started") s (launch, MPI_Init, build, checkpoint load: loom prints its first" \
           "line after the load; attempt 1, which loaded nothing: $first_startup s); first step $(seconds "$started" "$first") s;" \
           "from the step's end to the first step $(seconds "$failed_at" "$first") s; steps redone $((steps_done - ${resumed_step:-0}))" \
@@ -285,9 +292,11 @@ while :; do
     # `loom: error` line (the launcher's, or MPI_Init's inside Open MPI), or an MPI call that failed
     # (a peer's connection lost), on hosts that all still work. loom's other errors (bad input, a
     # damaged checkpoint) exit 1, bad flags 2, each with its line: a restart would fail the same way.
-    reason="a rank or the launch failed (status $status${error_line:+, $error_line}) but every host answers: restarting on the same hosts"
+    reason="a rank or the launch failed (status $status${error_line:+, $error_line}) but every host answers:"
+    reason+=" restarting on the same hosts"
   else
-    say "stopped: the step exited with status $status and every host still answers: an error a restart cannot fix${error_line:+: $error_line}"
+    say "stopped: the step exited with status $status and every host still answers:" \
+        "an error a restart cannot fix${error_line:+: $error_line}"
     exit 1
   fi
   say "attempt $attempt failed after step $steps_done (status $status): $reason"
