@@ -4,6 +4,7 @@
 // DIR is what `loom train --resume` takes: a checkpoint directory (its newest committed step) or
 // one step directory.
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <string>
@@ -85,6 +86,20 @@ void inspect(const std::string& dir, bool list_tensors) {
                 file.optimizer_type().c_str(), static_cast<long long>(file.optimizer_steps()));
     total_bytes += bytes;
     total_tensors += static_cast<std::int64_t>(file.header().entries.size());
+    for (const std::string& path : reader.stages()[s].slice_files) {  // ZeRO-1: each replica's optimizer state
+      loom::CheckpointFile& slices = reader.slice_file(path);
+      std::int64_t slice_bytes = 0;
+      for (const safetensors::Entry& entry : slices.header().entries) {
+        slices.read(entry.name);  // checks the stored checksum
+        slice_bytes += static_cast<std::int64_t>(entry.end - entry.begin);
+      }
+      reader.slice_ranges(path);  // checks every range
+      std::printf("  %s: %zu optimizer-state slices, %s, checksums ok\n",
+                  std::filesystem::path(path).filename().c_str(), slices.header().entries.size(),
+                  bytes_text(static_cast<double>(slice_bytes)).c_str());
+      total_bytes += slice_bytes;
+      total_tensors += static_cast<std::int64_t>(slices.header().entries.size());
+    }
   }
   std::printf("%lld tensors, %s in all\n", static_cast<long long>(total_tensors),
               bytes_text(static_cast<double>(total_bytes)).c_str());

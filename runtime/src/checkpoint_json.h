@@ -20,6 +20,12 @@ constexpr const char* kCheckpointFormatV1 = "loom-train-checkpoint/1";
 constexpr const char* kManifest = "manifest.json";
 
 inline std::string stage_name(int stage) { return "stage" + std::to_string(stage); }
+// ZeRO-1: replica r's slices of stage s's optimizer state, and the metadata key of their ranges
+// (a JSON object: tensor name -> [offset, total], elements of the whole tensor seen flat).
+inline std::string slice_file_name(int stage, int replica) {
+  return stage_name(stage) + ".zero" + std::to_string(replica) + ".safetensors";
+}
+constexpr const char* kSliceRanges = "loom.zero.ranges";
 
 // A checkpoint JSON file, parsed with a depth limit; every problem names the file.
 nlohmann::json read_checkpoint_json(const std::filesystem::path& path);

@@ -199,21 +199,38 @@ void prepare_directory(const fs::path& root, const fs::path& step_directory) {
 }
 
 // Replica 0 of a stage: the stage's tensors and its small manifest.
+// ZeRO-1: this replica's slices of the stage's optimizer state, each with its element range.
+void write_slices(const fs::path& step_directory, const CheckpointLayout& layout, const StageTensors& gathered,
+                  safetensors::Metadata run) {
+  nlohmann::json ranges = nlohmann::json::object();
+  for (const auto& [name, range] : gathered.ranges) ranges[name] = {range.first, range.second};
+  run[detail::kSliceRanges] = ranges.dump();
+  save_checkpoint_tensors((step_directory / detail::slice_file_name(layout.stage, gathered.replica)).string(),
+                          gathered.slices, &gathered.optimizer, run);
+}
+
+// Replica 0 of a stage (`writer`): the stage's tensors and its small JSON; under ZeRO-1 every
+// replica also writes its slices of the optimizer state.
 void write_stage(const fs::path& step_directory, const CheckpointLayout& layout, std::int64_t step,
-                 const std::vector<NamedParameter>& parameters, Optimizer& optimizer, const StageTensors* gathered) {
+                 const std::vector<NamedParameter>& parameters, Optimizer& optimizer, const StageTensors* gathered,
+                 bool writer) {
   std::error_code error;
   fs::create_directories(step_directory, error);
   LOOM_CHECK(fs::is_directory(step_directory), step_directory.string(), ": cannot create (", error.message(), ")");
   const std::string file = stage_name(layout.stage) + ".safetensors";
   const safetensors::Metadata run = {{"loom.train.step", std::to_string(step)},
                                      {"loom.train.seed", std::to_string(layout.seed)}};
+  const int slices = gathered ? gathered->replicas : 0;
+  if (slices > 0) write_slices(step_directory, layout, *gathered, run);
+  if (!writer) return;
   if (gathered)
     save_checkpoint_tensors((step_directory / file).string(), gathered->tensors, &gathered->optimizer, run);
   else
     save_checkpoint((step_directory / file).string(), parameters, &optimizer, run);
-  write_json(step_directory / (stage_name(layout.stage) + ".json"),
-             {{"format", kCheckpointFormat}, {"stage", layout.stage}, {"step", step}, {"file", file},
-              {"blocks", blocks_json(layout.blocks)}, {"optimizer", optimizer.type()}});
+  nlohmann::json stage = {{"format", kCheckpointFormat}, {"stage", layout.stage}, {"step", step}, {"file", file},
+                          {"blocks", blocks_json(layout.blocks)}, {"optimizer", optimizer.type()}};
+  if (slices > 0) stage["zero_slices"] = slices;
+  write_json(step_directory / (stage_name(layout.stage) + ".json"), stage);
   sync_directory(step_directory.string());
 }
 
@@ -262,7 +279,11 @@ std::string save_training_checkpoint(comm::Communicator& world, const std::strin
   };
   run_phase(world, [&] { if (coordinator) prepare_directory(root, step_directory); },
             dir + ": rank 0 could not prepare the checkpoint directory (its message says why)");
-  run_phase(world, [&] { if (writer) write_stage(step_directory, layout, step, parameters, optimizer, gathered); },
+  const bool slices = gathered && gathered->replicas > 0;
+  run_phase(world,
+            [&] {
+              if (writer || slices) write_stage(step_directory, layout, step, parameters, optimizer, gathered, writer);
+            },
             step_directory.string() + ": another rank could not write its stage's checkpoint (its message says why)" + unchanged,
             discard);
   run_phase(world, [&] { if (coordinator) commit(root, step_directory, layout, step, scaler); },

@@ -45,17 +45,22 @@ StageTensors gather_stage_tensors(ZeroShard& shard, OptimizerStep& step, const s
     const auto master = masters.find(p.name);
     out.tensors.emplace_back(p.name, shard.gather_state(at->second, master == masters.end() ? nullptr : &master->second));
   }
+  // The optimizer state stays sliced: each replica writes its own slices with their ranges.
   const std::set<std::string> suffixes = state_suffixes(shard, state);
   for (std::size_t i = 0; i < shard.parameters().size(); ++i) {
     const std::string& name = shard.parameters()[i].name;
-    if (!saved_names.count(name)) continue;  // a tied copy: the file holds its canonical's state
+    if (!saved_names.count(name) || shard.view_of(i) < 0) continue;  // a tied copy: its canonical's is stored
+    const std::int64_t offset = shard.offsets().at(name), total = shard.parameters()[i].parameter->value.numel();
     for (const std::string& suffix : suffixes) {
-      const auto piece = state.find(name + suffix);
-      out.tensors.emplace_back(optimizer_tensor_name(name + suffix),
-                               shard.gather_state(i, piece == state.end() ? nullptr : &piece->second));
+      const Tensor& piece = state.at(name + suffix);
+      out.slices.emplace_back(optimizer_tensor_name(name + suffix),
+                              piece.reshape(Shape{piece.numel()}).to(Device::cpu()).clone());
+      out.ranges[optimizer_tensor_name(name + suffix)] = {offset, total};
     }
   }
   out.optimizer = {step.optimizer().type(), step.optimizer().steps()};
+  out.replica = shard.replica();
+  out.replicas = shard.replicas();
   return out;
 }
 

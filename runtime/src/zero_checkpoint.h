@@ -1,6 +1,8 @@
-// --zero 1 checkpoints: a stage file holds every parameter and every optimizer-state tensor whole,
-// as without ZeRO (so a checkpoint resumes with ZeRO on or off, at any replica count); its
-// replicas gather them from their slices before replica 0 writes.
+// --zero 1 checkpoints: the stage file (replica 0's) holds every parameter whole, as without ZeRO
+// (under bf16/fp16 the fp32 masters, gathered from the slices one tensor at a time); each replica
+// writes its own slices of the optimizer state, each with its element range, to
+// stage<s>.zero<r>.safetensors. The reader puts a tensor together from the slices that cover the
+// range it wants, so a checkpoint resumes with ZeRO on or off, at any replica count or layout.
 #pragma once
 
 #include <vector>

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -21,6 +22,8 @@
 
 namespace loom::runtime {
 
+struct Wanted;  // what one load reads (checkpoint_reader.cpp)
+
 using BlockRange = std::pair<std::int64_t, std::int64_t>;  // [first, last)
 
 // One stage file of a checkpoint, as its small JSON describes it.
@@ -28,6 +31,7 @@ struct CheckpointStage {
   int stage = 0;
   std::string file;                // the safetensors file's path
   std::vector<BlockRange> blocks;  // the writing run's chunks of this stage
+  std::vector<std::string> slice_files;  // ZeRO-1: each replica's slices of the optimizer state
 };
 
 class CheckpointReader {
@@ -55,6 +59,9 @@ class CheckpointReader {
 
   // Every tensor of the checkpoint, stage file by stage file (for inspect and export).
   CheckpointFile& file(std::size_t stage_index);
+  // A stage's ZeRO-1 slice file, opened once; its tensors' element ranges (name -> {offset, total}).
+  CheckpointFile& slice_file(const std::string& path);
+  const std::map<std::string, std::pair<std::int64_t, std::int64_t>>& slice_ranges(const std::string& path);
 
  private:
   std::string directory_, manifest_path_;
@@ -62,6 +69,14 @@ class CheckpointReader {
   nlohmann::json manifest_;
   std::vector<CheckpointStage> stages_;
   std::map<std::size_t, std::unique_ptr<CheckpointFile>> open_;
+  std::map<std::string, std::unique_ptr<CheckpointFile>> open_slices_;
+  std::map<std::string, std::map<std::string, std::pair<std::int64_t, std::int64_t>>> slice_ranges_;
+  void read_wanted(const std::vector<std::size_t>& sources, const Wanted& w);
+  void check_sources(const std::vector<std::size_t>& sources, const std::set<std::string>& taken, Optimizer* optimizer,
+                     const std::vector<BlockRange>& blocks, std::uint64_t seed);
+  // Puts a wanted tensor (flat elements [offset, offset + numel)) together from the stages' slice files.
+  bool read_from_slices(const std::vector<std::size_t>& sources, const std::string& name, Tensor& target,
+                        std::int64_t offset);
 };
 
 // The block a checkpoint tensor belongs to: the leading integer of its name (after "optimizer."),

@@ -65,6 +65,11 @@ struct CheckpointLayout {
 struct StageTensors {
   safetensors::NamedTensors tensors;  // host tensors; optimizer state as "optimizer.<state name>"
   OptimizerRecord optimizer;
+  // ZeRO-1: this replica's slices of the optimizer state, each flat, written by every replica to
+  // stage<s>.zero<r>.safetensors with its element range {offset, total} of the whole tensor.
+  int replica = 0, replicas = 0;  // replicas > 0: the slices are written
+  safetensors::NamedTensors slices;
+  std::map<std::string, std::pair<std::int64_t, std::int64_t>> ranges;
 };
 std::string save_training_checkpoint(comm::Communicator& world, const std::string& dir, const CheckpointLayout& layout,
                                      std::int64_t step, const std::vector<NamedParameter>& parameters,

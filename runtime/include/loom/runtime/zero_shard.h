@@ -36,6 +36,8 @@ class ZeroShard {
   // Element offset of each view into its parameter (for reading its optimizer state by range).
   const std::map<std::string, std::int64_t>& offsets() const { return offsets_; }
   comm::Range range() const { return partition_.part(replicas_.rank()); }
+  int replica() const { return replicas_.rank(); }
+  int replicas() const { return replicas_.size(); }
   std::int64_t total() const { return partition_.total(); }
 
   // Collective over the replicas, after the optimizer step: every parameter whole on every replica.
