@@ -20,6 +20,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <string>
@@ -77,9 +78,17 @@ bool can_ask_peers() {
 }
 
 void send_report(const Report& report, int to) {
+  // Nobody waits for the send (the peer may be stopped), so its buffer must outlive the call: Open
+  // MPI may read it after MPI_Isend returns (a connection still being made; ASan found the old
+  // temporary read after its scope). The sent reports stay here; the oldest go once thousands have
+  // been sent, long after their small messages left.
+  static std::mutex guard;
+  static std::deque<Report> sent;
+  const std::lock_guard<std::mutex> lock(guard);
+  if (sent.size() >= 4096) sent.pop_front();
+  sent.push_back(report);
   MPI_Request request = MPI_REQUEST_NULL;
-  // A small message goes out eagerly; nobody waits for it (the peer may be stopped).
-  if (MPI_Isend(&report, sizeof report, MPI_BYTE, to, report_tag(), MPI_COMM_WORLD, &request) == MPI_SUCCESS)
+  if (MPI_Isend(&sent.back(), sizeof(Report), MPI_BYTE, to, report_tag(), MPI_COMM_WORLD, &request) == MPI_SUCCESS)
     MPI_Request_free(&request);
 }
 
