@@ -1,5 +1,6 @@
 // `loom plan`: run the planners on a profile and a cluster, print their plans side by side (or
 // as JSON), and write the best one as a plan file for `loom train --plan`.
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -12,6 +13,7 @@
 #include <loom/layers/optimizer_kind.h>
 #include <loom/planner/baselines.h>
 #include <loom/planner/dapple_planner.h>
+#include <loom/planner/joint_planner.h>
 #include <loom/planner/pipedream_planner.h>
 #include <loom/planner/plan_file.h>
 #include <loom/planner/plan_simulation.h>
@@ -124,6 +126,51 @@ class Progress {
   bool on_;
 };
 
+// A joint plan as a version-1 plan file holds it: one layer range per stage, dapple or gpipe.
+planner::Plan joint_plan(const planner::JointResult& r, const std::string& model) {
+  const planner::Partition& p = r.partition;
+  if (p.chunks != 1 || (p.kind != schedule::ScheduleKind::dapple && p.kind != schedule::ScheduleKind::gpipe))
+    LOOM_THROW("--out: the joint plan runs schedule '", schedule::schedule_kind_name(p.kind),
+               "', which a version-1 plan file cannot hold yet (dapple and gpipe only)");
+  planner::Plan plan;
+  plan.model = model;
+  plan.planner = "joint";
+  plan.global_batch = p.global_batch;
+  plan.microbatches = p.microbatches;
+  plan.schedule = p.kind;
+  for (std::size_t s = 0; s < p.layers.size(); ++s)
+    plan.stages.push_back({p.layers[s].first, p.layers[s].second, r.evaluation.stages[s].devices});
+  plan.simulated_step_ms = plan.predicted_step_ms = r.evaluation.simulation.step_ms;
+  plan.peak_memory_bytes = r.evaluation.peak_bytes;
+  return plan;
+}
+
+// `--planner joint`: partition, replicas, schedule kind and M searched together (joint_planner.h).
+void run_joint(const PlanOptions& o, const planner::Profile& profile, const planner::Cluster& cluster,
+               const planner::PlannerOptions& options) {
+  planner::JointOptions joint;
+  joint.cost = options.cost;
+  joint.microbatch_counts = options.microbatch_counts;
+  joint.time_limit_s = options.time_limit_s;
+  const auto start = std::chrono::steady_clock::now();
+  const planner::JointResult r = planner::plan_joint(profile, cluster, o.global_batch, joint);
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  if (o.json) {
+    nlohmann::json out = r.found ? partition_json(r.partition, r.evaluation) : nlohmann::json::object();
+    out.update({{"planner", "joint"}, {"found", r.found}, {"search", r.search}, {"evaluated", r.evaluated},
+                {"planning_ms", ms}});
+    std::cout << out.dump(2) << "\n";
+  } else {
+    std::printf("joint: %s search, %ld candidates simulated in %.1f ms\n\n", r.search.c_str(), r.evaluated, ms);
+    if (r.found) print_partition(r.partition, r.evaluation);
+    else std::printf("no plan fits in device memory\n");
+  }
+  if (o.out.empty()) return;
+  if (!r.found) LOOM_THROW("no plan fits in device memory; nothing written to ", o.out);
+  planner::write_plan(joint_plan(r, profile.model), cluster, o.out);
+  if (!o.json) std::printf("\nwrote the joint plan to %s\n", o.out.c_str());
+}
+
 void run(const PlanOptions& o) {
   // 0: from the file name; anything else must be a size a profile may have.
   if (o.profile_batch != 0 && !(o.profile_batch >= planner::kMinProfileMicrobatch &&
@@ -146,6 +193,7 @@ void run(const PlanOptions& o) {
   Progress progress;
   if (progress.on()) options.progress = [&progress](const std::string& what) { progress.show(what); };
 
+  if (o.planner == "joint") return run_joint(o, profile, cluster, options);
   std::vector<Row> rows;
   const bool all = o.planner == "all";
   if (all || o.planner == "dapple") rows.push_back({planner::plan_dapple(profile, cluster, o.global_batch, options)});
@@ -197,8 +245,10 @@ void add_plan_command(CLI::App& app) {
                   "cluster: preset A, B or C, a spec like 2x8:intra=130GB/s,inter=25Gb/s,mem=16GB, or a JSON file")
       ->required();
   cmd->add_option("--global-batch", o.global_batch, "samples per optimizer step")->required();
-  cmd->add_option("--planner", o.planner, "dapple, pipedream, dp (with and without overlap), gpipe or all")
-      ->check(CLI::IsMember({"dapple", "pipedream", "dp", "gpipe", "all"}))
+  cmd->add_option("--planner", o.planner,
+                  "dapple, pipedream, dp (with and without overlap), gpipe, all of these, or joint (partition, "
+                  "replicas, every synchronous schedule kind and M searched together, scored by the simulator)")
+      ->check(CLI::IsMember({"dapple", "pipedream", "dp", "gpipe", "all", "joint"}))
       ->capture_default_str();
   cmd->add_option("--out", o.out,
                   "write the plan that fits and simulates fastest as a plan file for `loom train --plan`");

@@ -28,7 +28,9 @@ std::string chunk_layers(const planner::Partition& p, const schedule::Schedule& 
   return text;
 }
 
-void print(const planner::Partition& p, const planner::PartitionEvaluation& e) {
+}  // namespace
+
+void print_partition(const planner::Partition& p, const planner::PartitionEvaluation& e) {
   std::printf("schedule %s, S=%d stages, v=%d chunks, M=%d micro-batches of %d samples\n",
               std::string(schedule::schedule_kind_name(p.kind)).c_str(), e.schedule.stages, e.schedule.chunks,
               p.microbatches, p.global_batch / p.microbatches);
@@ -46,7 +48,7 @@ void print(const planner::Partition& p, const planner::PartitionEvaluation& e) {
   std::printf("\n%s\n", e.fits ? "fits in every device's memory" : ("does not fit: " + e.why_not).c_str());
 }
 
-nlohmann::json to_json(const planner::Partition& p, const planner::PartitionEvaluation& e) {
+nlohmann::json partition_json(const planner::Partition& p, const planner::PartitionEvaluation& e) {
   nlohmann::json stages = nlohmann::json::array();
   for (int s = 0; s < e.schedule.stages; ++s) {
     const planner::StageEvaluation& st = e.stages[static_cast<std::size_t>(s)];
@@ -64,8 +66,6 @@ nlohmann::json to_json(const planner::Partition& p, const planner::PartitionEval
           {"bubble_fraction", e.simulation.bubble_fraction}, {"peak_bytes", e.peak_bytes}, {"fits", e.fits},
           {"why_not", e.why_not}};
 }
-
-}  // namespace
 
 std::vector<int> positive_counts(const std::string& text, const char* flag) {
   std::vector<int> counts;
@@ -103,9 +103,9 @@ void run_partition(const PartitionOptions& o) {
   options.optimizer_state_factor = optimizer_state_tensors(parse_optimizer_kind(o.optimizer));
   const planner::PartitionEvaluation e = planner::evaluate_partition(profile, cluster, p, options);
   if (o.json)
-    std::cout << to_json(p, e).dump(2) << "\n";
+    std::cout << partition_json(p, e).dump(2) << "\n";
   else
-    print(p, e);
+    print_partition(p, e);
 }
 
 }  // namespace loom::apps

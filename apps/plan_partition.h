@@ -6,6 +6,10 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include <loom/planner/partition_evaluation.h>
+
 namespace loom::apps {
 
 struct PartitionOptions {
@@ -21,6 +25,10 @@ struct PartitionOptions {
 };
 
 void run_partition(const PartitionOptions& o);
+
+// A partition's evaluation as `loom plan --partition` shows it: a table, or JSON.
+void print_partition(const planner::Partition& p, const planner::PartitionEvaluation& e);
+nlohmann::json partition_json(const planner::Partition& p, const planner::PartitionEvaluation& e);
 
 // "8,16,32" -> {8, 16, 32}; anything but positive integers is a loom::Error naming `flag`.
 std::vector<int> positive_counts(const std::string& text, const char* flag);

@@ -121,6 +121,13 @@ expect_single_failure("--microbatches: give one count with --partition"
 expect_single_failure("--out and --planner belong to the search"
                       plan --profile ${WORK_DIR}/two_layers.json --cluster 1x2 --global-batch 8 --partition 0-0,1-1
                       --out ${WORK_DIR}/never.json)
+# The joint search (issue 29): a plan with its kind, or a plan file refused in one line where
+# version 1 cannot hold the kind; a cluster with no room for the weights finds nothing.
+expect_single_success("joint: exact search" plan --profile ${WORK_DIR}/two_layers.json --cluster 1x2
+                      --global-batch 8 --planner joint)
+expect_single_failure("no plan fits in device memory; nothing written to"
+                      plan --profile ${WORK_DIR}/two_layers.json --cluster 1x2:mem=1B --global-batch 8
+                      --planner joint --out ${WORK_DIR}/never.json)
 # Defect 4: the micro-batch candidate loop overflowed an int and divided by zero (SIGFPE).
 expect_single_success("dapple" plan --profile ${WORK_DIR}/two_layers.json --cluster 1x2 --global-batch 2147483647)
 # Defects 9, 17, 7 and 18 through `loom plan`.

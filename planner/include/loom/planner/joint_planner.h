@@ -1,0 +1,45 @@
+// The joint search (issue 29, part): the partition into stages (contiguous, uneven), replicas per
+// stage, the schedule kind (every synchronous kind, the multi-chunk ones with v = 2) and the
+// micro-batch count M, minimising the simulated step time of evaluate_partition() — one cost model
+// for every kind — under every device's memory (the cluster's device_memory). Every plan uses all
+// of the cluster's devices; stage p's replicas take the next R_p devices in order.
+//
+// The search is exact for that model: for each (kind, replica vector, M) it walks the cuts of the
+// chain depth first and drops a partial partition when a lower bound already reaches the best
+// feasible step time found so far, or when a stage's weights, gradients and optimizer state alone
+// exceed device memory. The bound: a stage computes every forward and backward of its chunks one
+// after another, so the step lasts at least M · Σ (F + B) over the chunks it holds (those cut so
+// far). Not searched yet: recomputation per stage and placement policies.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <loom/planner/partition_evaluation.h>
+
+namespace loom::planner {
+
+struct JointOptions {
+  CostOptions cost;
+  std::vector<schedule::ScheduleKind> kinds;  // empty: every synchronous kind (joint_kinds())
+  std::vector<int> microbatch_counts;         // empty: every divisor of the global batch
+  bool prune = true;                          // false: evaluate every candidate (for the tests)
+  double time_limit_s = 0;                    // > 0: stop then with the best plan so far
+};
+
+struct JointResult {
+  bool found = false;
+  Partition partition;           // the fastest feasible one
+  PartitionEvaluation evaluation;
+  long evaluated = 0;            // candidates run through the simulator
+  std::string search = "exact";  // or "time-limited"
+};
+
+// The synchronous kinds the joint search tries, with their chunk counts.
+std::vector<schedule::ScheduleKind> joint_kinds();
+int joint_chunks(schedule::ScheduleKind kind);
+
+JointResult plan_joint(const Profile& profile, const Cluster& cluster, int global_batch,
+                       const JointOptions& options = {});
+
+}  // namespace loom::planner

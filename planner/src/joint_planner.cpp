@@ -1,0 +1,150 @@
+// The joint search over partition, replicas, schedule kind and M (see joint_planner.h).
+#include <loom/planner/joint_planner.h>
+
+#include <chrono>
+#include <limits>
+
+#include <loom/core/error.h>
+#include <loom/planner/planner.h>
+#include <loom/schedule/generators.h>
+
+namespace loom::planner {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// One (kind, replicas, M): the cuts of the chain into its S·v virtual stages, depth first.
+struct CutSearch {
+  const Profile& profile;
+  const Cluster& cluster;
+  const JointOptions& options;
+  const schedule::Schedule& sched;
+  Partition partition;
+  std::vector<int> rows;          // per pipeline stage: rows of a micro-batch per replica
+  std::vector<double> busy_ms;    // per pipeline stage: M · Σ (F + B) of the chunks cut so far
+  std::vector<double> static_bytes;
+  JointResult& best;
+  double best_ms;
+  Clock::time_point deadline;
+  bool stopped = false;
+
+  void evaluate() {
+    if (options.time_limit_s > 0 && Clock::now() > deadline) {
+      stopped = true;
+      return;
+    }
+    ++best.evaluated;
+    PartitionEvaluation e;
+    try {
+      e = evaluate_partition(profile, cluster, partition, options.cost);
+    } catch (const loom::Error&) {
+      return;  // sizes the kind refuses
+    }
+    if (!e.fits || e.simulation.step_ms >= best_ms) return;
+    best_ms = e.simulation.step_ms;
+    best.found = true;
+    best.partition = partition;
+    best.evaluation = std::move(e);
+  }
+
+  void cut(int virtual_stage, int first) {
+    const int total = sched.virtual_stages();
+    if (virtual_stage == total) return evaluate();
+    const int stage = sched.stage_of(virtual_stage);
+    const int last_end = profile.size() - (total - virtual_stage);
+    const int last_begin = virtual_stage + 1 == total ? last_end : first;
+    for (int last = last_begin; last <= last_end && !stopped; ++last) {
+      const RangeCost work = range_cost(profile, first, last, rows[static_cast<std::size_t>(stage)]);
+      const double busy = partition.microbatches * (work.forward_ms + work.backward_ms);
+      const double bytes = profile.parameter_bytes(first, last) * (2 + options.cost.optimizer_state_factor);
+      double& stage_busy = busy_ms[static_cast<std::size_t>(stage)];
+      double& stage_bytes = static_bytes[static_cast<std::size_t>(stage)];
+      // Both grow with `last`: once over the bound, every longer range is too.
+      if (options.prune && (stage_busy + busy > best_ms * (1 + 1e-9) || stage_bytes + bytes > cluster.device_memory))
+        break;
+      stage_busy += busy;
+      stage_bytes += bytes;
+      partition.layers[static_cast<std::size_t>(virtual_stage)] = {first, last};
+      cut(virtual_stage + 1, last + 1);
+      stage_busy -= busy;
+      stage_bytes -= bytes;
+    }
+  }
+};
+
+// Every way to give `stages` stages at least one replica each, `devices` in all.
+void replica_vectors(int stages, int devices, std::vector<int>& current, std::vector<std::vector<int>>& out) {
+  if (static_cast<int>(current.size()) + 1 == stages) {
+    current.push_back(devices);
+    out.push_back(current);
+    current.pop_back();
+    return;
+  }
+  for (int r = 1; r <= devices - (stages - static_cast<int>(current.size()) - 1); ++r) {
+    current.push_back(r);
+    replica_vectors(stages, devices - r, current, out);
+    current.pop_back();
+  }
+}
+
+}  // namespace
+
+std::vector<schedule::ScheduleKind> joint_kinds() {
+  std::vector<schedule::ScheduleKind> kinds;
+  for (std::size_t i = 0; i < schedule::schedule_kinds().size(); ++i) {
+    const auto kind = static_cast<schedule::ScheduleKind>(i);
+    if (!schedule::is_asynchronous(kind)) kinds.push_back(kind);
+  }
+  return kinds;
+}
+
+int joint_chunks(schedule::ScheduleKind kind) { return schedule::is_multi_chunk(kind) ? 2 : 1; }
+
+JointResult plan_joint(const Profile& profile, const Cluster& cluster, int global_batch, const JointOptions& options) {
+  const int devices = cluster.devices();
+  PlannerOptions counts;
+  counts.microbatch_counts = options.microbatch_counts;
+  const std::vector<int> microbatches = microbatch_candidates(global_batch, counts, devices);
+  JointResult best;
+  double best_ms = std::numeric_limits<double>::infinity();
+  const Clock::time_point deadline =
+      Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options.time_limit_s));
+  for (const schedule::ScheduleKind kind : options.kinds.empty() ? joint_kinds() : options.kinds) {
+    const int v = joint_chunks(kind);
+    for (int stages = 1; stages <= devices && stages * v <= profile.size(); ++stages) {
+      std::vector<std::vector<int>> vectors;
+      std::vector<int> current;
+      replica_vectors(stages, devices, current, vectors);
+      for (const std::vector<int>& replicas : vectors) {
+        for (const int m : microbatches) {
+          schedule::Schedule sched;
+          try {
+            sched = schedule::make_schedule(kind, {std::string(schedule::schedule_kind_name(kind)), stages, m, v, 3, {}});
+          } catch (const loom::Error&) {
+            continue;  // sizes the kind refuses
+          }
+          const int rows_per_microbatch = global_batch / m;
+          CutSearch search{profile, cluster, options, sched, {}, {}, std::vector<double>(stages, 0.0),
+                           std::vector<double>(stages, 0.0), best, best_ms, deadline};
+          bool too_many_replicas = false;
+          for (int r : replicas) {
+            too_many_replicas = too_many_replicas || r > rows_per_microbatch;
+            search.rows.push_back((rows_per_microbatch + r - 1) / r);
+          }
+          if (too_many_replicas) continue;
+          search.partition = {kind, v, m, global_batch, std::vector<std::pair<int, int>>(stages * v), replicas};
+          search.cut(0, 0);
+          best_ms = search.best_ms;
+          if (search.stopped) {
+            best.search = "time-limited";
+            return best;
+          }
+        }
+      }
+    }
+  }
+  return best;
+}
+
+}  // namespace loom::planner
