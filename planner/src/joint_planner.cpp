@@ -1,6 +1,7 @@
 // The joint search over partition, replicas, schedule kind and M (see joint_planner.h).
 #include <loom/planner/joint_planner.h>
 
+#include <algorithm>
 #include <chrono>
 #include <limits>
 
@@ -24,6 +25,7 @@ struct CutSearch {
   std::vector<int> rows;          // per pipeline stage: rows of a micro-batch per replica
   std::vector<double> busy_ms;    // per pipeline stage: M · Σ (F + B) of the chunks cut so far
   std::vector<double> static_bytes;
+  std::vector<double> rest_ms;    // per layer l: M · Σ (F + B) of layers l.. at the fewest rows of any stage
   JointResult& best;
   double best_ms;
   Clock::time_point deadline;
@@ -48,6 +50,23 @@ struct CutSearch {
     best.evaluation = std::move(e);
   }
 
+  // Every stage computes on one device, so the step lasts at least the average busy time.
+  void bound_rest() {
+    const int fewest = *std::min_element(rows.begin(), rows.end());
+    rest_ms.assign(static_cast<std::size_t>(profile.size()) + 1, 0.0);
+    for (int l = profile.size() - 1; l >= 0; --l) {
+      const RangeCost work = range_cost(profile, l, l, fewest);
+      rest_ms[static_cast<std::size_t>(l)] =
+          rest_ms[static_cast<std::size_t>(l) + 1] + partition.microbatches * (work.forward_ms + work.backward_ms);
+    }
+  }
+
+  double busy_total() const {
+    double total = 0;
+    for (double b : busy_ms) total += b;
+    return total;
+  }
+
   void cut(int virtual_stage, int first) {
     const int total = sched.virtual_stages();
     if (virtual_stage == total) return evaluate();
@@ -61,8 +80,10 @@ struct CutSearch {
       double& stage_busy = busy_ms[static_cast<std::size_t>(stage)];
       double& stage_bytes = static_bytes[static_cast<std::size_t>(stage)];
       // Both grow with `last`: once over the bound, every longer range is too.
-      if (options.prune && (stage_busy + busy > best_ms * (1 + 1e-9) || stage_bytes + bytes > cluster.device_memory))
-        break;
+      // The layers after `last` still to come, at least as slow as at the fewest rows.
+      const double average = (busy_total() + busy + rest_ms[static_cast<std::size_t>(last) + 1]) / sched.stages;
+      const double bound = std::max(stage_busy + busy, average);
+      if (options.prune && (bound > best_ms * (1 + 1e-9) || stage_bytes + bytes > cluster.device_memory)) break;
       stage_busy += busy;
       stage_bytes += bytes;
       partition.layers[static_cast<std::size_t>(virtual_stage)] = {first, last};
@@ -126,7 +147,7 @@ JointResult plan_joint(const Profile& profile, const Cluster& cluster, int globa
           }
           const int rows_per_microbatch = global_batch / m;
           CutSearch search{profile, cluster, options, sched, {}, {}, std::vector<double>(stages, 0.0),
-                           std::vector<double>(stages, 0.0), best, best_ms, deadline};
+                           std::vector<double>(stages, 0.0), {}, best, best_ms, deadline};
           bool too_many_replicas = false;
           for (int r : replicas) {
             too_many_replicas = too_many_replicas || r > rows_per_microbatch;
@@ -134,6 +155,7 @@ JointResult plan_joint(const Profile& profile, const Cluster& cluster, int globa
           }
           if (too_many_replicas) continue;
           search.partition = {kind, v, m, global_batch, std::vector<std::pair<int, int>>(stages * v), replicas};
+          search.bound_rest();
           search.cut(0, 0);
           best_ms = search.best_ms;
           if (search.stopped) {
