@@ -23,7 +23,8 @@ struct CutSearch {
   const schedule::Schedule& sched;
   Partition partition;
   std::vector<int> rows;          // per pipeline stage: rows of a micro-batch per replica
-  std::vector<double> busy_ms;    // per pipeline stage: M · Σ (F + B) of the chunks cut so far
+  std::vector<LinearCost> allreduce;  // per pipeline stage: its gradient allreduce among its replicas
+  std::vector<double> busy_ms;    // per pipeline stage: M · Σ (F + B) + AR of the chunks cut so far
   std::vector<double> static_bytes;
   std::vector<double> rest_ms;    // per layer l: M · Σ (F + B) of layers l.. at the fewest rows of any stage
   JointResult& best;
@@ -75,8 +76,10 @@ struct CutSearch {
     const int last_begin = virtual_stage + 1 == total ? last_end : first;
     for (int last = last_begin; last <= last_end && !stopped; ++last) {
       const RangeCost work = range_cost(profile, first, last, rows[static_cast<std::size_t>(stage)]);
-      const double busy = partition.microbatches * (work.forward_ms + work.backward_ms);
-      const double bytes = profile.parameter_bytes(first, last) * (2 + options.cost.optimizer_state_factor);
+      const double weights = profile.parameter_bytes(first, last);
+      const double busy = partition.microbatches * (work.forward_ms + work.backward_ms) +
+                          allreduce[static_cast<std::size_t>(stage)].at(weights);
+      const double bytes = weights * (2 + options.cost.optimizer_state_factor);
       double& stage_busy = busy_ms[static_cast<std::size_t>(stage)];
       double& stage_bytes = static_bytes[static_cast<std::size_t>(stage)];
       // Both grow with `last`: once over the bound, every longer range is too.
@@ -126,7 +129,9 @@ JointResult plan_joint(const Profile& profile, const Cluster& cluster, int globa
   const int devices = cluster.devices();
   PlannerOptions counts;
   counts.microbatch_counts = options.microbatch_counts;
-  const std::vector<int> microbatches = microbatch_candidates(global_batch, counts, devices);
+  // The most micro-batches first: their small bubbles make good plans early, which bound the rest.
+  std::vector<int> microbatches = microbatch_candidates(global_batch, counts, devices);
+  std::reverse(microbatches.begin(), microbatches.end());
   JointResult best;
   double best_ms = std::numeric_limits<double>::infinity();
   const Clock::time_point deadline =
@@ -146,12 +151,16 @@ JointResult plan_joint(const Profile& profile, const Cluster& cluster, int globa
             continue;  // sizes the kind refuses
           }
           const int rows_per_microbatch = global_batch / m;
-          CutSearch search{profile, cluster, options, sched, {}, {}, std::vector<double>(stages, 0.0),
+          CutSearch search{profile, cluster, options, sched, {}, {}, {}, std::vector<double>(stages, 0.0),
                            std::vector<double>(stages, 0.0), {}, best, best_ms, deadline};
           bool too_many_replicas = false;
+          int next_device = 0;  // placed as evaluate_partition() places them
           for (int r : replicas) {
             too_many_replicas = too_many_replicas || r > rows_per_microbatch;
             search.rows.push_back((rows_per_microbatch + r - 1) / r);
+            std::vector<int> stage_devices(static_cast<std::size_t>(r));
+            for (int& d : stage_devices) d = next_device++;
+            search.allreduce.push_back(allreduce_cost(cluster, stage_devices));
           }
           if (too_many_replicas) continue;
           search.partition = {kind, v, m, global_batch, std::vector<std::pair<int, int>>(stages * v), replicas};

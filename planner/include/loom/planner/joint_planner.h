@@ -7,9 +7,12 @@
 // The search is exact for that model: for each (kind, replica vector, M) it walks the cuts of the
 // chain depth first and drops a partial partition when a lower bound already reaches the best
 // feasible step time found so far, or when a stage's weights, gradients and optimizer state alone
-// exceed device memory. The bound: a stage computes every forward and backward of its chunks one
-// after another, so the step lasts at least M · Σ (F + B) over the chunks it holds (those cut so
-// far). Not searched yet: recomputation per stage and placement policies.
+// exceed device memory. The bounds: a stage computes every forward and backward of its chunks one
+// after another, then its gradient allreduce, so the step lasts at least M · Σ (F + B) + AR over
+// the chunks it holds (those cut so far), and at least the average of that over the stages (the
+// layers not cut yet counted at the fewest rows of any stage). Micro-batch counts are tried from
+// the most down (small bubbles first find good plans early). Not searched yet: recomputation per
+// stage and placement policies.
 #pragma once
 
 #include <string>
