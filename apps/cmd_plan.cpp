@@ -21,6 +21,7 @@
 #include <loom/schedule/text.h>
 
 #include "commands.h"
+#include "plan_explain.h"
 #include "plan_partition.h"
 
 namespace loom::apps {
@@ -33,7 +34,7 @@ struct PlanOptions {
   int simulate_candidates = 50;
   double profile_batch = 0;
   double time_limit_s = 60;
-  bool json = false, overlap = false;
+  bool json = false, overlap = false, explain = false;
 };
 
 struct Row {
@@ -163,7 +164,8 @@ void run_joint(const PlanOptions& o, const planner::Profile& profile, const plan
   } else {
     std::printf("joint: %s search, %ld candidates simulated in %.1f ms\n\n", r.search.c_str(), r.evaluated, ms);
     if (r.found) print_partition(r.partition, r.evaluation);
-    else std::printf("no plan fits in device memory\n");
+    else std::printf("no plan fits in device memory (%s)\n", r.why_none.c_str());
+    if (o.explain) print_explanation(profile, cluster, o.global_batch, joint);
   }
   if (o.out.empty()) return;
   if (!r.found) LOOM_THROW("no plan fits in device memory; nothing written to ", o.out);
@@ -193,6 +195,7 @@ void run(const PlanOptions& o) {
   Progress progress;
   if (progress.on()) options.progress = [&progress](const std::string& what) { progress.show(what); };
 
+  if (o.explain && o.planner != "joint") LOOM_THROW("--explain belongs to --planner joint");
   if (o.planner == "joint") return run_joint(o, profile, cluster, options);
   std::vector<Row> rows;
   const bool all = o.planner == "all";
@@ -253,6 +256,9 @@ void add_plan_command(CLI::App& app) {
   cmd->add_option("--out", o.out,
                   "write the plan that fits and simulates fastest as a plan file for `loom train --plan`");
   cmd->add_flag("--json", o.json, "print JSON instead of a table");
+  cmd->add_flag("--explain", o.explain,
+                "with --planner joint: for each schedule kind, its best plan or why none fits (which stage, by how "
+                "many bytes), with predicted time and per-stage memory");
   cmd->add_flag("--overlap", o.overlap,
                 "dapple/pipedream/gpipe: allreduce layer by layer during the last backward (as loom's executor "
                 "does) instead of after it (DAPPLE's model); dp shows both anyway");

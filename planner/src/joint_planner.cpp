@@ -28,6 +28,7 @@ struct CutSearch {
   std::vector<double> static_bytes;
   std::vector<double> rest_ms;    // per layer l: M · Σ (F + B) of layers l.. at the fewest rows of any stage
   JointResult& best;
+  double& closest_excess;  // bytes over the cap of the closest candidate that did not fit
   double best_ms;
   Clock::time_point deadline;
   bool stopped = false;
@@ -43,6 +44,11 @@ struct CutSearch {
       e = evaluate_partition(profile, cluster, partition, options.cost);
     } catch (const loom::Error&) {
       return;  // sizes the kind refuses
+    }
+    if (!e.fits && e.peak_bytes - cluster.device_memory < closest_excess) {
+      closest_excess = e.peak_bytes - cluster.device_memory;
+      best.why_none = "closest: schedule " + std::string(schedule::schedule_kind_name(partition.kind)) + ", M=" +
+                      std::to_string(partition.microbatches) + ", " + e.why_not;
     }
     if (!e.fits || e.simulation.step_ms >= best_ms) return;
     best_ms = e.simulation.step_ms;
@@ -133,7 +139,9 @@ JointResult plan_joint(const Profile& profile, const Cluster& cluster, int globa
   std::vector<int> microbatches = microbatch_candidates(global_batch, counts, devices);
   std::reverse(microbatches.begin(), microbatches.end());
   JointResult best;
+  best.why_none = "every cut gives some stage more weights, gradients and optimizer state than a device holds";
   double best_ms = std::numeric_limits<double>::infinity();
+  double closest_excess = std::numeric_limits<double>::infinity();
   const Clock::time_point deadline =
       Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options.time_limit_s));
   for (const schedule::ScheduleKind kind : options.kinds.empty() ? joint_kinds() : options.kinds) {
@@ -152,7 +160,8 @@ JointResult plan_joint(const Profile& profile, const Cluster& cluster, int globa
           }
           const int rows_per_microbatch = global_batch / m;
           CutSearch search{profile, cluster, options, sched, {}, {}, {}, std::vector<double>(stages, 0.0),
-                           std::vector<double>(stages, 0.0), {}, best, best_ms, deadline};
+                           std::vector<double>(stages, 0.0), {}, best, closest_excess, best_ms,
+                           deadline};
           bool too_many_replicas = false;
           int next_device = 0;  // placed as evaluate_partition() places them
           for (int r : replicas) {
@@ -169,12 +178,14 @@ JointResult plan_joint(const Profile& profile, const Cluster& cluster, int globa
           best_ms = search.best_ms;
           if (search.stopped) {
             best.search = "time-limited";
+            if (best.found) best.why_none.clear();
             return best;
           }
         }
       }
     }
   }
+  if (best.found) best.why_none.clear();
   return best;
 }
 

@@ -125,6 +125,10 @@ expect_single_failure("--out and --planner belong to the search"
 # version 1 cannot hold the kind; a cluster with no room for the weights finds nothing.
 expect_single_success("joint: exact search" plan --profile ${WORK_DIR}/two_layers.json --cluster 1x2
                       --global-batch 8 --planner joint)
+expect_single_success("per schedule kind" plan --profile ${WORK_DIR}/two_layers.json --cluster 1x2
+                      --global-batch 8 --planner joint --explain)
+expect_single_failure("--explain belongs to --planner joint"
+                      plan --profile ${WORK_DIR}/two_layers.json --cluster 1x2 --global-batch 8 --explain)
 expect_single_failure("no plan fits in device memory; nothing written to"
                       plan --profile ${WORK_DIR}/two_layers.json --cluster 1x2:mem=1B --global-batch 8
                       --planner joint --out ${WORK_DIR}/never.json)

@@ -109,7 +109,13 @@ TEST_CASE("joint: the search's optimum equals exhaustive enumeration, and its pl
 TEST_CASE("joint: no plan when no stage's weights fit, and the time limit stops the search") {
   std::mt19937 rng(3);
   const Profile profile = random_profile(rng, 5);
-  CHECK_FALSE(plan_joint(profile, make_cluster(1, 2, 10e9, 1e9, 1.0), 4).found);
+  const JointResult none = plan_joint(profile, make_cluster(1, 2, 10e9, 1e9, 1.0), 4);
+  CHECK_FALSE(none.found);
+  CHECK(none.why_none.find("more weights, gradients and optimizer state than a device holds") != std::string::npos);
+  // Weights fit, activations do not: the closest candidate names its stage and the bytes over.
+  const JointResult tight = plan_joint(profile, make_cluster(1, 1, 10e9, 1e9, profile.parameter_bytes(0, 4) * 4 + 1), 4);
+  CHECK_FALSE(tight.found);
+  CHECK(tight.why_none.find("more than the") != std::string::npos);
   JointOptions options;
   options.time_limit_s = 1e-9;
   CHECK(plan_joint(profile, make_cluster(1, 4, 10e9, 1e9, 1e12), 8, options).search == "time-limited");

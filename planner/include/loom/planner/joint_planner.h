@@ -36,6 +36,9 @@ struct JointResult {
   PartitionEvaluation evaluation;
   long evaluated = 0;            // candidates run through the simulator
   std::string search = "exact";  // or "time-limited"
+  // When nothing fits: of the candidates simulated, the one closest to fitting (which stage, by
+  // how many bytes), or that every cut put weights, gradients and optimizer state over the cap.
+  std::string why_none;
 };
 
 // The synchronous kinds the joint search tries, with their chunk counts.

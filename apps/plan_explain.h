@@ -1,0 +1,13 @@
+// `loom plan --planner joint --explain`: the joint search once per schedule kind, so that a user
+// sees, for each kind, its best plan (predicted step, M, cuts, per-stage peak memory) or why none
+// fits (the closest candidate's stage and bytes over the cap).
+#pragma once
+
+#include <loom/planner/joint_planner.h>
+
+namespace loom::apps {
+
+void print_explanation(const planner::Profile& profile, const planner::Cluster& cluster, int global_batch,
+                       const planner::JointOptions& options);
+
+}  // namespace loom::apps
