@@ -16,7 +16,9 @@
 namespace {
 
 // One line on stderr, then make sure no rank is left waiting: abort the MPI job if it is running.
-int fail(const char* message) {
+// `status`: 1 for a loom::Error (bad input, a damaged file), 3 for a failed MPI or NCCL call (as the
+// watchdog's exit: a peer or its connection lost, which a restart may get past).
+int fail(const char* message, int status = 1) {
   int rank = loom::error_rank();
   if (rank >= 0)
     std::fprintf(stderr, "loom: error (rank %d): %s\n", rank, message);
@@ -29,10 +31,10 @@ int fail(const char* message) {
   if (initialized && !finalized) {
     int size = 1;
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    if (size > 1) MPI_Abort(MPI_COMM_WORLD, 1);
+    if (size > 1) MPI_Abort(MPI_COMM_WORLD, status);
     MPI_Finalize();
   }
-  return 1;
+  return status;
 }
 
 // oneDNN (Conv2d's f32 CPU path) runs on OpenMP threads, which by default spin after each parallel
@@ -89,6 +91,8 @@ int main(int argc, char** argv) {
     const int code = app.exit(e);
     if (code != 0) return fail(e.what()) == 0 ? 0 : 2;
     return 0;
+  } catch (const loom::CommunicationError& e) {
+    return fail(e.what(), 3);
   } catch (const std::exception& e) {
     return fail(e.what());
   }

@@ -80,3 +80,22 @@ TEST_CASE("a collective that one rank never joins names that rank", "[.][collect
   std::this_thread::sleep_for(std::chrono::seconds(30));
   FAIL("the watchdog should have ended the job");
 }
+
+TEST_CASE("a failed MPI call is a CommunicationError, which the executable ends with exit 3") {
+  loom::comm::ensure_mpi();
+  try {
+    LOOM_MPI_CHECK(MPI_ERR_COUNT);
+    FAIL("LOOM_MPI_CHECK of an error status did not throw");
+  } catch (const loom::CommunicationError& e) {
+    CHECK_THAT(e.what(), Catch::Contains("MPI error") && Catch::Contains("MPI_ERR_COUNT"));
+  }
+  CHECK_THROWS_AS(LOOM_THROW("bad input"), loom::Error);
+  bool communication = true;
+  try {
+    LOOM_THROW("bad input");
+  } catch (const loom::CommunicationError&) {
+  } catch (const loom::Error&) {
+    communication = false;
+  }
+  CHECK_FALSE(communication);  // exit 1: not a communication failure
+}

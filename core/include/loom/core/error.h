@@ -21,6 +21,14 @@ class Error : public std::runtime_error {
   explicit Error(const std::string& message) : std::runtime_error(message) {}
 };
 
+// A failed MPI or NCCL call (a peer's connection lost, a transport failing): not the input's
+// fault, so the loom executable exits with 3 for it, as for the watchdog (a restart may help),
+// where other errors exit with 1 (scripts/cluster/elastic.sh tells them apart by that).
+class CommunicationError : public Error {
+ public:
+  using Error::Error;
+};
+
 namespace detail {
 inline std::atomic<int>& error_rank_slot() {
   static std::atomic<int> rank{-1};
@@ -35,13 +43,19 @@ std::string concat(const Args&... args) {
 }
 
 // "message [file.cpp:42, rank 3]": where the check is, and which rank failed once MPI is up.
-[[noreturn]] inline void throw_error(const char* file, int line, const std::string& message) {
+inline std::string located(const char* file, int line, const std::string& message) {
   const char* base = std::strrchr(file, '/');
   std::ostringstream out;
   out << message << " [" << (base ? base + 1 : file) << ":" << line;
   if (const int rank = error_rank_slot().load(); rank >= 0) out << ", rank " << rank;
   out << "]";
-  throw Error(out.str());
+  return out.str();
+}
+[[noreturn]] inline void throw_error(const char* file, int line, const std::string& message) {
+  throw Error(located(file, line, message));
+}
+[[noreturn]] inline void throw_communication_error(const char* file, int line, const std::string& message) {
+  throw CommunicationError(located(file, line, message));
 }
 }  // namespace detail
 
@@ -65,6 +79,9 @@ inline int error_rank() { return detail::error_rank_slot().load(); }
   } while (0)
 
 #define LOOM_THROW(...) ::loom::detail::throw_error(__FILE__, __LINE__, ::loom::detail::concat(__VA_ARGS__))
+// A CommunicationError: a failed MPI or NCCL call.
+#define LOOM_THROW_COMMUNICATION(...) \
+  ::loom::detail::throw_communication_error(__FILE__, __LINE__, ::loom::detail::concat(__VA_ARGS__))
 
 #define LOOM_CUDA_CHECK(expr)                                                                   \
   do {                                                                                          \
@@ -92,7 +109,7 @@ inline int error_rank() { return detail::error_rank_slot().load(); }
   do {                                                                                \
     auto loom_status_ = (expr);                                                       \
     if (loom_status_ != ncclSuccess)                                                  \
-      LOOM_THROW("NCCL error ", ncclGetErrorString(loom_status_), " in ", #expr);     \
+      LOOM_THROW_COMMUNICATION("NCCL error ", ncclGetErrorString(loom_status_), " in ", #expr); \
   } while (0)
 
 #define LOOM_MPI_CHECK(expr)                                                          \
@@ -102,6 +119,6 @@ inline int error_rank() { return detail::error_rank_slot().load(); }
       char loom_mpi_msg_[MPI_MAX_ERROR_STRING];                                       \
       int loom_mpi_len_ = 0;                                                          \
       MPI_Error_string(loom_status_, loom_mpi_msg_, &loom_mpi_len_);                  \
-      LOOM_THROW("MPI error ", std::string(loom_mpi_msg_, loom_mpi_len_), " in ", #expr); \
+      LOOM_THROW_COMMUNICATION("MPI error ", std::string(loom_mpi_msg_, loom_mpi_len_), " in ", #expr); \
     }                                                                                 \
   } while (0)
