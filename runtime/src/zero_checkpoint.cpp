@@ -43,7 +43,7 @@ StageTensors gather_stage_tensors(ZeroShard& shard, OptimizerStep& step, const s
       continue;
     }
     const auto master = masters.find(p.name);
-    out.tensors.emplace_back(p.name, shard.gather_state(at->second, master == masters.end() ? nullptr : &master->second));
+    out.tensors.emplace_back(p.name, shard.gather_whole(at->second, master == masters.end() ? nullptr : &master->second));
   }
   // The optimizer state stays sliced: each replica writes its own slices with their ranges.
   const std::set<std::string> suffixes = state_suffixes(shard, state);

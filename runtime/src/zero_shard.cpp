@@ -77,7 +77,7 @@ void ZeroShard::gather() {
   }
 }
 
-Tensor ZeroShard::gather_state(std::size_t parameter, const Tensor* piece) {
+Tensor ZeroShard::gather_whole(std::size_t parameter, const Tensor* piece) {
   const Tensor& value = parameters_.at(parameter).parameter->value;
   MemoryCategoryScope staging(MemoryCategory::communication);
   Tensor full = Tensor::zeros(Shape{value.numel()}, DType::f32);

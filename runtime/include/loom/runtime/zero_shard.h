@@ -42,9 +42,9 @@ class ZeroShard {
 
   // Collective over the replicas, after the optimizer step: every parameter whole on every replica.
   void gather();
-  // Collective: a full-size copy of one of this slice's optimizer-state tensors for `parameter`
-  // (the slices of every replica gathered; zeros where a replica holds none), for checkpoints.
-  Tensor gather_state(std::size_t parameter, const Tensor* piece);
+  // Collective: `parameter` whole, put together from every replica's slice-sized `piece` (its fp32
+  // master, for checkpoints under bf16/fp16; null where this replica's slice does not meet it).
+  Tensor gather_whole(std::size_t parameter, const Tensor* piece);
   const std::vector<NamedParameter>& parameters() const { return parameters_; }
   // The view of parameter `p` in slice(), or -1 when this replica's slice does not meet it.
   int view_of(std::size_t p) const { return view_of_.at(p); }
