@@ -1,5 +1,6 @@
 #include <loom/comm/gradient_bucketer.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 
@@ -14,7 +15,8 @@
 
 namespace loom::comm {
 
-GradientBucketer::GradientBucketer(ReduceGroup& group, std::vector<Tensor> gradients, BucketOptions options)
+GradientBucketer::GradientBucketer(ReduceGroup& group, std::vector<Tensor> gradients, BucketOptions options,
+                                   std::optional<BucketSharding> sharding)
     : group_(group), gradients_(std::move(gradients)), options_(options) {
   LOOM_CHECK(options_.bucket_bytes > 0, "gradient buckets need a positive size, got ", options_.bucket_bytes, " bytes");
   const Device device = group_.members().device();  // where the buckets live
@@ -45,6 +47,7 @@ GradientBucketer::GradientBucketer(ReduceGroup& group, std::vector<Tensor> gradi
     bucket.bytes += bytes;
     bucket_of_[i] = static_cast<int>(buckets_.size()) - 1;
   }
+  if (sharding) shard_buckets(*sharding);
   MemoryCategoryScope category(MemoryCategory::communication);
   const PinnedHostScope staging(gradient_device);  // host buckets of GPU gradients: page-locked
   for (Bucket& bucket : buckets_) {
@@ -82,6 +85,34 @@ GradientBucketer::~GradientBucketer() {
     }
   }
   worker_.join();
+}
+
+// Each bucket whose gradients are consecutive in the sharding's flat order: packed in that order,
+// with every member's part of it (see the header).
+void GradientBucketer::shard_buckets(const BucketSharding& sharding) {
+  LOOM_CHECK(sharding.starts.size() == gradients_.size(), "sharded buckets: ", sharding.starts.size(),
+             " flat starts for ", gradients_.size(), " gradients");
+  LOOM_CHECK(sharding.owners.parts() == group_.size(), "sharded buckets: ", sharding.owners.parts(), " owners for a group of ",
+             group_.size());
+  for (Bucket& bucket : buckets_) {
+    std::vector<std::int64_t> starts;
+    for (int g : bucket.members) starts.push_back(sharding.starts[g]);
+    const std::int64_t first = *std::min_element(starts.begin(), starts.end());
+    if (first < 0) continue;
+    std::vector<std::int64_t> ends;  // consecutive: the sorted starts and ends meet
+    for (std::size_t m = 0; m < starts.size(); ++m) ends.push_back(starts[m] + gradients_[bucket.members[m]].numel());
+    std::vector<std::int64_t> sorted_starts = starts, sorted_ends = ends;
+    std::sort(sorted_starts.begin(), sorted_starts.end());
+    std::sort(sorted_ends.begin(), sorted_ends.end());
+    if (!std::equal(sorted_starts.begin() + 1, sorted_starts.end(), sorted_ends.begin())) continue;
+    const Range span{first, sorted_ends.back()};
+    std::vector<std::int64_t> offsets;  // the owners' starts, clamped to the bucket
+    for (int r = 0; r < group_.size(); ++r)
+      offsets.push_back(std::clamp(sharding.owners.part(r).begin, span.begin, span.end) - span.begin);
+    offsets.push_back(span.size());
+    for (std::size_t m = 0; m < starts.size(); ++m) bucket.offsets[m] = starts[m] - first;
+    bucket.scatter = Partition(std::move(offsets));
+  }
 }
 
 std::int64_t GradientBucketer::bucket_bytes(int bucket) const { return buckets_.at(bucket).bytes; }
@@ -149,6 +180,7 @@ void GradientBucketer::run_bucket(int index) {
     bucket.flat.slice(bucket.offsets[m], bucket.offsets[m] + gradient.numel()).reshape(gradient.shape()).copy_from(gradient);
   }
   test_pause_at(PausePhase::allreduce);
+  if (bucket.scatter) return reduce_scatter_bucket(bucket);
   allreduce(group_, bucket.flat, options_.op, options_.algorithm);
   // Staged from pinned host buckets, these copies are queued without waiting (ops::copy). The next
   // step's packing copies above are queued behind them on the same stream and waited for before
@@ -157,6 +189,20 @@ void GradientBucketer::run_bucket(int index) {
     Tensor gradient = gradients_[bucket.members[m]];
     if (gradient.numel() == 0) continue;
     gradient.copy_from(bucket.flat.slice(bucket.offsets[m], bucket.offsets[m] + gradient.numel()).reshape(gradient.shape()));
+  }
+}
+
+// A sharded bucket: reduce-scattered, and only this member's part copied back.
+void GradientBucketer::reduce_scatter_bucket(Bucket& bucket) {
+  const double scale = options_.op == ReduceOp::average ? 1.0 / group_.size() : 1.0;
+  if (bucket.flat.numel() > 0) group_.members().reduce_scatter(bucket.flat.raw_data(), *bucket.scatter, bucket.dtype, scale);
+  const Range mine = bucket.scatter->part(group_.rank());
+  for (std::size_t m = 0; m < bucket.members.size(); ++m) {
+    Tensor gradient = gradients_[bucket.members[m]];
+    const Range held = intersect(mine, {bucket.offsets[m], bucket.offsets[m] + gradient.numel()});
+    if (held.empty()) continue;
+    Tensor target = gradient.reshape(Shape{gradient.numel()}).slice(held.begin - bucket.offsets[m], held.end - bucket.offsets[m]);
+    target.copy_from(bucket.flat.slice(held.begin, held.end));
   }
 }
 

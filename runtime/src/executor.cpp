@@ -60,6 +60,18 @@ std::vector<char> pause_points(const std::vector<Action>& program, int per_batch
   }
   return points;
 }
+
+// --zero 1: where each gradient of `chunk` (in the bucketer's order) lies in the shard's flat order.
+std::optional<comm::BucketSharding> bucket_sharding(const ZeroShard* zero, comm::ReduceGroup& group, Chain* chunk) {
+  if (!zero) return std::nullopt;
+  LOOM_CHECK(group.members().world_ranks() == zero->world_ranks(),
+             "internal: --zero 1 needs the stage's reduce group in replica order");
+  comm::BucketSharding sharding{zero->owners(), {}};
+  for (std::size_t b = 0; b < chunk->size(); ++b)
+    for (const NamedParameter& p : chunk->block(b).parameters())
+      if (p.parameter->trainable) sharding.starts.push_back(zero->start_of(p.parameter));
+  return sharding;
+}
 }  // namespace
 
 Executor::Executor(const schedule::Schedule& schedule, int stage, comm::ProcessGroups& groups,
@@ -103,7 +115,8 @@ Executor::Executor(const schedule::Schedule& schedule, int stage, comm::ProcessG
     // the collective: the one-GPU check of the NCCL gradient path.
     const bool reduces = group.size() > 1 || group.members().backend() == comm::Backend::nccl;
     if (reduces && !gradients.empty())
-      state->bucketer = std::make_unique<comm::GradientBucketer>(group, gradients, options_.buckets);
+      state->bucketer = std::make_unique<comm::GradientBucketer>(group, gradients, options_.buckets,
+                                                                 bucket_sharding(options_.zero, group, chunks[c]));
     chunks_.push_back(std::move(state));
   }
   const auto& program = schedule.programs.at(stage);
@@ -114,6 +127,16 @@ Executor::Executor(const schedule::Schedule& schedule, int stage, comm::ProcessG
 }
 
 Executor::~Executor() = default;
+
+std::pair<int, int> Executor::scattered_buckets() const {
+  std::pair<int, int> counts{0, 0};
+  for (const auto& chunk : chunks_)
+    for (int b = 0; chunk->bucketer && b < chunk->bucketer->buckets(); ++b) {
+      counts.first += chunk->bucketer->scattered(b);
+      ++counts.second;
+    }
+  return counts;
+}
 
 // Rows of every micro-batch the actions touch, and every receive posted before any compute.
 void Executor::prepare_microbatches(const std::vector<Action>& program, std::int64_t first_batch) {

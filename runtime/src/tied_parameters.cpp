@@ -2,6 +2,7 @@
 #include <loom/runtime/tied_parameters.h>
 
 #include <climits>
+#include <optional>
 
 #include <loom/comm/control.h>
 #include <loom/core/error.h>
@@ -19,6 +20,7 @@ struct TiedParameters::Across {
   Parameter* held;                               // the canonical or the copy, whichever this rank holds
   std::unique_ptr<comm::Communicator> group;     // every rank holding either
   int root = 0;                                  // a canonical holder's rank in `group`
+  std::optional<comm::Range> owned;              // --zero 1: this replica's elements of `held`
 };
 
 namespace {
@@ -65,7 +67,7 @@ TiedParameters::TiedParameters(const std::vector<ParameterTie>& ties, const std:
     const std::int64_t here = canonical ? group->rank() : INT_MAX;
     const std::int64_t root = -comm::max_over(*group, {-here}).at(0);
     LOOM_CHECK(root != INT_MAX, "tied parameter '", ties[t].copy, "': no rank holds '", ties[t].canonical, "'");
-    across_.push_back({canonical ? canonical : copy, std::move(group), static_cast<int>(root)});
+    across_.push_back({canonical ? canonical : copy, std::move(group), static_cast<int>(root), std::nullopt});
     if (copy) {
       copies_.insert(ties[t].copy);
       renames_[ties[t].copy] = ties[t].canonical;
@@ -87,9 +89,25 @@ void TiedParameters::sum_gradients() {
   for (Local& tie : local_) ops::axpy(1.0, tie.copy->grad, tie.canonical->grad);
   for (Across& tie : across_)
     on_host(tie.held->grad, [&](Tensor& grad) {
-      if (!first_replica_) ops::fill(grad, 0.0);  // the stage's share once: replica 0's
+      if (tie.owned) {  // the stage's share once: each element's from the replica whose slice holds it
+        const Tensor flat = grad.reshape(Shape{grad.numel()});
+        Tensor before = flat.slice(0, tie.owned->begin), after = flat.slice(tie.owned->end, grad.numel());
+        ops::fill(before, 0.0);
+        ops::fill(after, 0.0);
+      } else if (!first_replica_) {
+        ops::fill(grad, 0.0);  // the stage's share once: replica 0's
+      }
       tie.group->allreduce(grad.raw_data(), grad.numel(), grad.dtype());
     });
+}
+
+void TiedParameters::shard(const ZeroShard& shard) {
+  for (Across& tie : across_) {
+    const std::int64_t start = shard.start_of(tie.held);
+    LOOM_CHECK(start >= 0, "internal: a tied copy held across stages is not in the ZeRO-1 slices");
+    const comm::Range mine = comm::intersect(shard.range(), {start, start + tie.held->value.numel()});
+    tie.owned = mine.empty() ? comm::Range{0, 0} : comm::Range{mine.begin - start, mine.end - start};
+  }
 }
 
 }  // namespace loom::runtime

@@ -247,6 +247,7 @@ void build_executor(detail::TrainerState& s) {
   eo.buckets.bucket_bytes = static_cast<std::int64_t>(o.comm.bucket_mb * 1024 * 1024);
   eo.buckets.algorithm = o.comm.allreduce;
   eo.buckets.op = comm::ReduceOp::sum;  // losses are already divided by the global batch
+  eo.zero = s.zero_shard.get();
   s.executor = std::make_unique<Executor>(s.schedule, s.stage, *s.groups, s.chunks, s.loss.get(),
                                           std::bind_front(&OptimizerStep::step, s.optimizer.get()), eo);
 }
@@ -278,7 +279,9 @@ void shard_optimizer(detail::TrainerState& s, const std::vector<NamedParameter>&
   LOOM_CHECK(!s.schedule.asynchronous(), "--zero 1 needs a synchronous schedule (its replicas step together), not ",
              s.schedule.name);
   s.zero_group = s.groups->world().split(s.stage, replica);
-  if (s.zero_group->size() > 1) s.zero_shard = std::make_unique<ZeroShard>(trainable, *s.zero_group);
+  if (s.zero_group->size() == 1) return;
+  s.zero_shard = std::make_unique<ZeroShard>(trainable, *s.zero_group);
+  s.ties->shard(*s.zero_shard);
 }
 
 // This rank's groups, model chunks, optimizer, checkpoint and executor (collective).
@@ -502,6 +505,7 @@ int Trainer::stage_of_rank(int rank) const {
 }
 Device Trainer::device() const { return state_->device; }
 const std::vector<Chain*>& Trainer::chunks() const { return state_->chunks; }
+std::pair<int, int> Trainer::scattered_buckets() const { return state_->executor->scattered_buckets(); }
 comm::ProcessGroups& Trainer::groups() { return *state_->groups; }
 
 std::string Trainer::describe() const {

@@ -51,6 +51,12 @@ ZeroShard::ZeroShard(const std::vector<NamedParameter>& parameters, comm::Commun
 
 ZeroShard::~ZeroShard() = default;
 
+std::int64_t ZeroShard::start_of(const Parameter* parameter) const {
+  for (std::size_t i = 0; i < parameters_.size(); ++i)
+    if (parameters_[i].parameter == parameter) return starts_[i];
+  return -1;
+}
+
 void ZeroShard::gather() {
   const DType dtype = parameters_.front().parameter->value.dtype();
   MemoryCategoryScope staging(MemoryCategory::communication);

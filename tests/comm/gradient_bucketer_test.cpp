@@ -2,7 +2,7 @@
 // multiples of 2^-20, so every summation order gives the same exact sums), buckets fill in reverse
 // layer order under the size cap, their flat buffers are charged to communication memory, and
 // instrumentation shows buckets launching -- and finishing -- while backward is still marking
-// gradients.
+// gradients; sharded buckets (ZeRO-1) reduce-scatter each member's slice.
 #include <algorithm>
 #include <cstring>
 #include <mutex>
@@ -165,6 +165,59 @@ TEST_CASE("wait() treats unmarked gradients as final, and double marks are error
 // Gradients on a device (the sim device here, a GPU shared by several ranks in production) over an
 // MPI group: the buckets are host memory, packing and unpacking stage device -> host -> device, and
 // the sums equal the host run's bit for bit. The host path itself refuses a device tensor.
+// ZeRO-1: member r keeps owners.part(r) of the flat order (gradients in layer order, gradient 4
+// left out, as a tied copy would be). Buckets of consecutive gradients reduce-scatter: the member's
+// part is the allreduced value, the rest stays its own input; the bucket holding gradient 4 is
+// allreduced whole.
+TEST_CASE("sharded buckets reduce-scatter each member's slice and leave the rest") {
+  constexpr int kOutside = 4;
+  BucketSharding sharding;
+  std::int64_t flat = 0;
+  for (std::size_t g = 0; g < kSizes.size(); ++g) {
+    sharding.starts.push_back(static_cast<int>(g) == kOutside ? -1 : flat);
+    if (static_cast<int>(g) != kOutside) flat += kSizes[g];
+  }
+  sharding.owners = Partition::even(flat, world_size());
+  for (const Topology& topology : topologies())
+    for (bool background : {true, false}) {
+      INFO(topology.describe() << (background ? "; progress thread" : "; inline"));
+      ReduceGroup group(make_communicator(Backend::mpi, MPI_COMM_WORLD), topology);
+      std::vector<Tensor> gradients = make_gradients(0);
+      GradientBucketer bucketer(group, gradients,
+                                BucketOptions{.bucket_bytes = 20 * 1024, .op = ReduceOp::average, .background = background},
+                                sharding);
+      int scattered = 0;
+      for (int b = 0; b < bucketer.buckets(); ++b) {
+        const std::vector<int>& members = bucketer.bucket_gradients(b);
+        const bool outside = std::count(members.begin(), members.end(), kOutside) > 0;
+        CHECK(bucketer.scattered(b) == !outside);
+        scattered += bucketer.scattered(b);
+      }
+      CHECK(scattered >= 2);
+      for (std::uint64_t step = 0; step < 2; ++step) {
+        refill(gradients, step + 20);
+        const std::vector<Tensor> inputs = make_gradients(step + 20);
+        std::vector<Tensor> expected = make_gradients(step + 20);
+        for (Tensor& g : expected) allreduce(group, g, ReduceOp::average, AllreduceAlgorithm::ring);
+        for (int g = bucketer.gradients() - 1; g >= 0; --g) bucketer.mark_ready(g);
+        bucketer.wait();
+        const Range mine = sharding.owners.part(world_rank());
+        for (std::size_t g = 0; g < gradients.size(); ++g) {
+          INFO("gradient " << g);
+          const bool whole = !bucketer.scattered(bucketer.bucket_of(static_cast<int>(g)));
+          const std::vector<double> got = gradients[g].to_double_vector(), want = expected[g].to_double_vector(),
+                                    own = inputs[g].to_double_vector();
+          std::int64_t wrong = 0;
+          for (std::int64_t i = 0; i < kSizes[g]; ++i) {
+            const bool held = whole || (sharding.starts[g] + i >= mine.begin && sharding.starts[g] + i < mine.end);
+            wrong += got[i] != (held ? want[i] : own[i]);
+          }
+          CHECK(wrong == 0);
+        }
+      }
+    }
+}
+
 TEST_CASE("host-staged buckets: device gradients over an MPI group", "[device][sim]") {
   const Device sim = Device::sim();
   const Topology topology = Topology::from_node_sizes(parse_node_sizes("2", world_size(), "test"));

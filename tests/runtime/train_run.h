@@ -13,13 +13,14 @@ namespace loom::test {
 struct TrainedStage {
   int stage = 0;
   std::vector<Chain*> chunks;  // this rank's model chunks (blocks with global indices)
+  std::pair<int, int> scattered_buckets;  // Trainer::scattered_buckets()
 };
 
 inline runtime::TrainSummary train(const runtime::TrainerConfig& config,
                                    const std::function<void(const TrainedStage&)>& on_finish = nullptr) {
   runtime::Trainer trainer(config);
   runtime::TrainSummary summary = trainer.run();
-  if (on_finish) on_finish({trainer.stage(), trainer.chunks()});
+  if (on_finish) on_finish({trainer.stage(), trainer.chunks(), trainer.scattered_buckets()});
   return summary;
 }
 

@@ -1,8 +1,11 @@
 // ZeRO-1 (--zero 1) over 2 stages x 2 replicas: the losses and weights equal the unsharded run's
 // bit for bit, for SGD momentum, Adam and AdamW, fp32 and bf16, under dapple and zb-h1 (the
-// gradients are summed by the same allreduce, and the update of an element does not depend on
-// which slice holds it); each rank holds half the optimizer state; a checkpoint written with ZeRO
+// buckets reduce-scatter instead of allreducing, and a sum of two replicas' gradients does not
+// depend on its order; the update of an element does not depend on which slice holds it); each rank holds half the optimizer state; a checkpoint written with ZeRO
 // resumes without it and at another layout, and one written without resumes with it.
+#include <algorithm>
+#include <cmath>
+
 #include <catch2/catch.hpp>
 
 #include <mpi.h>
@@ -36,6 +39,7 @@ struct Run {
   runtime::TrainSummary summary;
   test::Weights weights;
   std::int64_t state_bytes = 0;
+  std::pair<int, int> buckets;  // reduce-scattered, all
 };
 
 Run run(const runtime::TrainerConfig& o) {
@@ -44,6 +48,7 @@ Run run(const runtime::TrainerConfig& o) {
     for (Chain* chunk : stage.chunks)
       for (const NamedParameter& p : chunk->parameters()) r.weights[p.name] = p.parameter->value.to_double_vector();
     r.state_bytes = memory_stats().live(MemoryCategory::optimizer_state);
+    r.buckets = stage.scattered_buckets;
   });
   return r;
 }
@@ -59,6 +64,11 @@ TEST_CASE("zero 1 equals the unsharded run bit for bit and halves the optimizer 
         INFO(optimizer << ", " << precision << ", " << schedule);
         const Run whole = run(small_gpt(optimizer, precision, schedule, 0));
         const Run sharded = run(small_gpt(optimizer, precision, schedule, 1));
+        // Under ZeRO every bucket reduce-scatters (the tie crosses the two stages, so no bucket
+        // holds a copy outside the slices); none does without.
+        CHECK(whole.buckets.first == 0);
+        CHECK(sharded.buckets.first == sharded.buckets.second);
+        CHECK(sharded.buckets.second > 0);
         CHECK(sharded.summary.losses == whole.summary.losses);
         REQUIRE(sharded.weights.size() == whole.weights.size());
         for (const auto& [name, values] : whole.weights) {
@@ -70,6 +80,38 @@ TEST_CASE("zero 1 equals the unsharded run bit for bit and halves the optimizer 
         const double ratio = static_cast<double>(sharded.state_bytes) / static_cast<double>(whole.state_bytes);
         CHECK(ratio == Approx(0.5).margin(0.01));
       }
+}
+
+// At four replicas the reduce-scatter's ring sums an element of four gradients in an order set by
+// the element's owner, not by the allreduce's chunking: equal to rounding (f32 sums of 4 terms,
+// then 4 SGD momentum steps, linear in the gradients; Adam would magnify the rounding of a near-zero
+// gradient's sign up to the learning rate), with a quarter of the state per rank. Untied, the one bucket reduce-scatters;
+// tied on this one stage, it holds the decoder (a copy outside the slices) and is allreduced.
+TEST_CASE("zero 1 at four replicas equals the unsharded run to rounding", "[train][mpi][zero]") {
+  comm::ensure_mpi();
+  REQUIRE(comm::world_size() == 4);
+  for (const int tie : {0, 1}) {
+    INFO("tie_embeddings=" << tie);
+    runtime::TrainerConfig o = small_gpt("sgd", "fp32", "dapple", 0);
+    o.overrides += ",tie_embeddings=" + std::to_string(tie);
+    o.stages = 1;
+    o.replicas = 4;
+    const Run whole = run(o);
+    o.zero = 1;
+    const Run sharded = run(o);
+    CHECK(sharded.buckets.first == (tie ? 0 : sharded.buckets.second));
+    REQUIRE(sharded.summary.losses.size() == whole.summary.losses.size());
+    for (std::size_t k = 0; k < whole.summary.losses.size(); ++k)
+      CHECK(sharded.summary.losses[k] == Approx(whole.summary.losses[k]).epsilon(1e-6));
+    double largest = 0;
+    for (const auto& [name, values] : whole.weights)
+      for (std::size_t i = 0; i < values.size(); ++i)
+        largest = std::max(largest, std::abs(sharded.weights.at(name)[i] - values[i]));
+    CAPTURE(largest);
+    CHECK(largest < 1e-6);
+    const double ratio = static_cast<double>(sharded.state_bytes) / static_cast<double>(whole.state_bytes);
+    CHECK(ratio == Approx(0.25).margin(0.01));
+  }
 }
 
 TEST_CASE("zero 1 checkpoints resume without ZeRO and at another layout, and the other way round",

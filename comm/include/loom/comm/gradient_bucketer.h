@@ -29,6 +29,14 @@
 // they happen with the bucketer's lock held (it must not call back into the bucketer), so tests can
 // check that buckets launch, and even finish, before backward ends.
 //
+// Sharded buckets (ZeRO-1, runtime/zero_shard.h): given a BucketSharding, member r of the group
+// keeps only owners.part(r) of a flat order of the gradients (its slice of the stage's parameters).
+// A bucket whose gradients are consecutive in that order is packed in that order and
+// reduce-scattered instead of allreduced (one ring over the members, whatever the algorithm: half
+// the bytes of an allreduce), and only this member's part is copied back; the rest of those
+// gradients keeps this rank's unreduced values. A bucket with a gradient outside the order (a
+// tied copy on its canonical's stage) is allreduced as without sharding.
+//
 // Destroyed while an exception unwinds (this rank failed mid-step), the bucketer gives a bucket in
 // flight 2 s to finish; if it is still waiting for peers (which may be stuck behind this rank's
 // failure) it aborts the job with a message rather than hang until the watchdog fires.
@@ -39,10 +47,12 @@
 #include <exception>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
 #include <loom/comm/allreduce.h>
+#include <loom/comm/partition.h>
 #include <loom/core/tensor.h>
 
 namespace loom::comm {
@@ -63,9 +73,15 @@ struct BucketEvent {
   double time_us = 0;     // loom::now_us()
 };
 
+struct BucketSharding {
+  Partition owners = Partition::even(0, 1);  // per member of the group (in its order): its range of the flat order
+  std::vector<std::int64_t> starts;           // per gradient: its first element in the flat order, -1: not in it
+};
+
 class GradientBucketer {
  public:
-  GradientBucketer(ReduceGroup& group, std::vector<Tensor> gradients, BucketOptions options = {});
+  GradientBucketer(ReduceGroup& group, std::vector<Tensor> gradients, BucketOptions options = {},
+                   std::optional<BucketSharding> sharding = std::nullopt);
   ~GradientBucketer();
   GradientBucketer(const GradientBucketer&) = delete;
   GradientBucketer& operator=(const GradientBucketer&) = delete;
@@ -80,6 +96,8 @@ class GradientBucketer {
   bool background() const { return worker_.joinable(); }
   // True when the gradients are on another device than the reduce group's memory (host-staged).
   bool staged() const { return staged_; }
+  // True when `bucket` is reduce-scattered (sharded, see above).
+  bool scattered(int bucket) const { return buckets_.at(bucket).scatter.has_value(); }
 
   void set_observer(std::function<void(const BucketEvent&)> observer);
   void mark_ready(int gradient);
@@ -95,13 +113,16 @@ class GradientBucketer {
     Tensor flat;
     DType dtype = DType::f32;
     std::int64_t bytes = 0;
+    std::optional<Partition> scatter;  // sharded: each member's part of `flat`
     int pending = 0;
     bool launched = false;
     bool done = false;
   };
 
+  void shard_buckets(const BucketSharding& sharding);
   void launch_locked(int bucket, std::unique_lock<std::mutex>& lock);
   void run_bucket(int bucket);  // pack, allreduce, unpack; no lock held
+  void reduce_scatter_bucket(Bucket& bucket);
   void worker_loop();
   void emit(BucketEvent::Kind kind, int bucket);  // caller holds mutex_
   void rethrow_locked();

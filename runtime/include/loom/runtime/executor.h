@@ -36,6 +36,7 @@
 #include <loom/layers/chain.h>
 #include <loom/runtime/precision.h>
 #include <loom/runtime/stage_runner.h>
+#include <loom/runtime/zero_shard.h>
 #include <loom/schedule/overlap.h>
 #include <loom/schedule/schedule.h>
 
@@ -66,6 +67,8 @@ struct ExecutorOptions {
   // there, and boundary tensors received over MPI are staged from host memory to it.
   Device device = Device::cpu();
   comm::BucketOptions buckets{};
+  // --zero 1: the buckets reduce-scatter over this replica's slice (comm::BucketSharding).
+  const ZeroShard* zero = nullptr;
 };
 
 struct StepResult {
@@ -109,6 +112,8 @@ class Executor {
   void evaluate(std::int64_t batch, std::int64_t batch_size, const BatchReader& reader, const OutputObserver& on_output);
 
   void set_event_observer(std::function<void(const ActionEvent&)> observer) { observer_ = std::move(observer); }
+  // This rank's gradient buckets, and how many of them reduce-scatter (--zero 1).
+  std::pair<int, int> scattered_buckets() const;
 
  private:
   struct MicrobatchState;

@@ -22,6 +22,7 @@
 #include <loom/comm/communicator.h>
 #include <loom/layers/layer.h>
 #include <loom/models/model.h>
+#include <loom/runtime/zero_shard.h>
 
 namespace loom::runtime {
 
@@ -39,6 +40,10 @@ class TiedParameters {
   void initialize();
   // Before the optimizer step (after the replica allreduce): the summed gradients, as above.
   void sum_gradients();
+  // --zero 1: the buckets leave each replica the sum of its slice only, so each replica contributes
+  // the part of a held gradient inside its slice (zero elsewhere) instead of replica 0 all of it:
+  // again every element's stage share counts once, and adding zeros keeps the sum exact.
+  void shard(const ZeroShard& shard);
 
   // Names this rank's optimizer must not update (copies sharing the canonical's tensor).
   const std::set<std::string>& shared() const { return shared_; }

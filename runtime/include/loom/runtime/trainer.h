@@ -125,6 +125,8 @@ class Trainer {
   int stage_of_rank(int rank) const;  // the pipeline stage world rank `rank` belongs to
   Device device() const;            // where this rank computes (resolved from the config's device)
   const std::vector<Chain*>& chunks() const;  // this rank's model chunks (global block indices)
+  // This rank's gradient buckets that reduce-scatter (--zero 1), and all of them.
+  std::pair<int, int> scattered_buckets() const;
   comm::ProcessGroups& groups();
 
  private:

@@ -6,9 +6,10 @@
 // gradient are views of the model's (same name), so the optimizer built over them updates the
 // model's storage of this slice in place and never allocates state for the rest. After the step,
 // gather() hands every replica's updated slice to the others (an all-gather over the replicas, in
-// windows of at most `window` elements through host memory). The gradients stay summed over the
-// replicas by the bucketed allreduce as without ZeRO, so each slice's update is bit for bit the
-// unsharded one.
+// windows of at most `window` elements through host memory). The gradient buckets reduce-scatter
+// over the same slices (comm::BucketSharding from sharding()), so each replica receives the sum of
+// its slice only; the updates are those of the unsharded run (bit for bit at two replicas, where a
+// sum of two terms does not depend on its order).
 #pragma once
 
 #include <cstdint>
@@ -46,6 +47,11 @@ class ZeroShard {
   // master, for checkpoints under bf16/fp16; null where this replica's slice does not meet it).
   Tensor gather_whole(std::size_t parameter, const Tensor* piece);
   const std::vector<NamedParameter>& parameters() const { return parameters_; }
+  // The first element of `parameter` in the flat order, or -1 when it is not one of parameters().
+  std::int64_t start_of(const Parameter* parameter) const;
+  // Every replica's range of the flat order (the replicas communicator's order).
+  const comm::Partition& owners() const { return partition_; }
+  const std::vector<int>& world_ranks() const { return replicas_.world_ranks(); }
   // The view of parameter `p` in slice(), or -1 when this replica's slice does not meet it.
   int view_of(std::size_t p) const { return view_of_.at(p); }
 
