@@ -218,6 +218,7 @@ double Executor::loss_denominator(std::int64_t batch, const BatchReader& reader)
 }
 
 StageRunner::Pass Executor::begin_forward(ChunkState& chunk, int microbatch, const BatchReader& reader) {
+  if (options_.zero) options_.zero->wait_gather();  // the weights the last step updated, whole
   MicrobatchState& state = chunk.microbatches.at(microbatch);
   read_rows(chunk, state, reader);
   const MicrobatchInfo info{state.rows.batch, state.rows.first, loss_denominator(state.rows.batch, reader), loss_scale_};

@@ -63,12 +63,12 @@ void OptimizerStep::step(std::int64_t step) {
     const bool stepped = step_unscaled(step, scaler_->scale());
     scaler_->update(!stepped);
     if (stepped) masters_->publish();
-    if (stepped && shard_) shard_->gather();
+    if (stepped && shard_) shard_->start_gather();
     return;
   }
   optimizer_->step(schedule_.at(step), clip_factor());
   if (masters_) masters_->publish();  // the layers compute with the updated masters rounded to 16 bits
-  if (shard_) shard_->gather();
+  if (shard_) shard_->start_gather();  // the next forward waits for it (executor.h, ExecutorOptions::zero)
 }
 
 double OptimizerStep::loss_scale() const { return scaler_ ? scaler_->scale() : 1.0; }

@@ -452,6 +452,7 @@ TrainSummary Trainer::run(const TrainerHooks& hooks) {
     const bool crossed = every > 0 && s.step / every > run_first / every;
     if (!checkpoint.dir.empty() && (crossed || s.step == s.shape.steps)) {
       std::optional<StageTensors> gathered;  // --zero 1: the slices, whole (collective over the replicas)
+      if (s.zero_shard) s.zero_shard->wait_gather();
       if (s.zero_shard) gathered = detail::gather_stage_tensors(*s.zero_shard, *s.optimizer, s.checkpoint_parameters);
       const std::string saved =
           save_training_checkpoint(world, checkpoint.dir, s.checkpoint_layout, s.step, s.checkpoint_parameters,
@@ -460,6 +461,7 @@ TrainSummary Trainer::run(const TrainerHooks& hooks) {
       if (hooks.on_checkpoint) hooks.on_checkpoint({saved, s.step});
     }
   }
+  if (s.zero_shard) s.zero_shard->wait_gather();  // the caller may read the weights
   summary.seconds = total.elapsed_ms() / 1000.0;
   summary.peak_activation_bytes = memory_stats(s.device).peak(MemoryCategory::activations);
   if (s.trace) s.trace->write(world, *s.layout, s.shape.stages, s.config.trace);
@@ -468,6 +470,7 @@ TrainSummary Trainer::run(const TrainerHooks& hooks) {
 
 double Trainer::evaluate(std::int64_t epoch) {
   detail::TrainerState& s = *state_;
+  if (s.zero_shard) s.zero_shard->wait_gather();  // the weights the last step updated, whole
   LOOM_CHECK(s.spec.data.target_shape.rank() == 0, "evaluate: model ", s.spec.name,
              " is not a classifier (test accuracy needs class labels)");
   s.data->open_test(s.spec);

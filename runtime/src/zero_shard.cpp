@@ -2,6 +2,9 @@
 #include <loom/runtime/zero_shard.h>
 
 #include <algorithm>
+#include <utility>
+
+#include <loom/comm/runtime.h>
 
 #include <loom/core/error.h>
 #include <loom/core/memory.h>
@@ -49,7 +52,26 @@ ZeroShard::ZeroShard(const std::vector<NamedParameter>& parameters, comm::Commun
   }
 }
 
-ZeroShard::~ZeroShard() = default;
+ZeroShard::~ZeroShard() {
+  if (gatherer_.joinable()) gatherer_.join();  // a stuck gather ends through the watchdog
+}
+
+void ZeroShard::start_gather() {
+  wait_gather();
+  if (!parameters_.front().parameter->value.device().is_cpu() || !comm::mpi_thread_multiple()) return gather();
+  gatherer_ = std::thread([this] {
+    try {
+      gather();
+    } catch (...) {
+      gather_error_ = std::current_exception();
+    }
+  });
+}
+
+void ZeroShard::wait_gather() {
+  if (gatherer_.joinable()) gatherer_.join();
+  if (std::exception_ptr error = std::exchange(gather_error_, nullptr)) std::rethrow_exception(error);
+}
 
 std::int64_t ZeroShard::start_of(const Parameter* parameter) const {
   for (std::size_t i = 0; i < parameters_.size(); ++i)

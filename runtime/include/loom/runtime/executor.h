@@ -67,8 +67,9 @@ struct ExecutorOptions {
   // there, and boundary tensors received over MPI are staged from host memory to it.
   Device device = Device::cpu();
   comm::BucketOptions buckets{};
-  // --zero 1: the buckets reduce-scatter over this replica's slice (comm::BucketSharding).
-  const ZeroShard* zero = nullptr;
+  // --zero 1: the buckets reduce-scatter over this replica's slice (comm::BucketSharding), and
+  // every forward first waits for the all-gather the last step started (ZeroShard::start_gather).
+  ZeroShard* zero = nullptr;
 };
 
 struct StepResult {

@@ -13,9 +13,11 @@
 #pragma once
 
 #include <cstdint>
+#include <exception>
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <loom/comm/communicator.h>
@@ -43,6 +45,12 @@ class ZeroShard {
 
   // Collective over the replicas, after the optimizer step: every parameter whole on every replica.
   void gather();
+  // gather() on a thread of its own, so that it overlaps what the rank does before its next forward
+  // (a later stage waits there for its first input); wait_gather() returns when it is done and
+  // rethrows its error (a no-op when none runs). Parameters on a device, or MPI without
+  // MPI_THREAD_MULTIPLE: gather() here and now. Nothing may read the parameters in between.
+  void start_gather();
+  void wait_gather();
   // Collective: `parameter` whole, put together from every replica's slice-sized `piece` (its fp32
   // master, for checkpoints under bf16/fp16; null where this replica's slice does not meet it).
   Tensor gather_whole(std::size_t parameter, const Tensor* piece);
@@ -65,6 +73,8 @@ class ZeroShard {
   std::vector<NamedParameter> slice_;
   std::vector<int> view_of_;
   std::map<std::string, std::int64_t> offsets_;
+  std::thread gatherer_;
+  std::exception_ptr gather_error_;
 };
 
 }  // namespace loom::runtime
