@@ -180,6 +180,7 @@ ModelSummary summarize(const ModelSpec& spec, std::int64_t batch) {
   for (const std::int64_t d : spec.data.sample_shape.vec()) dims.push_back(d);
   std::vector<Shape> shapes{Shape(dims)};
   MetaScope meta;
+  summary.tie_elements.assign(spec.ties.size(), 0);
   for (std::int64_t i = 0; i < spec.blocks(); ++i) {
     std::unique_ptr<Chain> block = spec.build(i, i + 1);
     BlockInfo info = block->describe_blocks(shapes).at(0);
@@ -188,8 +189,8 @@ ModelSummary summarize(const ModelSpec& spec, std::int64_t batch) {
     for (const NamedParameter& p : block->parameters()) {
       if (!p.parameter->trainable) continue;
       count += p.parameter->value.numel();
-      for (const ParameterTie& tie : spec.ties)
-        if (tie.copy == p.name) summary.tied_copies += p.parameter->value.numel();
+      for (std::size_t t = 0; t < spec.ties.size(); ++t)
+        if (spec.ties[t].copy == p.name) summary.tie_elements.at(t) = p.parameter->value.numel();
     }
     shapes = info.output_shapes;
     summary.parameters += count;
@@ -198,6 +199,7 @@ ModelSummary summarize(const ModelSpec& spec, std::int64_t batch) {
     summary.block_parameters.push_back(count);
     summary.blocks.push_back(std::move(info));
   }
+  for (const std::int64_t elements : summary.tie_elements) summary.tied_copies += elements;
   summary.parameters -= summary.tied_copies;
   return summary;
 }

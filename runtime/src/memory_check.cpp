@@ -43,6 +43,32 @@ std::vector<RankMemory> memory_by_rank(comm::Communicator& world, Device device,
   return memory;
 }
 
+namespace {
+
+// Block index of a parameter name "<block>.<name>".
+std::int64_t block_of(const std::string& name) { return std::stoll(name.substr(0, name.find('.'))); }
+
+bool stage_holds(const StagePartition& partition, const std::vector<int>& stage_of, int stage, std::int64_t block) {
+  for (std::size_t v = 0; v < partition.blocks.size(); ++v)
+    if (stage_of.at(v) == stage && block >= partition.blocks[v].first && block < partition.blocks[v].second) return true;
+  return false;
+}
+
+// Bytes of the tied copies in virtual stage v whose canonical is on the same stage.
+double shared_tie_bytes(const ModelSpec& spec, const ModelSummary& summary, const StagePartition& partition,
+                        const std::vector<int>& stage_of, std::size_t v) {
+  double bytes = 0;
+  for (std::size_t t = 0; t < spec.ties.size(); ++t) {
+    const std::int64_t copy = block_of(spec.ties[t].copy);
+    if (copy < partition.blocks[v].first || copy >= partition.blocks[v].second) continue;
+    if (stage_holds(partition, stage_of, stage_of.at(v), block_of(spec.ties[t].canonical)))
+      bytes += static_cast<double>(summary.tie_elements.at(t)) * 4;
+  }
+  return bytes;
+}
+
+}  // namespace
+
 void check_memory_fits(int state, const ModelSpec& spec, const StagePartition& partition,
                        const std::vector<int>& stage_of, std::int64_t microbatch_rows,
                        const std::vector<RankMemory>& memory, bool zero_sharded) {
@@ -61,8 +87,11 @@ void check_memory_fits(int state, const ModelSpec& spec, const StagePartition& p
       activations += static_cast<double>(summary.blocks.at(static_cast<std::size_t>(b)).activation_bytes);
     }
     activations *= static_cast<double>(microbatch_rows) / replicas;
-    const double state_bytes = parameters * state / (zero_sharded ? replicas : 1.0);  // ZeRO-1: a 1/R slice
-    const double needed = parameters * 2 + state_bytes + activations;
+    // A tie with both ends on this stage is one tensor: the copy (in this chunk) adds a gradient
+    // only; a copy across stages is a parameter of its own here (tied_parameters.h).
+    const double shared = shared_tie_bytes(spec, summary, partition, stage_of, v);
+    const double state_bytes = (parameters - shared) * state / (zero_sharded ? replicas : 1.0);  // ZeRO-1: a 1/R slice
+    const double needed = parameters * 2 - shared + state_bytes + activations;
     int tightest = partition.ranks.at(static_cast<std::size_t>(stage)).front();
     for (int rank : partition.ranks.at(static_cast<std::size_t>(stage)))
       if (memory.at(static_cast<std::size_t>(rank)).available < memory.at(static_cast<std::size_t>(tightest)).available)
@@ -70,7 +99,7 @@ void check_memory_fits(int state, const ModelSpec& spec, const StagePartition& p
     const RankMemory& have = memory.at(static_cast<std::size_t>(tightest));
     LOOM_CHECK(needed <= have.available, "model ", spec.name, " (", model_size_name(spec.size), " size) needs at least ",
                bytes_text(needed), " per rank of stage ", stage, " (parameters and gradients ",
-               bytes_text(2 * parameters), ", optimizer state ", bytes_text(state_bytes),
+               bytes_text(2 * parameters - shared), ", optimizer state ", bytes_text(state_bytes),
                ", one micro-batch of activations ", bytes_text(activations), ") but ", bytes_text(have.available),
                " is available to rank ", tightest, " (", have.source,
                "): use --size cpu, smaller --set values, more stages or a smaller batch");

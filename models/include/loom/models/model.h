@@ -88,6 +88,7 @@ struct ModelSummary {
   std::vector<std::int64_t> block_parameters;  // trainable parameter elements per block
   std::int64_t parameters = 0;                 // trainable parameter elements in all, a tied one once
   std::int64_t tied_copies = 0;                // elements of tied copies (in block_parameters, not in parameters)
+  std::vector<std::int64_t> tie_elements;      // per ModelSpec::ties entry: its copy's elements
   std::int64_t batch = 1;
   double flops = 0;                            // forward, per `batch` samples
   std::size_t activation_bytes = 0;            // saved by forward, per `batch` samples
