@@ -165,6 +165,8 @@ void add_train_command(CLI::App& app) {
   add_compute_options(cmd, o);
   cmd->add_option("--log-every", o.log_every, "print every N steps")->capture_default_str();
   cmd->add_option("--metrics", o.metrics, "write JSON lines of per-step and per-epoch metrics (rank 0)");
+  cmd->add_option("--peak-gflops", o.peak_gflops,
+                  "the job's peak GFLOP/s for MFU (default 0: measured, an f32 GEMM on rank 0's host; none on GPUs)");
   cmd->add_option("--trace", o.trace, "write a Chrome trace (Perfetto) of every rank's actions");
   cmd->add_option("--checkpoint", o.checkpoint,
                   "directory of checkpoints, written at the end (DIR/step-N/: a safetensors file + JSON manifest per "

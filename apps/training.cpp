@@ -1,5 +1,6 @@
 // `loom train` (see training.h): the Trainer, rank 0's progress bar or log lines, and the metrics file.
 #include "training.h"
+#include "model_flops.h"
 #include "rate_text.h"  // rate_text, duration_text
 
 #include <algorithm>
@@ -17,6 +18,7 @@
 #include <loom/comm/process_groups.h>
 #include <loom/comm/runtime.h>
 #include <loom/core/error.h>
+#include <loom/core/threads.h>
 #include <loom/core/timer.h>
 
 namespace loom::apps {
@@ -36,8 +38,9 @@ nlohmann::json peaks_json(const runtime::MemoryPeaks& peaks) {
 // step, the metrics file's JSON lines, and the epoch and checkpoint lines.
 class Progress {
  public:
-  Progress(const TrainOptions& o, const runtime::Trainer& trainer)
-      : o_(o), trainer_(trainer), shape_(trainer.shape()), fp16_(trainer.config().precision.precision == runtime::Precision::fp16) {
+  Progress(const TrainOptions& o, const runtime::Trainer& trainer, double flops_per_sample, PeakRate peak)
+      : o_(o), trainer_(trainer), shape_(trainer.shape()), fp16_(trainer.config().precision.precision == runtime::Precision::fp16),
+        flops_per_sample_(flops_per_sample), peak_(std::move(peak)) {
     if (!o.metrics.empty()) {
       metrics_ = std::make_unique<std::ofstream>(o.metrics);
       LOOM_CHECK(metrics_->good(), o.metrics, ": cannot open the metrics file for writing (", std::strerror(errno), ")");
@@ -66,7 +69,9 @@ class Progress {
       nlohmann::json line = {{"step", r.step}, {"loss", r.loss}, {"lr", r.lr}, {"samples_per_s", rate},
                              {"step_seconds", seconds / static_cast<double>(steps)}, {"peak_bytes", peaks_json(r.peaks)},
                              {"peak_bytes_by_stage", by_stage}, {"device_memory_by_stage", device_by_stage},
-                             {"rank_busy_seconds", r.rank_busy_seconds}};
+                             {"rank_busy_seconds", r.rank_busy_seconds},
+                             {"model_gflops_per_s", flops_per_sample_ * rate / 1e9}};
+      if (peak_.gflops > 0) line["mfu"] = flops_per_sample_ * rate / 1e9 / peak_.gflops;
       if (fp16_) {
         line["loss_scale"] = r.loss_scale;
         line["skipped"] = r.skipped;
@@ -76,8 +81,9 @@ class Progress {
     if (bar_) {
       draw_bar(r, rate_line);
     } else if (!o_.quiet) {
-      std::printf("step %lld | loss %.5f | lr %.4g | %s | peak %s (activations %s)%s\n",
+      std::printf("step %lld | loss %.5f | lr %.4g | %s | %s | peak %s (activations %s)%s\n",
                   static_cast<long long>(r.step), r.loss, r.lr, rate_line.c_str(),
+                  flops_text(flops_per_sample_, rate, peak_).c_str(),
                   bytes_text(static_cast<double>(r.peaks[kMemoryCategoryCount])).c_str(),
                   bytes_text(static_cast<double>(r.peaks[static_cast<std::size_t>(MemoryCategory::activations)])).c_str(),
                   fp16_ ? loss_scale_text(r).c_str() : "");
@@ -160,6 +166,8 @@ class Progress {
   const bool tty_ = isatty(fileno(stderr));
   std::int64_t first_step_ = 0, samples_since_log_ = 0, skipped_since_log_ = 0;
   const bool fp16_;
+  const double flops_per_sample_;
+  const PeakRate peak_;
   Stopwatch total_, since_log_;
 };
 
@@ -168,13 +176,17 @@ class Progress {
 TrainSummary train(const TrainOptions& o, runtime::ResolvedConfig run, const std::function<void(const TrainedStage&)>& on_finish) {
   LOOM_CHECK(o.log_every >= 1, "--log-every must be at least 1");
   runtime::Trainer trainer(std::move(run));
+  const double flops = model_flops_per_sample(trainer.model());
+  // Collective, and only where someone reads it: measuring takes rank 0's cores for a second.
+  const PeakRate peak = o.quiet && o.metrics.empty() ? PeakRate{} : job_peak(o.peak_gflops, trainer.device().is_cpu(), num_threads());
   std::unique_ptr<Progress> progress;
   runtime::TrainerHooks hooks;
   if (comm::world_rank() == 0) {
-    progress = std::make_unique<Progress>(o, trainer);
+    progress = std::make_unique<Progress>(o, trainer, flops, peak);
     if (!o.quiet)
-      std::printf("loom train: %s\nloom train: %s\n", trainer.describe().c_str(),
-                  trainer.groups().topology().describe_hosts().c_str());
+      std::printf("loom train: %s\nloom train: %s\nloom train: %.4g GFLOP per trained sample (forward x 3); %s\n",
+                  trainer.describe().c_str(), trainer.groups().topology().describe_hosts().c_str(), flops / 1e9,
+                  peak_text(peak).c_str());
     if (!o.quiet && trainer.first_step() > 0)
       std::printf("resumed from %s after step %lld\n", trainer.resumed_from().c_str(),
                   static_cast<long long>(trainer.first_step()));
@@ -185,9 +197,10 @@ TrainSummary train(const TrainOptions& o, runtime::ResolvedConfig run, const std
   }
   const TrainSummary summary = trainer.run(hooks);
   if (comm::world_rank() == 0 && !o.quiet)
-    std::printf("done: %lld steps, %lld samples in %.1f s (%s)\n", static_cast<long long>(trainer.shape().steps),
+    std::printf("done: %lld steps, %lld samples in %.1f s (%s, %s)\n", static_cast<long long>(trainer.shape().steps),
                 static_cast<long long>(summary.samples), summary.seconds,
-                rate_text(summary.samples, summary.seconds, static_cast<std::int64_t>(summary.losses.size())).c_str());
+                rate_text(summary.samples, summary.seconds, static_cast<std::int64_t>(summary.losses.size())).c_str(),
+                flops_text(flops, static_cast<double>(summary.samples) / std::max(1e-9, summary.seconds), peak).c_str());
   if (on_finish) on_finish({trainer.stage(), trainer.chunks()});
   return summary;
 }

@@ -17,6 +17,7 @@ struct TrainOptions : runtime::TrainerConfig {
   std::string metrics;            // JSON lines of per-step and per-epoch metrics (rank 0)
   std::int64_t log_every = 1;
   bool quiet = false;             // no progress output (tests)
+  double peak_gflops = 0;         // the job's peak for MFU (model_flops.h); 0: measured on CPUs
 };
 
 using TrainSummary = runtime::TrainSummary;

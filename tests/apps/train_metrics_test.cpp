@@ -8,7 +8,10 @@
 //   alive on stage 0 and K_1 = 1 on stage 1, so stage 0 holds more than 1.5x the activations of
 //   stage 1 (2 kept + one transient against 1 kept); GPipe keeps all M = 4 on stage 1, more than
 //   3x what DAPPLE keeps there.
-// Each record's `step_seconds` (seconds per step) times `samples_per_s` is the global batch.
+// Each record's `step_seconds` (seconds per step) times `samples_per_s` is the global batch, and
+// its `model_gflops_per_s` is the mlp's matrix multiplies counted by hand (2 x 61,056 weights per
+// sample forward, x 3 for a training step; describe also counts bias adds and ReLUs, 1.6% more)
+// times samples_per_s; `mfu` is that over --peak-gflops. A measured peak is positive and says how.
 // Under --precision fp16 each record also carries the loss scale and whether the step was skipped.
 #include <catch2/catch.hpp>
 
@@ -23,6 +26,7 @@
 #include <loom/comm/runtime.h>
 #include <loom/core/memory.h>
 
+#include "model_flops.h"
 #include "training.h"
 
 using namespace loom;
@@ -82,6 +86,7 @@ std::pair<std::vector<nlohmann::json>, std::vector<RankPeaks>> run(const std::st
   o.optimizer = "sgd";
   o.precision = precision;
   o.loss_scale = loss_scale;
+  o.peak_gflops = 50;
   o.metrics = (std::filesystem::path(LOOM_BINARY_DIR) / "tests" / "apps" /
                ("train_metrics_" + schedule + "_" + precision + ".jsonl")).string();
   int stage = -1;
@@ -126,6 +131,9 @@ TEST_CASE("loom train's metrics: peak memory per stage", "[train][memory][mpi]")
       const double step_seconds = record.at("step_seconds").get<double>();
       CHECK(step_seconds > 0);
       CHECK(record.at("samples_per_s").get<double>() * step_seconds == Approx(kGlobalBatch).epsilon(1e-6));
+      const double gflops = record.at("model_gflops_per_s").get<double>();
+      CHECK(gflops / record.at("samples_per_s").get<double>() * 1e9 == Approx(3.0 * 2 * 61056).epsilon(0.02));
+      CHECK(record.at("mfu").get<double>() == Approx(gflops / 50).epsilon(1e-12));
       for (const std::string& name : names) {
         INFO(name);
         std::int64_t most = 0;
@@ -168,4 +176,18 @@ TEST_CASE("loom train's metrics: the fp16 loss scale and skipped steps", "[train
   REQUIRE(fp32.size() == kSteps);
   CHECK_FALSE(fp32[0].contains("loss_scale"));
   CHECK_FALSE(fp32[0].contains("skipped"));
+}
+
+TEST_CASE("a measured peak for MFU: rank 0's f32 GEMM rate, the same on every rank", "[train][mpi]") {
+  comm::ensure_mpi();
+  const apps::PeakRate peak = apps::job_peak(0, true, 1);
+  CHECK(peak.gflops > 0);
+  CHECK_THAT(peak.source, Catch::Contains("f32 GEMM 2048^3 measured with"));
+  double everywhere[2] = {peak.gflops, -peak.gflops};
+  MPI_Allreduce(MPI_IN_PLACE, everywhere, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  CHECK(everywhere[0] == -everywhere[1]);
+  CHECK(apps::job_peak(7.5, true, 1).gflops == 7.5);
+  CHECK_THROWS_WITH(apps::job_peak(-1, true, 1), Catch::Contains("--peak-gflops must be >= 0"));
+  CHECK(apps::flops_text(2e9, 10, apps::PeakRate{80, "x"}) == "20 GFLOP/s, 25% MFU");
+  CHECK(apps::flops_text(2e9, 10, apps::PeakRate{}) == "20 GFLOP/s");
 }
