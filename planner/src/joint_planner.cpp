@@ -6,6 +6,8 @@
 #include <limits>
 
 #include <loom/core/error.h>
+#include <loom/planner/baselines.h>
+#include <loom/planner/dapple_planner.h>
 #include <loom/planner/planner.h>
 #include <loom/schedule/generators.h>
 
@@ -55,6 +57,7 @@ struct CutSearch {
     best.found = true;
     best.partition = partition;
     best.evaluation = std::move(e);
+    best.seeded_from.clear();
   }
 
   // Every stage computes on one device, so the step lasts at least the average busy time.
@@ -103,6 +106,44 @@ struct CutSearch {
   }
 };
 
+// A planner's plan as the joint search's candidate (its replica counts; devices in order).
+Partition as_partition(const Plan& plan) {
+  Partition p{plan.schedule, 1, plan.microbatches, plan.global_batch, {}, {}};
+  for (const StagePlan& stage : plan.stages) {
+    p.layers.emplace_back(stage.first_layer, stage.last_layer);
+    p.replicas.push_back(stage.replicas());
+  }
+  return p;
+}
+
+// The seeds (JointOptions::seed): the DAPPLE planner's plan and the GPipe baseline's, simulated.
+void seed(const Profile& profile, const Cluster& cluster, int global_batch, const JointOptions& options,
+          JointResult& best, double& best_ms) {
+  PlannerOptions planner;
+  planner.cost = options.cost;
+  planner.microbatch_counts = options.microbatch_counts;
+  planner.time_limit_s = options.time_limit_s;
+  const std::pair<const char*, PlannerResult> results[] = {{"dapple", plan_dapple(profile, cluster, global_batch, planner)},
+                                                           {"gpipe", plan_gpipe(profile, cluster, global_batch, planner)}};
+  for (const auto& [name, result] : results) {
+    if (!result.found) continue;
+    const Partition partition = as_partition(result.plan);
+    ++best.evaluated;
+    PartitionEvaluation e;
+    try {
+      e = evaluate_partition(profile, cluster, partition, options.cost);
+    } catch (const loom::Error&) {
+      continue;
+    }
+    if (!e.fits || e.simulation.step_ms >= best_ms) continue;
+    best_ms = e.simulation.step_ms;
+    best.found = true;
+    best.partition = partition;
+    best.evaluation = std::move(e);
+    best.seeded_from = name;
+  }
+}
+
 // Every way to give `stages` stages at least one replica each, `devices` in all.
 void replica_vectors(int stages, int devices, std::vector<int>& current, std::vector<std::vector<int>>& out) {
   if (static_cast<int>(current.size()) + 1 == stages) {
@@ -144,6 +185,7 @@ JointResult plan_joint(const Profile& profile, const Cluster& cluster, int globa
   double closest_excess = std::numeric_limits<double>::infinity();
   const Clock::time_point deadline =
       Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options.time_limit_s));
+  if (options.seed) seed(profile, cluster, global_batch, options, best, best_ms);
   for (const schedule::ScheduleKind kind : options.kinds.empty() ? joint_kinds() : options.kinds) {
     const int v = joint_chunks(kind);
     for (int stages = 1; stages <= devices && stages * v <= profile.size(); ++stages) {

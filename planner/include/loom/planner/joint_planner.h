@@ -11,8 +11,8 @@
 // after another, then its gradient allreduce, so the step lasts at least M · Σ (F + B) + AR over
 // the chunks it holds (those cut so far), and at least the average of that over the stages (the
 // layers not cut yet counted at the fewest rows of any stage). Micro-batch counts are tried from
-// the most down (small bubbles first find good plans early). Not searched yet: recomputation per
-// stage and placement policies.
+// the most down (small bubbles first find good plans early), after the seeds (JointOptions::seed).
+// Not searched yet: recomputation per stage and placement policies.
 #pragma once
 
 #include <string>
@@ -28,13 +28,18 @@ struct JointOptions {
   std::vector<int> microbatch_counts;         // empty: every divisor of the global batch
   bool prune = true;                          // false: evaluate every candidate (for the tests)
   double time_limit_s = 0;                    // > 0: stop then with the best plan so far
+  // Today's planners' plans (the DAPPLE planner's, the GPipe baseline's) are simulated first, placed
+  // as this search places devices: the best that fits is the first incumbent, so the joint plan is
+  // never slower than theirs and their step time bounds the search from the start.
+  bool seed = true;
 };
 
 struct JointResult {
   bool found = false;
   Partition partition;           // the fastest feasible one
   PartitionEvaluation evaluation;
-  long evaluated = 0;            // candidates run through the simulator
+  long evaluated = 0;            // candidates run through the simulator (seeds included)
+  std::string seeded_from;       // the planner whose plan is the result, when no candidate beat it
   std::string search = "exact";  // or "time-limited"
   // When nothing fits: of the candidates simulated, the one closest to fitting (which stage, by
   // how many bytes), or that every cut put weights, gradients and optimizer state over the cap.
