@@ -106,12 +106,13 @@ struct CutSearch {
   }
 };
 
-// A planner's plan as the joint search's candidate (its replica counts; devices in order).
+// A planner's plan as the joint search's candidate, with its placement.
 Partition as_partition(const Plan& plan) {
   Partition p{plan.schedule, 1, plan.microbatches, plan.global_batch, {}, {}};
   for (const StagePlan& stage : plan.stages) {
     p.layers.emplace_back(stage.first_layer, stage.last_layer);
     p.replicas.push_back(stage.replicas());
+    p.devices.push_back(stage.devices);
   }
   return p;
 }
@@ -123,6 +124,7 @@ void seed(const Profile& profile, const Cluster& cluster, int global_batch, cons
   planner.cost = options.cost;
   planner.microbatch_counts = options.microbatch_counts;
   planner.time_limit_s = options.time_limit_s;
+  planner.simulate_candidates = 50;  // as `loom plan` runs the DAPPLE planner by default
   const std::pair<const char*, PlannerResult> results[] = {{"dapple", plan_dapple(profile, cluster, global_batch, planner)},
                                                            {"gpipe", plan_gpipe(profile, cluster, global_batch, planner)}};
   for (const auto& [name, result] : results) {

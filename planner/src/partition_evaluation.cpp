@@ -48,8 +48,25 @@ struct Placed {
   std::vector<std::vector<int>> devices;  // per pipeline stage
 };
 
-Placed place(const Partition& p, int stages) {
+Placed place(const Partition& p, int stages, int cluster_devices) {
   Placed placed;
+  if (!p.devices.empty()) {
+    LOOM_CHECK(static_cast<int>(p.devices.size()) == stages, "partition: devices for ", p.devices.size(),
+               " stages, but it has ", stages);
+    std::vector<int> seen;
+    for (int s = 0; s < stages; ++s) {
+      const std::vector<int>& mine = p.devices[static_cast<std::size_t>(s)];
+      LOOM_CHECK(p.replicas.empty() ? mine.size() == 1 : static_cast<int>(mine.size()) == p.replicas[static_cast<std::size_t>(s)],
+                 "partition: stage ", s, " has ", mine.size(), " devices for its replicas");
+      seen.insert(seen.end(), mine.begin(), mine.end());
+    }
+    std::sort(seen.begin(), seen.end());
+    LOOM_CHECK(std::adjacent_find(seen.begin(), seen.end()) == seen.end(), "partition: a device is used twice");
+    LOOM_CHECK(seen.front() >= 0 && seen.back() < cluster_devices, "partition: device ", seen.back(),
+               " is not one of the cluster's ", cluster_devices);
+    placed.devices = p.devices;
+    return placed;
+  }
   int next = 0;
   for (int s = 0; s < stages; ++s) {
     const int replicas = p.replicas.empty() ? 1 : p.replicas[static_cast<std::size_t>(s)];
@@ -95,7 +112,7 @@ PartitionEvaluation evaluate_partition(const Profile& profile, const Cluster& cl
                                         p.chunks, 3, {}});
   LOOM_CHECK(out.schedule.chunks == p.chunks, "partition: schedule '", schedule::schedule_kind_name(p.kind),
              "' holds ", out.schedule.chunks, " chunk(s) per stage, but the partition has ", p.chunks);
-  const Placed placed = place(p, stages);
+  const Placed placed = place(p, stages, cluster.devices());
   schedule::CostModel costs;
   out.stages.resize(static_cast<std::size_t>(stages));
   for (int s = 0; s < stages; ++s) {

@@ -32,6 +32,9 @@ struct Partition {
   int global_batch = 1;
   std::vector<std::pair<int, int>> layers;  // per virtual stage, in model order: first and last layer
   std::vector<int> replicas;                // per pipeline stage; empty: 1 each
+  // Per pipeline stage, the devices of its replicas (a planner's placement); empty: in order, stage 0
+  // on the first devices.
+  std::vector<std::vector<int>> devices;
 };
 
 struct StageEvaluation {
