@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <iostream>
 #include <sstream>
+#include <tuple>
 
 #include <unistd.h>
 
@@ -127,20 +128,28 @@ class Progress {
   bool on_;
 };
 
-// A joint plan as a version-1 plan file holds it: one layer range per stage, dapple or gpipe.
+// A joint plan as a plan file holds it (version 2): each stage's chunks in chunk order, its
+// predicted peak per rank.
 planner::Plan joint_plan(const planner::JointResult& r, const std::string& model) {
   const planner::Partition& p = r.partition;
-  if (p.chunks != 1 || (p.kind != schedule::ScheduleKind::dapple && p.kind != schedule::ScheduleKind::gpipe))
-    LOOM_THROW("--out: the joint plan runs schedule '", schedule::schedule_kind_name(p.kind),
-               "', which a version-1 plan file cannot hold yet (dapple and gpipe only)");
+  const schedule::Schedule& sched = r.evaluation.schedule;
   planner::Plan plan;
   plan.model = model;
   plan.planner = "joint";
   plan.global_batch = p.global_batch;
   plan.microbatches = p.microbatches;
   plan.schedule = p.kind;
-  for (std::size_t s = 0; s < p.layers.size(); ++s)
-    plan.stages.push_back({p.layers[s].first, p.layers[s].second, r.evaluation.stages[s].devices});
+  plan.chunks = p.chunks;
+  for (int s = 0; s < sched.stages; ++s) {
+    const planner::StageEvaluation& e = r.evaluation.stages[static_cast<std::size_t>(s)];
+    planner::StagePlan stage;
+    std::tie(stage.first_layer, stage.last_layer) = p.layers[static_cast<std::size_t>(sched.virtual_stage(s, 0))];
+    for (int c = 1; c < sched.chunks; ++c)
+      stage.later_chunks.push_back(p.layers[static_cast<std::size_t>(sched.virtual_stage(s, c))]);
+    stage.devices = e.devices;
+    stage.predicted_peak_bytes = e.peak_bytes;
+    plan.stages.push_back(std::move(stage));
+  }
   plan.simulated_step_ms = plan.predicted_step_ms = r.evaluation.simulation.step_ms;
   plan.peak_memory_bytes = r.evaluation.peak_bytes;
   return plan;

@@ -3,6 +3,7 @@
 
 #include <limits>
 
+#include <loom/core/error.h>
 #include <loom/schedule/generators.h>
 
 namespace loom::planner {
@@ -38,13 +39,10 @@ schedule::CostModel simulation_costs(const Profile& profile, const Cluster& clus
   return model;
 }
 
-schedule::Schedule plan_schedule(const Plan& plan) {
-  return plan.schedule == ScheduleKind::gpipe ? schedule::gpipe(plan.stage_count(), plan.microbatches)
-                                              : schedule::dapple(plan.stage_count(), plan.microbatches);
-}
-
 schedule::SimulationResult simulate_plan(const Profile& profile, const Cluster& cluster, const Plan& plan,
                                          const CostOptions& options) {
+  LOOM_CHECK(plan.chunks == 1, "simulate_plan: a plan of ", plan.chunks,
+             " chunks per stage is simulated by evaluate_partition (partition_evaluation.h)");
   return schedule::simulate(plan_schedule(plan), simulation_costs(profile, cluster, plan, options));
 }
 

@@ -121,8 +121,8 @@ expect_single_failure("--microbatches: give one count with --partition"
 expect_single_failure("--out and --planner belong to the search"
                       plan --profile ${WORK_DIR}/two_layers.json --cluster 1x2 --global-batch 8 --partition 0-0,1-1
                       --out ${WORK_DIR}/never.json)
-# The joint search (issue 29): a plan with its kind, or a plan file refused in one line where
-# version 1 cannot hold the kind; a cluster with no room for the weights finds nothing.
+# The joint search (issue 29): a plan with its kind (a version-2 plan file holds any kind); a
+# cluster with no room for the weights finds nothing.
 expect_single_success("joint: exact search" plan --profile ${WORK_DIR}/two_layers.json --cluster 1x2
                       --global-batch 8 --planner joint)
 expect_single_success("per schedule kind" plan --profile ${WORK_DIR}/two_layers.json --cluster 1x2

@@ -1,16 +1,24 @@
 // The plan file (DESIGN.md "Plan file"): JSON written by `loom plan --out`, read by
-// `loom train --plan`.
+// `loom train --plan`. Version 2 (written; version 1 still reads):
 //
-//   {"format": "loom-plan", "version": 1, "model": "bert-48", "planner": "dapple",
-//    "global_batch": 128, "microbatches": 16, "microbatch_size": 8, "schedule": "dapple",
-//    "placement": "fresh-first", "overlap_allreduce": false,
+//   {"format": "loom-plan", "version": 2, "model": "bert-48", "planner": "joint",
+//    "global_batch": 128, "microbatches": 16, "microbatch_size": 8, "schedule": "zb-v",
+//    "chunks": 2, "zero": 0, "placement": "", "overlap_allreduce": false,
 //    "cluster": {"nodes": 2, "devices_per_node": 8},
-//    "stages": [{"layers": [0, 23], "replicas": 8, "ranks": [0, 1, ...],
-//                "devices": [{"node": 0, "device": 0}, ...]}, ...],
+//    "stages": [{"layers": [[0, 11], [36, 47]], "replicas": 8, "ranks": [0, 1, ...],
+//                "devices": [{"node": 0, "device": 0}, ...], "recompute": [0, 1, 2],
+//                "predicted_peak_bytes": 6.1e9}, ...],
 //    "predicted_step_ms": 512.3, "simulated_step_ms": 530.1, "peak_memory_bytes": 1.2e10}
 //
-// "ranks" are MPI ranks (node * devices_per_node + device); replica i of a stage runs on ranks[i].
-// "layers" are inclusive indices into the model's block chain (the profile's layers).
+// One entry per pipeline stage (rank position). "layers" lists the inclusive block range of each
+// chunk the stage holds, chunk 0 first (which virtual stage a chunk is follows the schedule kind:
+// looped c·S + s, or the V); "chunks" ranges each, default 2 for the multi-chunk kinds, else 1.
+// "recompute": the global block indices whose activations the stage recomputes in backward (empty:
+// none). "predicted_peak_bytes": what one of its ranks holds at most, as the run's
+// peak_bytes_by_stage total will show it. "zero": 1 runs ZeRO-1. "schedule": any kind.
+// Version 1 has one [first, last] per stage, schedule dapple or gpipe, none of chunks, zero,
+// recompute or predicted_peak_bytes. "ranks" are MPI ranks (node * devices_per_node + device);
+// replica i of a stage runs on ranks[i].
 #pragma once
 
 #include <string>

@@ -19,9 +19,6 @@ namespace loom::planner {
 schedule::CostModel simulation_costs(const Profile& profile, const Cluster& cluster, const Plan& plan,
                                      const CostOptions& options = {});
 
-// The schedule `plan` runs: dapple(S, M) or gpipe(S, M).
-schedule::Schedule plan_schedule(const Plan& plan);
-
 schedule::SimulationResult simulate_plan(const Profile& profile, const Cluster& cluster, const Plan& plan,
                                          const CostOptions& options = {});
 
