@@ -125,7 +125,9 @@ void add_compute_options(CLI::App* cmd, TrainOptions& o) {
   cmd->add_option("--loss-scale-window", o.loss_scale_window,
                   "fp16: good steps in a row before the loss scale doubles")
       ->capture_default_str();
-  cmd->add_flag("--recompute", o.recompute, "recompute activations in backward instead of keeping them");
+  cmd->add_flag("--recompute", o.recompute,
+                "recompute every block's activations in backward instead of keeping them (a plan file's "
+                "per-stage \"recompute\" chooses blocks)");
   cmd->add_option("--ranks-per-node", o.ranks_per_node, "pretend nodes of K ranks (or a list like 3,3,2)");
   cmd->add_option("--allreduce", o.allreduce, "gradient allreduce: mpi, ring or hierarchical")->capture_default_str();
   cmd->add_option("--bucket-mb", o.bucket_mb, "gradient bucket size in MB")->capture_default_str();

@@ -31,16 +31,20 @@ StagePartition partition_from_plan(const planner::Plan& plan, const std::string&
   StagePartition p;
   p.stages = plan.stage_count();
   std::int64_t expected_first = 0;
+  const std::vector<planner::LayerRange> ranges = planner::virtual_stage_layers(plan, planner::plan_schedule(plan));
+  for (std::size_t v = 0; v < ranges.size(); ++v) {
+    const auto [first, last] = ranges[v];
+    LOOM_CHECK(first == expected_first && last >= first, path, ": virtual stage ", v, " covers layers [", first, ", ",
+               last, "], expected it to start at ", expected_first);
+    p.blocks.emplace_back(first, last + 1);
+    expected_first = last + 1;
+  }
   for (int s = 0; s < p.stages; ++s) {
-    const planner::StagePlan& stage = plan.stages[s];
-    LOOM_CHECK(stage.first_layer == expected_first && stage.last_layer >= stage.first_layer, path, ": stage ", s,
-               " covers layers [", stage.first_layer, ", ", stage.last_layer, "], expected it to start at ",
-               expected_first);
-    p.blocks.emplace_back(stage.first_layer, stage.last_layer + 1);
-    expected_first = stage.last_layer + 1;
+    const planner::StagePlan& stage = plan.stages[static_cast<std::size_t>(s)];
     for (int r : stage.devices)
       LOOM_CHECK(r >= 0 && r < world, path, ": stage ", s, " uses rank ", r, " but mpirun started ", world, " ranks");
     p.ranks.push_back(stage.devices);
+    p.recompute.emplace_back(stage.recompute.begin(), stage.recompute.end());
   }
   LOOM_CHECK(expected_first == spec.blocks(), path, ": the plan covers ", expected_first, " layers but model ",
              spec.name, " has ", spec.blocks(), " blocks (was the plan made for another model or size?)");

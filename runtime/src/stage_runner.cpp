@@ -1,6 +1,9 @@
 // StageRunner: one chunk's forward and backward per micro-batch (see stage_runner.h).
 #include <loom/runtime/stage_runner.h>
 
+#include <algorithm>
+#include <utility>
+
 #include <loom/core/error.h>
 #include <loom/core/memory.h>
 
@@ -16,8 +19,15 @@ void prepare(Context& ctx, bool training, std::uint64_t seed, const MicrobatchIn
 }
 }  // namespace
 
+bool RecomputeBlocks::has(std::int64_t block) const {
+  return all || std::find(blocks.begin(), blocks.end(), block) != blocks.end();
+}
+
 StageRunner::StageRunner(Chain& chain, Layer* loss, StageRunnerOptions options)
-    : chain_(chain), loss_(loss), options_(options) {}
+    : chain_(chain), loss_(loss), options_(std::move(options)) {
+  for (std::size_t b = 0; b < chain_.size(); ++b)
+    recompute_.push_back(options_.recompute.has(chain_.first_block_index() + static_cast<std::int64_t>(b)));
+}
 
 StageRunner::Microbatch& StageRunner::at(int microbatch) {
   auto it = microbatches_.find(microbatch);
@@ -50,21 +60,23 @@ TensorList StageRunner::chain_forward(const TensorList& inputs, Context& ctx) {
   return x;
 }
 
-TensorList StageRunner::run_forward(Microbatch& mb, const TensorList& inputs, bool save) {
+void StageRunner::recompute_forward(Microbatch& mb) {
   MemoryCategoryScope scope(MemoryCategory::activations);
-  prepare(mb.ctx, true, options_.seed, mb.info);
-  TensorList outputs = chain_forward(inputs, mb.ctx);
-  if (loss_) {
+  const ops::GemmOperandScope math = block_math();
+  TensorList x;
+  for (std::size_t b = 0; b < chain_.size(); ++b) {
+    if (!recompute_[b]) continue;
+    if (starts_run(b)) x = std::move(mb.run_inputs[b]);
+    x = chain_.block(b).forward(x, mb.ctx.child(b));
+    at_block_boundary(x);
+  }
+  mb.run_inputs.clear();
+  if (loss_ && !recompute_.empty() && recompute_.back()) {  // the outputs were sent long ago; only the contexts matter
     prepare(mb.loss_ctx, true, options_.seed, mb.info);
     mb.loss_ctx.loss_denominator = mb.info.loss_denominator;
-    LOOM_CHECK(!outputs.empty(), "stage runner: the last stage produced no output");
-    mb.loss = loss_->forward({outputs[0], mb.targets}, mb.loss_ctx);
+    mb.loss_ctx.host_targets = std::move(mb.host_targets);
+    mb.loss = loss_->forward({x.at(0), mb.targets}, mb.loss_ctx);
   }
-  if (!save) {
-    mb.ctx.clear();
-    mb.loss_ctx.clear();
-  }
-  return outputs;
 }
 
 StageRunner::Pass StageRunner::begin_forward(int microbatch, TensorList inputs, Tensor targets, const MicrobatchInfo& info,
@@ -76,7 +88,7 @@ StageRunner::Pass StageRunner::begin_forward(int microbatch, TensorList inputs, 
   mb.host_targets = std::move(host_targets);
   prepare(mb.ctx, true, options_.seed, mb.info);
   at_block_boundary(inputs);  // the first stage's data (received boundary tensors are rounded already)
-  if (options_.recompute) mb.inputs = inputs;
+  mb.run_inputs.assign(chain_.size(), {});
   Pass pass;
   pass.microbatch_ = microbatch;
   pass.x_ = inputs;
@@ -90,20 +102,20 @@ void StageRunner::forward_step(Pass& pass) {
   if (pass.blocks_run_ < chain_.size()) {
     const ops::GemmOperandScope math = block_math();
     const std::size_t b = pass.blocks_run_++;
+    if (starts_run(b)) mb.run_inputs[b] = pass.x_;
     pass.x_ = chain_.block(b).forward(pass.x_, mb.ctx.child(b));
     at_block_boundary(pass.x_);
+    if (recompute_[b]) mb.ctx.child(b).clear();  // backward runs it again
   }
   if (pass.blocks_run_ < chain_.size()) return;
+  const bool recompute_loss = !recompute_.empty() && recompute_.back();
   if (loss_) {
     prepare(mb.loss_ctx, true, options_.seed, mb.info);
     mb.loss_ctx.loss_denominator = mb.info.loss_denominator;
-    mb.loss_ctx.host_targets = std::move(mb.host_targets);
+    mb.loss_ctx.host_targets = recompute_loss ? mb.host_targets : std::move(mb.host_targets);
     LOOM_CHECK(!pass.x_.empty(), "stage runner: the last stage produced no output");
     mb.loss = loss_->forward({pass.x_[0], mb.targets}, mb.loss_ctx);
-  }
-  if (options_.recompute) {  // keep the inputs (begin_forward), not the contexts
-    mb.ctx.clear();
-    mb.loss_ctx.clear();
+    if (recompute_loss) mb.loss_ctx.clear();
   }
   pass.inputs_.clear();
   pass.done_ = true;
@@ -116,10 +128,7 @@ TensorList StageRunner::forward(int microbatch, TensorList inputs, Tensor target
 }
 
 TensorList StageRunner::start_backward(Microbatch& mb, TensorList grad_outputs) {
-  if (options_.recompute) {
-    run_forward(mb, mb.inputs, true);  // the outputs were sent long ago; only the contexts matter
-    mb.inputs.clear();
-  }
+  recompute_forward(mb);
   MemoryCategoryScope scope(MemoryCategory::workspace);
   if (!loss_) return grad_outputs;
   const Tensor& value = mb.loss.at(0);

@@ -124,6 +124,7 @@ void resolve_pipeline(detail::TrainerState& s, int world) {
     s.shape.microbatches = plan->microbatches;
     s.shape.global_batch = plan->global_batch > 0 ? plan->global_batch : o.global_batch;
     s.shape.schedule = plan->schedule;
+    if (plan->zero == 1) s.config.optimizer.zero = 1;  // the plan's ZeRO-1 (as --zero 1)
   }
   if (!o.schedule_file.empty()) return resolve_schedule_file(s, world);
   LOOM_CHECK(s.shape.microbatches >= 1, "--microbatches must be at least 1, got ", s.shape.microbatches);
@@ -131,7 +132,7 @@ void resolve_pipeline(detail::TrainerState& s, int world) {
              "--precision fp16 needs a synchronous schedule (gpipe, dapple, interleaved, zb-h1), not ",
              schedule::schedule_kind_name(s.shape.schedule),
              ": its loss scaling skips whole steps on every rank (use --precision bf16)");
-  s.shape.chunks = schedule::is_multi_chunk(s.shape.schedule) ? o.chunks : 1;
+  s.shape.chunks = plan ? plan->chunks : schedule::is_multi_chunk(s.shape.schedule) ? o.chunks : 1;
   LOOM_CHECK(!schedule::is_v_shaped(s.shape.schedule) || s.shape.chunks == 2, "--schedule ",
              schedule::schedule_kind_name(s.shape.schedule), " places 2 chunks per rank in a V, not --chunks ",
              s.shape.chunks);
@@ -241,7 +242,9 @@ void build_executor(detail::TrainerState& s) {
   eo.seed = o.seed;
   eo.targets_per_sample = s.spec.targets_per_sample;
   eo.count_targets = s.spec.data.task == TokenTask::masked && s.spec.data.input_dtype == DType::i64;
-  eo.recompute = o.recompute;
+  eo.recompute.all = o.recompute;  // --recompute: every block; a plan: its stage's blocks
+  if (!s.partition.recompute.empty())
+    eo.recompute.blocks = s.partition.recompute.at(static_cast<std::size_t>(s.stage));
   eo.precision = o.precision.precision;
   eo.device = s.device;
   eo.buckets.bucket_bytes = static_cast<std::int64_t>(o.comm.bucket_mb * 1024 * 1024);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Round trip of issue 6: `loom profile` measures a small mlp on this machine, `loom plan` plans it
 # for a cluster of two devices, and `mpiexec loom train --plan` trains with the best plan and with
-# the even GPipe split (a two-stage pipeline).
+# the even GPipe split (a two-stage pipeline), and with the joint planner's plan (issue 29: a
+# version-2 plan file of whatever kind it chose, zb-v with uneven chunks on this machine).
 # Usage: profile_plan_train.sh LOOM WORKDIR MPIEXEC [MPIEXEC FLAGS...]
 set -euo pipefail
 loom=$1
@@ -9,7 +10,7 @@ work=$2
 shift 2
 mkdir -p "$work"
 cd "$work"
-rm -f profile.json best.json gpipe.json train.log
+rm -f profile.json best.json gpipe.json joint.json train.log
 model=(--model mlp --set input=32,hidden=48,layers=6,classes=10)
 
 "$loom" profile "${model[@]}" --microbatch 8 --threads 1 --repeats 3 --out profile.json
@@ -18,7 +19,8 @@ cluster='1x2:intra=5GB/s,inter=5GB/s,mem=1GB'
 # The best plan (whichever planner made it, on as many devices as it uses), and the even GPipe
 # split, which is always a two-stage pipeline here.
 "$loom" plan --profile profile.json --cluster "$cluster" --global-batch 32 --planner gpipe --out gpipe.json
-for plan in best.json gpipe.json; do
+"$loom" plan --profile profile.json --cluster "$cluster" --global-batch 32 --planner joint --out joint.json
+for plan in best.json joint.json gpipe.json; do
   ranks=$(/usr/bin/python3 -c 'import json, sys; print(sum(len(s["ranks"]) for s in json.load(open(sys.argv[1]))["stages"]))' "$plan")
   "$@" -n "$ranks" "$loom" train "${model[@]}" --plan "$plan" --data synthetic --steps 3 --threads 1 | tee train.log
   grep -q "^done: 3 steps" train.log

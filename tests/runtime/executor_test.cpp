@@ -66,7 +66,7 @@ TEST_CASE("executor: 2 stages equal one rank, per micro-batch and per gradient",
         runtime::ExecutorOptions options;
         options.global_batch = kBatch;
         options.seed = kSeed;
-        options.recompute = recompute;
+        options.recompute.all = recompute;
         runtime::Executor executor(sched, rank, groups, {chain.get()}, loss.get(), on_step, options);
         const runtime::StepResult result = executor.run(0, reader);
         CHECK(stepped == std::vector<std::int64_t>{0});

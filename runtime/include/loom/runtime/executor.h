@@ -61,7 +61,8 @@ struct ExecutorOptions {
   // The loss mean is over the targets of the global batch that are not ignored (-100; masked LM):
   // the last stage counts them by reading the whole batch's targets once per batch.
   bool count_targets = false;
-  bool recompute = false;  // forward without saving, recompute just before backward
+  // Blocks whose forward keeps only its input, recomputed just before backward (stage_runner.h).
+  RecomputeBlocks recompute;
   Precision precision = Precision::fp32;  // bf16, fp16: the stage runners round (precision.h)
   // Where this rank's chunks compute: inputs and targets read from the (host) data are copied
   // there, and boundary tensors received over MPI are staged from host memory to it.

@@ -5,8 +5,12 @@
 // context on the last stage) until that micro-batch's backward consumes it, so several micro-batches
 // are in flight at once under 1F1B. Memory categories follow the contract the simulator is checked
 // against: forward under MemoryCategory::activations, backward under workspace.
-//   forward          runs the chain (and the loss); with `recompute` the contexts are dropped and
-//                    the inputs kept instead, and backward runs the forward again first
+//   forward          runs the chain (and the loss); a block in `recompute` drops its context as
+//                    soon as it is done, and each run of consecutive recomputed blocks keeps only
+//                    its input instead; backward first runs those blocks forward again (and the
+//                    loss, when the chain's last block recomputes), so a micro-batch in flight
+//                    holds the kept blocks' contexts and the runs' inputs, and only the micro-batch
+//                    being backwarded holds the recomputed blocks' contexts
 //   backward         whole backward; returns the gradient of the chunk's inputs
 //   backward_input   the activation-gradient half (zero-bubble BI); backward_weight the other half
 // Passing `on_block_done` to backward / backward_weight runs the blocks one at a time and reports
@@ -24,6 +28,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <vector>
 
 #include <loom/core/ops.h>
 #include <loom/layers/chain.h>
@@ -41,9 +46,18 @@ struct MicrobatchInfo {
   double loss_scale = 1.0;  // what the last stage's backward starts from (fp16: the loss scaler's scale)
 };
 
+// Which blocks recompute their activations in backward instead of keeping them: every block
+// (`--recompute`), or the global block indices listed (a plan's per-stage `recompute`).
+struct RecomputeBlocks {
+  bool all = false;
+  std::vector<std::int64_t> blocks;  // global block indices (when not all)
+
+  bool has(std::int64_t block) const;
+};
+
 struct StageRunnerOptions {
   std::uint64_t seed = 0;
-  bool recompute = false;
+  RecomputeBlocks recompute;
   Precision precision = Precision::fp32;
 };
 
@@ -103,12 +117,15 @@ class StageRunner {
   struct Microbatch {
     MicrobatchInfo info;
     Context ctx, loss_ctx;
-    TensorList inputs;  // kept only when recomputing
+    std::vector<TensorList> run_inputs;  // per block: the input of each run of recomputed blocks
     Tensor targets;     // last stage
     Tensor host_targets;  // last stage, when the caller has them on the host
     TensorList loss;    // last stage: the loss value until backward
   };
-  TensorList run_forward(Microbatch& mb, const TensorList& inputs, bool save);
+  // The forward of the recomputed blocks (and of the loss when the last block is one), from the
+  // inputs their runs kept.
+  void recompute_forward(Microbatch& mb);
+  bool starts_run(std::size_t block) const { return recompute_[block] && (block == 0 || !recompute_[block - 1]); }
   // The chain's forward, block by block, with at_block_boundary on the inputs and each block's outputs.
   TensorList chain_forward(const TensorList& inputs, Context& ctx);
   // What the precision does between blocks, forward and backward: bf16 and fp16 round in place
@@ -125,6 +142,7 @@ class StageRunner {
   Chain& chain_;
   Layer* loss_;
   StageRunnerOptions options_;
+  std::vector<bool> recompute_;  // per block of the chain
   std::map<int, Microbatch> microbatches_;
 };
 
