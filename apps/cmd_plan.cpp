@@ -128,8 +128,8 @@ class Progress {
   bool on_;
 };
 
-// A joint plan as a plan file holds it (version 2): each stage's chunks in chunk order, its
-// predicted peak per rank.
+// A joint plan as a plan file holds it (version 2): each stage's chunks in chunk order, the layers
+// it recomputes, its predicted peak per rank.
 planner::Plan joint_plan(const planner::JointResult& r, const std::string& model) {
   const planner::Partition& p = r.partition;
   const schedule::Schedule& sched = r.evaluation.schedule;
@@ -147,6 +147,7 @@ planner::Plan joint_plan(const planner::JointResult& r, const std::string& model
     for (int c = 1; c < sched.chunks; ++c)
       stage.later_chunks.push_back(p.layers[static_cast<std::size_t>(sched.virtual_stage(s, c))]);
     stage.devices = e.devices;
+    if (!p.recompute.empty()) stage.recompute = p.recompute[static_cast<std::size_t>(s)];
     stage.predicted_peak_bytes = e.peak_bytes;
     plan.stages.push_back(std::move(stage));
   }

@@ -28,6 +28,14 @@ std::string chunk_layers(const planner::Partition& p, const schedule::Schedule& 
   return text;
 }
 
+// The layers stage s recomputes, "-" for none.
+std::string recomputed(const planner::Partition& p, int s) {
+  if (p.recompute.empty() || p.recompute[static_cast<std::size_t>(s)].empty()) return "-";
+  std::string text;
+  for (int l : p.recompute[static_cast<std::size_t>(s)]) text += (text.empty() ? "" : ",") + std::to_string(l);
+  return text;
+}
+
 }  // namespace
 
 void print_partition(const planner::Partition& p, const planner::PartitionEvaluation& e) {
@@ -35,15 +43,15 @@ void print_partition(const planner::Partition& p, const planner::PartitionEvalua
               std::string(schedule::schedule_kind_name(p.kind)).c_str(), e.schedule.stages, e.schedule.chunks,
               p.microbatches, p.global_batch / p.microbatches);
   std::printf("simulated step %.3f ms, bubble %.4f\n\n", e.simulation.step_ms, e.simulation.bubble_fraction);
-  std::printf("%-6s %-10s %-24s %10s %12s %12s %12s\n", "stage", "devices", "layers (per chunk)", "busy ms",
-              "weights+opt", "activations", "peak");
+  std::printf("%-6s %-10s %-24s %10s %12s %12s %12s  %s\n", "stage", "devices", "layers (per chunk)", "busy ms",
+              "weights+opt", "activations", "peak", "recomputed");
   for (int s = 0; s < e.schedule.stages; ++s) {
     const planner::StageEvaluation& st = e.stages[static_cast<std::size_t>(s)];
     std::string devices;
     for (int d : st.devices) devices += (devices.empty() ? "" : ",") + std::to_string(d);
-    std::printf("%-6d %-10s %-24s %10.3f %12s %12s %12s\n", s, devices.c_str(), chunk_layers(p, e.schedule, s).c_str(),
+    std::printf("%-6d %-10s %-24s %10.3f %12s %12s %12s  %s\n", s, devices.c_str(), chunk_layers(p, e.schedule, s).c_str(),
                 e.simulation.stages[static_cast<std::size_t>(s)].busy_ms, bytes_text(st.static_bytes).c_str(),
-                bytes_text(st.activation_bytes).c_str(), bytes_text(st.peak_bytes).c_str());
+                bytes_text(st.activation_bytes).c_str(), bytes_text(st.peak_bytes).c_str(), recomputed(p, s).c_str());
   }
   std::printf("\n%s\n", e.fits ? "fits in every device's memory" : ("does not fit: " + e.why_not).c_str());
 }
@@ -59,7 +67,8 @@ nlohmann::json partition_json(const planner::Partition& p, const planner::Partit
     }
     stages.push_back({{"devices", st.devices}, {"chunks", chunks}, {"static_bytes", st.static_bytes},
                       {"activation_bytes", st.activation_bytes}, {"peak_bytes", st.peak_bytes},
-                      {"busy_ms", e.simulation.stages[static_cast<std::size_t>(s)].busy_ms}});
+                      {"busy_ms", e.simulation.stages[static_cast<std::size_t>(s)].busy_ms},
+                      {"recompute", p.recompute.empty() ? std::vector<int>{} : p.recompute[static_cast<std::size_t>(s)]}});
   }
   return {{"schedule", schedule::schedule_kind_name(p.kind)}, {"stages", stages}, {"chunks", e.schedule.chunks},
           {"microbatches", p.microbatches}, {"simulated_step_ms", e.simulation.step_ms},

@@ -9,6 +9,7 @@
 #include <loom/planner/baselines.h>
 #include <loom/planner/dapple_planner.h>
 #include <loom/planner/planner.h>
+#include <loom/planner/recomputation.h>
 #include <loom/schedule/generators.h>
 
 namespace loom::planner {
@@ -52,10 +53,14 @@ struct CutSearch {
       best.why_none = "closest: schedule " + std::string(schedule::schedule_kind_name(partition.kind)) + ", M=" +
                       std::to_string(partition.microbatches) + ", " + e.why_not;
     }
-    if (!e.fits || e.simulation.step_ms >= best_ms) return;
+    if (e.simulation.step_ms >= best_ms) return;  // recomputation only adds time
+    Partition fitted = partition;
+    std::string why;
+    if (!e.fits && !(options.recompute && fit_by_recomputation(profile, cluster, fitted, e, options.cost, why))) return;
+    if (e.simulation.step_ms >= best_ms) return;
     best_ms = e.simulation.step_ms;
     best.found = true;
-    best.partition = partition;
+    best.partition = std::move(fitted);
     best.evaluation = std::move(e);
     best.seeded_from.clear();
   }

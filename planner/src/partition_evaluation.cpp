@@ -1,5 +1,6 @@
 // A given partition under any synchronous schedule kind (see partition_evaluation.h).
 #include <loom/planner/partition_evaluation.h>
+#include <loom/planner/recomputation.h>
 
 #include <algorithm>
 #include <sstream>
@@ -13,6 +14,30 @@ namespace loom::planner {
 namespace {
 
 int ceil_div(int a, int b) { return static_cast<int>((static_cast<long long>(a) + b - 1) / b); }
+
+// Each stage's recomputed layers: ascending, each in one of its chunks (placed as the kind places
+// them: looped c·S + s, or the V).
+void check_recompute(const Partition& p, int stages) {
+  if (p.recompute.empty()) return;
+  LOOM_CHECK(static_cast<int>(p.recompute.size()) == stages, "partition: recomputation for ", p.recompute.size(),
+             " stages, but it has ", stages);
+  const std::vector<int> placement =
+      schedule::is_v_shaped(p.kind) ? schedule::v_placement(stages) : std::vector<int>{};
+  for (int s = 0; s < stages; ++s) {
+    const std::vector<int>& blocks = p.recompute[static_cast<std::size_t>(s)];
+    for (std::size_t i = 0; i < blocks.size(); ++i) {
+      LOOM_CHECK(i == 0 || blocks[i] > blocks[i - 1], "partition: stage ", s, " recomputes layer ", blocks[i],
+                 " after ", blocks[i - 1], " (ascending, each once)");
+      bool held = false;
+      for (int c = 0; c < p.chunks; ++c) {
+        const int v = placement.empty() ? c * stages + s : placement[static_cast<std::size_t>(c * stages + s)];
+        const auto [first, last] = p.layers[static_cast<std::size_t>(v)];
+        held = held || (blocks[i] >= first && blocks[i] <= last);
+      }
+      LOOM_CHECK(held, "partition: stage ", s, " recomputes layer ", blocks[i], ", which it does not hold");
+    }
+  }
+}
 
 // The checks of evaluate_partition() that need no schedule; returns S.
 int check_partition(const Profile& profile, const Cluster& cluster, const Partition& p) {
@@ -39,6 +64,7 @@ int check_partition(const Profile& profile, const Cluster& cluster, const Partit
   }
   if (p.replicas.empty()) devices = stages;
   LOOM_CHECK(devices <= cluster.devices(), "partition: ", devices, " devices, but the cluster has ", cluster.devices());
+  check_recompute(p, stages);
   LOOM_CHECK(p.microbatches >= 1 && p.global_batch >= p.microbatches && p.global_batch % p.microbatches == 0,
              "partition: ", p.microbatches, " micro-batches do not divide the global batch of ", p.global_batch);
   return stages;
@@ -85,17 +111,21 @@ schedule::StageCost stage_costs(const Profile& profile, const Cluster& cluster, 
   const LinearCost ar = allreduce_cost(cluster, devices);
   schedule::StageCost cost;
   static_bytes = 0;
+  const std::vector<int> none;
+  const std::vector<int>& recompute = p.recompute.empty() ? none : p.recompute[static_cast<std::size_t>(s)];
   for (int c = 0; c < sched.chunks; ++c) {
     const auto [first, last] = p.layers[static_cast<std::size_t>(sched.virtual_stage(s, c))];
     const RangeCost work = range_cost(profile, first, last, rows);
+    const ChunkRecompute again = chunk_recompute(profile, first, last, rows, recompute);
     const double weights = profile.parameter_bytes(first, last);
     static_bytes += weights * (2 + options.optimizer_state_factor);
     cost.allreduce_ms += ar.at(weights);
     cost.forward_ms += work.forward_ms;
-    cost.backward_ms += work.backward_ms;
+    cost.backward_ms += work.backward_ms + again.forward_ms;
     cost.chunk_forward_ms.push_back(work.forward_ms);
-    cost.chunk_backward_ms.push_back(work.backward_ms);
-    cost.chunk_activation_bytes.push_back(work.kept_bytes);
+    cost.chunk_backward_ms.push_back(work.backward_ms + again.forward_ms);
+    cost.chunk_activation_bytes.push_back(work.kept_bytes - again.saved_bytes + again.input_bytes);
+    cost.forward_transient_bytes = std::max(cost.forward_transient_bytes, again.saved_bytes);
     cost.chunk_boundary_bytes.push_back(last + 1 < profile.size() ? profile.cost_at(last, b).boundary_bytes : 0.0);
   }
   return cost;

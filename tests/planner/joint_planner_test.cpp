@@ -5,6 +5,7 @@
 // the fastest that fits, and its plan must fit when evaluated again.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -53,10 +54,45 @@ void try_partition(const Profile& profile, const Cluster& cluster, const Partiti
   }
 }
 
-Exhaustive exhaustive(const Profile& profile, const Cluster& cluster, int global_batch) {
+// Every subset of each stage's layers recomputed, each combination over the stages.
+void try_recomputation(const Profile& profile, const Cluster& cluster, Partition p, Exhaustive& best) {
+  const int stages = static_cast<int>(p.layers.size()) / p.chunks;
+  std::vector<std::vector<std::vector<int>>> subsets;
+  const std::vector<int> placement = loom::schedule::is_v_shaped(p.kind) ? loom::schedule::v_placement(stages)
+                                                                          : std::vector<int>{};
+  for (int s = 0; s < stages; ++s) {
+    std::vector<int> layers;
+    for (int c = 0; c < p.chunks; ++c) {
+      const int v = placement.empty() ? c * stages + s : placement[static_cast<std::size_t>(c * stages + s)];
+      for (int l = p.layers[static_cast<std::size_t>(v)].first; l <= p.layers[static_cast<std::size_t>(v)].second; ++l)
+        layers.push_back(l);
+    }
+    std::sort(layers.begin(), layers.end());
+    subsets.emplace_back();
+    for (unsigned mask = 0; mask < (1u << layers.size()); ++mask) {
+      subsets.back().emplace_back();
+      for (std::size_t i = 0; i < layers.size(); ++i)
+        if (mask & (1u << i)) subsets.back().back().push_back(layers[i]);
+    }
+  }
+  std::vector<std::size_t> pick(static_cast<std::size_t>(stages), 0);
+  for (;;) {
+    p.recompute.clear();
+    for (int s = 0; s < stages; ++s) p.recompute.push_back(subsets[s][pick[static_cast<std::size_t>(s)]]);
+    try_partition(profile, cluster, p, best);
+    int s = stages - 1;
+    while (s >= 0 && ++pick[static_cast<std::size_t>(s)] == subsets[s].size()) pick[static_cast<std::size_t>(s--)] = 0;
+    if (s < 0) return;
+  }
+}
+
+// Every candidate of the joint search's space (of `kinds`), each partition under every
+// recomputation when `recompute`.
+Exhaustive exhaustive(const Profile& profile, const Cluster& cluster, int global_batch,
+                      const std::vector<loom::schedule::ScheduleKind>& kinds = joint_kinds(), bool recompute = false) {
   Exhaustive best;
   const int devices = cluster.devices();
-  for (const auto kind : joint_kinds()) {
+  for (const auto kind : kinds) {
     const int v = joint_chunks(kind);
     for (int stages = 1; stages <= devices && stages * v <= profile.size(); ++stages)
       for (const std::vector<int>& sizes : compositions(profile.size(), stages * v))
@@ -72,7 +108,8 @@ Exhaustive exhaustive(const Profile& profile, const Cluster& cluster, int global
               p.layers.emplace_back(first, first + size - 1);
               first += size;
             }
-            try_partition(profile, cluster, p, best);
+            if (recompute) try_recomputation(profile, cluster, p, best);
+            else try_partition(profile, cluster, p, best);
           }
   }
   return best;
@@ -93,7 +130,9 @@ TEST_CASE("joint: the search's optimum equals exhaustive enumeration, and its pl
       const int global_batch = trial % 2 == 0 ? 8 : 6;
       CAPTURE(trial, layers, shape[0], shape[1], cap, global_batch);
       const Exhaustive expected = exhaustive(profile, cluster, global_batch);
-      const JointResult joint = plan_joint(profile, cluster, global_batch);
+      JointOptions options;
+      options.recompute = false;  // the next test case enumerates recomputation too
+      const JointResult joint = plan_joint(profile, cluster, global_batch, options);
       REQUIRE(joint.found == std::isfinite(expected.step_ms));
       if (!joint.found) continue;
       CHECK(joint.evaluation.simulation.step_ms == Approx(expected.step_ms).epsilon(1e-12));
@@ -104,6 +143,71 @@ TEST_CASE("joint: the search's optimum equals exhaustive enumeration, and its pl
       CHECK(again.simulation.step_ms == joint.evaluation.simulation.step_ms);
     }
   }
+}
+
+// Issue 29: recomputation searched per stage against every subset of every stage's layers, on
+// caps from loose to where only recomputation fits; one-chunk and multi-chunk kinds (looped, V).
+TEST_CASE("joint: with recomputation the optimum equals exhaustive enumeration of every recomputed subset") {
+  std::mt19937 rng(31);
+  const std::vector<loom::schedule::ScheduleKind> kinds = {
+      loom::schedule::ScheduleKind::gpipe, loom::schedule::ScheduleKind::dapple, loom::schedule::ScheduleKind::zb_h1,
+      loom::schedule::ScheduleKind::interleaved, loom::schedule::ScheduleKind::zb_v};
+  const int shapes[][2] = {{1, 1}, {1, 2}, {1, 3}};
+  int recomputing = 0;
+  for (int trial = 0; trial < 6; ++trial) {
+    const int layers = 4 + trial % 2;
+    const Profile profile = random_profile(rng, layers);
+    const int* shape = shapes[trial % 3];
+    const int global_batch = 4;
+    JointOptions none;
+    none.kinds = kinds;
+    none.recompute = false;
+    none.seed = false;
+    const JointResult loose = plan_joint(profile, make_cluster(shape[0], shape[1], 10e9, 1e9, 1e12), global_batch, none);
+    REQUIRE(loose.found);
+    // From the loose plan's peak down to where nothing fits even recomputing.
+    for (const double fraction : {1.0, 0.8, 0.6, 0.45, 0.3}) {
+      const double cap = loose.evaluation.peak_bytes * fraction;
+      const Cluster cluster = make_cluster(shape[0], shape[1], 10e9, 1e9, cap);
+      CAPTURE(trial, layers, shape[1], fraction, cap);
+      const Exhaustive expected = exhaustive(profile, cluster, global_batch, kinds, true);
+      JointOptions options = none;
+      options.recompute = true;
+      const JointResult joint = plan_joint(profile, cluster, global_batch, options);
+      REQUIRE(joint.found == std::isfinite(expected.step_ms));
+      if (!joint.found) continue;
+      CHECK(joint.evaluation.simulation.step_ms == Approx(expected.step_ms).epsilon(1e-12));
+      const PartitionEvaluation again = evaluate_partition(profile, cluster, joint.partition);
+      CHECK(again.fits);
+      CHECK(again.peak_bytes <= cap);
+      CHECK(again.simulation.step_ms == joint.evaluation.simulation.step_ms);
+      for (const auto& blocks : joint.partition.recompute) recomputing += blocks.empty() ? 0 : 1;
+    }
+  }
+  CHECK(recomputing > 0);  // some plan needed it
+}
+
+// A stage whose first layer is slow with small activations and whose second is fast with large
+// ones: under a cap that drops the second layer's, the best set is {1} (keeping layer 0's small
+// output as the run's input), not the prefix {0, 1} and its 5 ms more per micro-batch.
+TEST_CASE("joint: recomputation chooses a subset that is not a prefix when that is fastest") {
+  const Profile profile = make_profile({{5, 10, 1e5, 1e4, 1e3}, {0.1, 0.2, 4e6, 1e4, 1e3},
+                                        {5, 10, 1e5, 1e4, 1e3}, {0.1, 0.2, 4e6, 1e4, 1e3}});
+  JointOptions options;
+  options.kinds = {loom::schedule::ScheduleKind::dapple};
+  options.microbatch_counts = {4};
+  options.seed = false;
+  options.recompute = false;
+  const JointResult loose = plan_joint(profile, make_cluster(1, 2, 10e9, 1e9, 1e12), 4, options);
+  REQUIRE(loose.found);
+  REQUIRE(loose.partition.layers.size() == 2);
+  const Cluster cluster = make_cluster(1, 2, 10e9, 1e9, loose.evaluation.peak_bytes * 0.6);
+  const Exhaustive expected = exhaustive(profile, cluster, 4, options.kinds, true);
+  options.recompute = true;
+  const JointResult joint = plan_joint(profile, cluster, 4, options);
+  REQUIRE(joint.found);
+  CHECK(joint.evaluation.simulation.step_ms == Approx(expected.step_ms).epsilon(1e-12));
+  CHECK(joint.partition.recompute.at(0) == std::vector<int>{1});
 }
 
 TEST_CASE("joint: no plan when no stage's weights fit, and the time limit stops the search") {

@@ -12,7 +12,8 @@
 // the chunks it holds (those cut so far), and at least the average of that over the stages (the
 // layers not cut yet counted at the fewest rows of any stage). Micro-batch counts are tried from
 // the most down (small bubbles first find good plans early), after the seeds (JointOptions::seed).
-// Not searched yet: recomputation per stage and placement policies.
+// A candidate that does not fit is fitted by per-stage recomputation where it can
+// (fit_by_recomputation, recomputation.h). Not searched yet: placement policies.
 #pragma once
 
 #include <string>
@@ -32,6 +33,9 @@ struct JointOptions {
   // as this search places devices: the best that fits is the first incumbent, so the joint plan is
   // never slower than theirs and their step time bounds the search from the start.
   bool seed = true;
+  // A candidate over some device's memory is fitted by recomputation per stage where it can
+  // (recomputation.h: none, all or a subset of each stage's blocks).
+  bool recompute = true;
 };
 
 struct JointResult {

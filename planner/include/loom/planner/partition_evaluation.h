@@ -35,6 +35,9 @@ struct Partition {
   // Per pipeline stage, the devices of its replicas (a planner's placement); empty: in order, stage 0
   // on the first devices.
   std::vector<std::vector<int>> devices;
+  // Per pipeline stage, the global layers whose activations it recomputes (ascending, each one of
+  // its own; planner/recomputation.h); empty: none anywhere.
+  std::vector<std::vector<int>> recompute = {};
 };
 
 struct StageEvaluation {
@@ -54,7 +57,7 @@ struct PartitionEvaluation {
 };
 
 // Throws loom::Error for a partition that is not one (layers not covering the profile in order,
-// S·v not a multiple of v, more devices than the cluster has, an asynchronous kind, M not dividing
+// a recomputed layer not ascending or not its stage's, S·v not a multiple of v, more devices than the cluster has, an asynchronous kind, M not dividing
 // the batch, or sizes the kind refuses).
 PartitionEvaluation evaluate_partition(const Profile& profile, const Cluster& cluster, const Partition& partition,
                                        const CostOptions& options = {});
