@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# Issue 29's calibration: the joint planner's predictions against real runs on this machine.
+#
+# For gpt, bert48, gnmt16 and vgg19 at --size cpu: `loom profile` measures the model here (one
+# thread, micro-batch 8), `loom plan --planner joint` plans it for a 1x2 cluster of this machine
+# (one rank per core, the measured shared-memory link) under two memory caps, and `loom train --plan`
+# runs each chosen plan (--threads 1). The caps: a loose one (4 GB, nothing binds) and a tight one,
+# 0.6 x the loose plan's largest predicted per-stage peak (so the search must recompute or choose
+# another schedule or layout; 0.8 x when nothing fits under 0.6 x). Compared per plan: the
+# simulated step time against the median of the measured steps after the first 3, and per stage
+# the plan's predicted_peak_bytes against the run's peak_bytes_by_stage total. Plans with more ranks
+# than cores would be calibrated for memory only; on 1x2 there are none.
+#
+# Usage: scripts/reproduce/planner_calibration.sh [LOOM_BINARY] [--quick] [--out DIR]
+#   --quick: gpt and vgg19 only, 6 steps per run
+# Environment: LINK (the cluster's link, default 3GB/s: `loom bench p2p` between two ranks here
+# moves 64 MiB at 3.3-3.6 GB/s), KEEP (keep the profiles, plans and metrics there).
+set -euo pipefail
+source "$(dirname "$0")/common.sh"
+repro_init planner_calibration "$@"
+link=${LINK:-3GB/s}
+models=("gpt 64" "vgg19 64")
+[ "$quick" = 1 ] || models+=("bert48 32" "gnmt16 64")
+steps=$([ "$quick" = 1 ] && echo 6 || echo 12)
+
+plan() {  # plan NAME CAP OUT: the joint plan for a 1x2 cluster with CAP bytes per device
+  "$loom" plan --profile "$work/$1.profile" --cluster "1x2:intra=$link,inter=$link,mem=$2" \
+    --global-batch "$batch" --planner joint --time-limit 60 --out "$3" >"$3.log" 2>&1
+}
+largest_peak() { "$python" -c 'import json,sys; print(int(max(s["predicted_peak_bytes"] for s in json.load(open(sys.argv[1]))["stages"])))' "$1"; }
+ranks() { "$python" -c 'import json,sys; print(sum(len(s["ranks"]) for s in json.load(open(sys.argv[1]))["stages"]))' "$1"; }
+
+for entry in "${models[@]}"; do
+  read -r name batch <<<"$entry"
+  "$loom" profile --model "$name" --size cpu --microbatch 8 --threads 1 --repeats 5 --out "$work/$name.profile" >/dev/null
+  plan "$name" 4GB "$work/$name-loose.json"
+  tight=$(( $(largest_peak "$work/$name-loose.json") * 6 / 10 ))
+  plan "$name" "$tight" "$work/$name-tight.json" || {
+    tight=$(( $(largest_peak "$work/$name-loose.json") * 8 / 10 ))
+    plan "$name" "$tight" "$work/$name-tight.json"
+  }
+  for cap in loose tight; do
+    p=$work/$name-$cap.json
+    echo "$name $cap: $(head -3 "$p.log" | tail -1)"
+    "${mpi[@]}" -n "$(ranks "$p")" "$loom" train --model "$name" --size cpu --plan "$p" --data synthetic \
+      --steps "$steps" --threads 1 --peak-gflops 1 --quiet --metrics "$work/$name-$cap.jsonl"
+    echo "$name $cap $([ $cap = tight ] && echo "$tight" || echo 4GB) $p $work/$name-$cap.jsonl" >>"$work/runs.txt"
+  done
+done
+
+"$python" - "$work/runs.txt" "$csv" "$png" <<'EOF'
+import csv, json, statistics, sys
+import matplotlib
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+
+runs, out, png = sys.argv[1:]
+rows = []
+for line in open(runs):
+    model, cap, cap_bytes, plan_path, metrics_path = line.split()
+    plan = json.load(open(plan_path))
+    records = [json.loads(l) for l in open(metrics_path) if '"step"' in l]
+    measured_ms = 1000 * statistics.median(r["step_seconds"] for r in records[3:])
+    peaks = [s["total"] for s in records[-1]["peak_bytes_by_stage"]]
+    for s, stage in enumerate(plan["stages"]):
+        rows.append({"model": model, "cap": cap, "cap_bytes": cap_bytes, "schedule": plan["schedule"],
+                     "microbatches": plan["microbatches"], "stages": len(plan["stages"]),
+                     "layers": " ".join("%d-%d" % tuple(r) for r in stage["layers"]),
+                     "replicas": stage["replicas"], "recompute": " ".join(map(str, stage["recompute"])),
+                     "predicted_step_ms": plan["simulated_step_ms"], "measured_step_ms": measured_ms,
+                     "step_error": plan["simulated_step_ms"] / measured_ms - 1, "stage": s,
+                     "predicted_peak_bytes": stage["predicted_peak_bytes"], "measured_peak_bytes": peaks[s],
+                     "peak_error": stage["predicted_peak_bytes"] / peaks[s] - 1})
+with open(out, "w", newline="") as f:
+    w = csv.DictWriter(f, fieldnames=list(rows[0]))
+    w.writeheader()
+    w.writerows(rows)
+for r in rows:
+    print("%-7s %-5s %-11s M=%-3d stage %d [%s] x%d recompute [%s]: step %.1f predicted / %.1f measured ms (%+.1f%%), "
+          "peak %.1f / %.1f MB (%+.1f%%)" % (r["model"], r["cap"], r["schedule"], r["microbatches"], r["stage"],
+          r["layers"], r["replicas"], r["recompute"], r["predicted_step_ms"], r["measured_step_ms"],
+          100 * r["step_error"], r["predicted_peak_bytes"] / 1e6, r["measured_peak_bytes"] / 1e6, 100 * r["peak_error"]))
+
+keys = []
+for r in rows:
+    if (r["model"], r["cap"]) not in keys:
+        keys.append((r["model"], r["cap"]))
+colour = {k: "C%d" % (i % 10) for i, k in enumerate(keys)}
+fig, axes = plt.subplots(1, 2, figsize=(11, 4.8))
+for ax, (pred, meas, unit, scale, band, title) in zip(axes, [
+        ("predicted_step_ms", "measured_step_ms", "ms", 1, 0.10, "step time (one point per plan)"),
+        ("predicted_peak_bytes", "measured_peak_bytes", "MB", 1e6, 0.05, "peak memory (one point per stage)")]):
+    seen = set()
+    for r in rows:
+        if pred.endswith("_ms") and (r["model"], r["cap"]) in seen:
+            continue
+        seen.add((r["model"], r["cap"]))
+        marker = "o" if r["cap"] == "loose" else "s"
+        ax.scatter(r[meas] / scale, r[pred] / scale, marker=marker, color=colour[(r["model"], r["cap"])],
+                   label="%s %s" % (r["model"], r["cap"]))
+        ax.annotate(r["model"], (r[meas] / scale, r[pred] / scale), fontsize=7, xytext=(3, 3), textcoords="offset points")
+    lo = min(min(r[meas], r[pred]) for r in rows) / scale * 0.8
+    hi = max(max(r[meas], r[pred]) for r in rows) / scale * 1.2
+    ax.plot([lo, hi], [lo, hi], "k-", lw=0.8)
+    ax.fill_between([lo, hi], [lo * (1 - band), hi * (1 - band)], [lo * (1 + band), hi * (1 + band)], color="0.9",
+                    label="±%d%%" % round(band * 100), zorder=0)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("measured (%s)" % unit)
+    ax.set_ylabel("predicted (%s)" % unit)
+    ax.set_title(title)
+handles, labels = axes[0].get_legend_handles_labels()
+extra_handles, extra_labels = axes[1].get_legend_handles_labels()
+handles.append(extra_handles[-1])
+labels.append(extra_labels[-1] + " (memory)")
+fig.legend(handles, labels, loc="lower center", ncol=6, fontsize=8)
+fig.suptitle("loom plan --planner joint on a 1x2 cluster of this machine: predicted against measured")
+fig.tight_layout(rect=(0, 0.1, 1, 0.95))
+fig.savefig(png, dpi=120)
+EOF
+repro_finish
