@@ -35,6 +35,7 @@ struct PlanOptions {
   int simulate_candidates = 50;
   double profile_batch = 0;
   double time_limit_s = 60;
+  int zero = 0;  // 1: ZeRO-1 in the joint search's memory model and in the plan file
   bool json = false, overlap = false, explain = false;
 };
 
@@ -179,7 +180,9 @@ void run_joint(const PlanOptions& o, const planner::Profile& profile, const plan
   }
   if (o.out.empty()) return;
   if (!r.found) LOOM_THROW("no plan fits in device memory; nothing written to ", o.out);
-  planner::write_plan(joint_plan(r, profile.model), cluster, o.out);
+  planner::Plan plan = joint_plan(r, profile.model);
+  plan.zero = o.zero;
+  planner::write_plan(plan, cluster, o.out);
   if (!o.json) std::printf("\nwrote the joint plan to %s\n", o.out.c_str());
 }
 
@@ -194,6 +197,7 @@ void run(const PlanOptions& o) {
   if (o.global_batch < 1) LOOM_THROW("--global-batch must be at least 1");
   planner::PlannerOptions options;
   options.cost.optimizer_state_factor = optimizer_state_tensors(parse_optimizer_kind(o.optimizer));
+  options.cost.zero = o.zero == 1;
   if (!o.microbatches.empty()) options.microbatch_counts = positive_counts(o.microbatches, "--microbatches");
   if (o.simulate_candidates < 0 || o.simulate_candidates > 1000)
     LOOM_THROW("--simulate-candidates must be in [0, 1000], got ", o.simulate_candidates);
@@ -243,7 +247,9 @@ void run(const PlanOptions& o) {
   }
   if (!o.out.empty()) {
     if (!best) LOOM_THROW("no plan fits in device memory; nothing written to ", o.out);
-    planner::write_plan(best->result.plan, cluster, o.out);
+    planner::Plan plan = best->result.plan;
+    plan.zero = o.zero;  // these planners count the whole state: the run holds less
+    planner::write_plan(plan, cluster, o.out);
     if (!o.json) std::printf("\nwrote the %s plan to %s\n", best->result.plan.planner.c_str(), o.out.c_str());
   }
 }
@@ -276,6 +282,11 @@ void add_plan_command(CLI::App& app) {
                   "graph.txt only: the micro-batch it was profiled at (default: -pbs-N in the file name, else 1)");
   cmd->add_option("--optimizer", o.optimizer, optimizer_kind_list() + ": the state it keeps per parameter (adam/adamw 2x, momentum 1x, sgd none)")
       ->capture_default_str();
+  cmd->add_option("--zero", o.zero,
+                  "1: plan for ZeRO-1 (each replica keeps 1/R of its stage's optimizer state; counted by the joint "
+                  "search and --partition) and write zero 1 into the plan file")
+      ->check(CLI::Range(0, 1))
+      ->capture_default_str();
   cmd->add_option("--microbatches", o.microbatches, "only these micro-batch counts, e.g. 8,16,32 (default: divisors)");
   cmd->add_option("--simulate-candidates", o.simulate_candidates,
                   "DAPPLE: replay this many of its best candidates in the schedule simulator and keep the fastest "
@@ -307,6 +318,7 @@ void add_plan_command(CLI::App& app) {
     given.global_batch = o.global_batch;
     given.profile_batch = o.profile_batch;
     given.optimizer = o.optimizer;
+    given.zero = o.zero;
     given.microbatches = o.microbatches;
     given.json = o.json;
     run_partition(given);

@@ -110,6 +110,7 @@ void run_partition(const PartitionOptions& o) {
   if (!o.replicas.empty()) p.replicas = positive_counts(o.replicas, "--replicas");
   planner::CostOptions options;
   options.optimizer_state_factor = optimizer_state_tensors(parse_optimizer_kind(o.optimizer));
+  options.zero = o.zero == 1;
   const planner::PartitionEvaluation e = planner::evaluate_partition(profile, cluster, p, options);
   if (o.json)
     std::cout << partition_json(p, e).dump(2) << "\n";

@@ -14,6 +14,7 @@ namespace loom::apps {
 
 struct PartitionOptions {
   std::string profile, cluster, optimizer = "adam";
+  int zero = 0;  // 1: ZeRO-1 (planner::CostOptions::zero)
   int global_batch = 0;
   double profile_batch = 0;
   std::string partition;          // "0-3,4-7,...": the virtual stages' layers, in model order

@@ -147,6 +147,10 @@ PipelineLatency gpipe_latency(const std::vector<Element>& elements, int microbat
   return out;
 }
 
+double state_bytes(double weight_bytes, int replicas, const CostOptions& options) {
+  return weight_bytes * (2 + options.optimizer_state_factor / (options.zero ? replicas : 1));
+}
+
 RangeCost range_cost(const Profile& profile, int first, int last, int rows) {
   RangeCost cost;
   cost.kept_bytes = first > 0 ? profile.cost_at(first - 1, rows).boundary_bytes : 0.0;

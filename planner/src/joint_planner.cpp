@@ -93,7 +93,7 @@ struct CutSearch {
       const double weights = profile.parameter_bytes(first, last);
       const double busy = partition.microbatches * (work.forward_ms + work.backward_ms) +
                           allreduce[static_cast<std::size_t>(stage)].at(weights);
-      const double bytes = weights * (2 + options.cost.optimizer_state_factor);
+      const double bytes = state_bytes(weights, partition.replicas[static_cast<std::size_t>(stage)], options.cost);
       double& stage_busy = busy_ms[static_cast<std::size_t>(stage)];
       double& stage_bytes = static_bytes[static_cast<std::size_t>(stage)];
       // Both grow with `last`: once over the bound, every longer range is too.

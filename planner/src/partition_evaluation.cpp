@@ -118,7 +118,7 @@ schedule::StageCost stage_costs(const Profile& profile, const Cluster& cluster, 
     const RangeCost work = range_cost(profile, first, last, rows);
     const ChunkRecompute again = chunk_recompute(profile, first, last, rows, recompute);
     const double weights = profile.parameter_bytes(first, last);
-    static_bytes += weights * (2 + options.optimizer_state_factor);
+    static_bytes += state_bytes(weights, static_cast<int>(devices.size()), options);
     cost.allreduce_ms += ar.at(weights);
     cost.forward_ms += work.forward_ms;
     cost.backward_ms += work.backward_ms + again.forward_ms;

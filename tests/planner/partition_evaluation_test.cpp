@@ -124,3 +124,36 @@ TEST_CASE("partition: what is not a partition is refused in one line") {
   CHECK_THROWS_WITH(parse_layer_ranges("0-3,5", "--partition"), Catch::StartsWith("--partition: '5' is not a layer range"));
   CHECK_THROWS_WITH(parse_layer_ranges("3-1", "--partition"), Catch::StartsWith("--partition: '3-1' is not a layer range"));
 }
+
+// Issue 29: recomputation and ZeRO-1 in the model, worked by hand. One stage holds layers 0-3
+// (F = 1..4, B = 2F, activations 10..40, boundaries 5, 5, 10), GPipe with 2 micro-batches of one
+// sample. Recomputing layer 2 keeps, per micro-batch, 100 - 30 + 5 (layer 1's output, the run's
+// input); the micro-batch being backwarded holds layer 2's 30 once more: 2 x 75 + 30 = 180, not 200.
+// Each backward gains layer 2's forward: 2 x 10 + 2 x (20 + 3) = 66 ms.
+TEST_CASE("partition: recomputation keeps the runs' inputs and one working set, and adds the forwards") {
+  const Cluster cluster = make_cluster(1, 1, 1e9, 1e9, 1e12);
+  Partition p{ScheduleKind::gpipe, 1, 2, 2, {{0, 3}}, {}};
+  const PartitionEvaluation kept = evaluate_partition(four_layers(5), cluster, p);
+  CHECK(kept.stages[0].activation_bytes == Approx(200));
+  CHECK(kept.simulation.step_ms == Approx(60));
+  p.recompute = {{2}};
+  const PartitionEvaluation again = evaluate_partition(four_layers(5), cluster, p);
+  CHECK(again.stages[0].activation_bytes == Approx(180));
+  CHECK(again.simulation.step_ms == Approx(66));
+  p.recompute = {{0, 1}};  // a prefix keeps no extra input: 2 x 70 + 30
+  CHECK(evaluate_partition(four_layers(5), cluster, p).stages[0].activation_bytes == Approx(170));
+  p.recompute = {{4}};
+  CHECK_THROWS_WITH(evaluate_partition(four_layers(5), cluster, p),
+                    Catch::Contains("stage 0 recomputes layer 4, which it does not hold"));
+  p.recompute = {{2, 1}};
+  CHECK_THROWS_WITH(evaluate_partition(four_layers(5), cluster, p), Catch::Contains("recomputes layer 1 after 2"));
+}
+
+TEST_CASE("partition: under ZeRO-1 each replica keeps 1/R of its stage's optimizer state") {
+  const Cluster cluster = make_cluster(1, 2, 1e9, 1e9, 1e12);
+  const Partition p{ScheduleKind::dapple, 1, 2, 4, {{0, 3}}, {2}};
+  CostOptions options;  // Adam: 2 states per parameter byte
+  CHECK(evaluate_partition(four_layers(5), cluster, p, options).stages[0].static_bytes == Approx(10e3 * 4));
+  options.zero = true;
+  CHECK(evaluate_partition(four_layers(5), cluster, p, options).stages[0].static_bytes == Approx(10e3 * 3));
+}

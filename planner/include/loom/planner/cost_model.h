@@ -52,7 +52,14 @@ namespace loom::planner {
 
 struct CostOptions {
   double optimizer_state_factor = 2;  // optimizer state bytes per parameter byte: Adam 2, momentum 1, SGD 0
+  // ZeRO-1 (`loom train --zero 1`): each replica of a stage keeps 1/R of its optimizer state. The
+  // joint search and evaluate_partition count it (state_bytes); the DAPPLE and PipeDream planners
+  // count the whole state on every replica.
+  bool zero = false;
 };
+
+// Weights, gradients and optimizer state of `weight_bytes` of parameters on one of `replicas`.
+double state_bytes(double weight_bytes, int replicas, const CostOptions& options);
 
 struct StageCost {
   double forward_ms = 0;     // one micro-batch, the replica with the most rows
