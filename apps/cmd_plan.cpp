@@ -249,6 +249,9 @@ void run(const PlanOptions& o) {
     if (!best) LOOM_THROW("no plan fits in device memory; nothing written to ", o.out);
     planner::Plan plan = best->result.plan;
     plan.zero = o.zero;  // these planners count the whole state: the run holds less
+    const std::vector<planner::StageCost>& costs = best->result.cost.stages;  // the cost model's peaks
+    for (std::size_t s = 0; s < plan.stages.size() && costs.size() == plan.stages.size(); ++s)
+      plan.stages[s].predicted_peak_bytes = costs[s].memory_bytes;
     planner::write_plan(plan, cluster, o.out);
     if (!o.json) std::printf("\nwrote the %s plan to %s\n", best->result.plan.planner.c_str(), o.out.c_str());
   }
