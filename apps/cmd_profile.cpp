@@ -7,6 +7,7 @@
 #include "analytic_profile.h"
 #include "commands.h"
 #include "model_options.h"
+#include "profile_ties.h"
 #include "profiler.h"
 
 namespace loom::apps {
@@ -58,9 +59,10 @@ void add_profile_command(CLI::App& app) {
   cmd->callback([] {
     const ModelSpec spec = make_model(o.model, o.overrides, parse_model_size(o.size));
     LOOM_CHECK(o.microbatch >= 1 && o.microbatch <= (1 << 20), "--microbatch must be in [1, 2^20], got ", o.microbatch);
-    const planner::Profile profile =
+    planner::Profile profile =
         device_model.empty() ? profile_model(o)
                              : analytic_profile(spec, o.microbatch, planner::find_device_model(device_model), half_precision);
+    profile.ties = profile_ties(spec);
     print_profile(profile, spec);
     if (!out.empty()) {
       planner::write_profile_json(profile, out);

@@ -35,6 +35,9 @@ struct CutSearch {
   double best_ms;
   Clock::time_point deadline;
   bool stopped = false;
+  // The most the profile's ties can take off a stage's static bytes (shared_tie_bytes): the
+  // static-bytes bound subtracts it, since a later chunk may bring a tie's other layer.
+  double tie_slack = 0;
 
   void evaluate() {
     if (options.time_limit_s > 0 && Clock::now() > deadline) {
@@ -100,7 +103,8 @@ struct CutSearch {
       // The layers after `last` still to come, at least as slow as at the fewest rows.
       const double average = (busy_total() + busy + rest_ms[static_cast<std::size_t>(last) + 1]) / sched.stages;
       const double bound = std::max(stage_busy + busy, average);
-      if (options.prune && (bound > best_ms * (1 + 1e-9) || stage_bytes + bytes > cluster.device_memory)) break;
+      if (options.prune && (bound > best_ms * (1 + 1e-9) || stage_bytes + bytes - tie_slack > cluster.device_memory))
+        break;
       stage_busy += busy;
       stage_bytes += bytes;
       partition.layers[static_cast<std::size_t>(virtual_stage)] = {first, last};
@@ -222,6 +226,7 @@ JointResult plan_joint(const Profile& profile, const Cluster& cluster, int globa
           }
           if (too_many_replicas) continue;
           search.partition = {kind, v, m, global_batch, std::vector<std::pair<int, int>>(stages * v), replicas};
+          for (const LayerTie& tie : profile.ties) search.tie_slack += tie.bytes * (1 + options.cost.optimizer_state_factor);
           search.bound_rest();
           search.cut(0, 0);
           best_ms = search.best_ms;

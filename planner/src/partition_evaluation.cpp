@@ -102,6 +102,23 @@ Placed place(const Partition& p, int stages, int cluster_devices) {
   return placed;
 }
 
+// What the ties with both layers on stage s do not hold twice: the copy's value and optimizer state
+// (its gradient stays).
+double shared_tie_bytes(const Profile& profile, const Partition& p, const schedule::Schedule& sched, int s,
+                        int replicas, const CostOptions& options) {
+  const auto holds = [&](int layer) {
+    for (int c = 0; c < sched.chunks; ++c) {
+      const auto [first, last] = p.layers[static_cast<std::size_t>(sched.virtual_stage(s, c))];
+      if (layer >= first && layer <= last) return true;
+    }
+    return false;
+  };
+  double bytes = 0;
+  for (const LayerTie& tie : profile.ties)
+    if (holds(tie.canonical_layer) && holds(tie.copy_layer)) bytes += state_bytes(tie.bytes, replicas, options) - tie.bytes;
+  return bytes;
+}
+
 // Pipeline stage s's costs, chunk by chunk, and its static bytes.
 schedule::StageCost stage_costs(const Profile& profile, const Cluster& cluster, const Partition& p,
                                 const schedule::Schedule& sched, const std::vector<int>& devices, int s,
@@ -128,6 +145,7 @@ schedule::StageCost stage_costs(const Profile& profile, const Cluster& cluster, 
     cost.forward_transient_bytes = std::max(cost.forward_transient_bytes, again.saved_bytes);
     cost.chunk_boundary_bytes.push_back(last + 1 < profile.size() ? profile.cost_at(last, b).boundary_bytes : 0.0);
   }
+  static_bytes -= shared_tie_bytes(profile, p, sched, s, static_cast<int>(devices.size()), options);
   return cost;
 }
 

@@ -94,6 +94,15 @@ void validate(const Profile& profile) {
       check_cost(profile, l, m.cost);
     }
   }
+  for (std::size_t t = 0; t < profile.ties.size(); ++t) {
+    const LayerTie& tie = profile.ties[t];
+    if (tie.canonical_layer < 0 || tie.canonical_layer >= profile.size() || tie.copy_layer < 0 ||
+        tie.copy_layer >= profile.size())
+      LOOM_THROW(profile.source, ": ties[", t, "] names layers ", tie.canonical_layer, " and ", tie.copy_layer,
+                 " of a ", profile.size(), "-layer profile");
+    if (!(tie.bytes >= 0 && tie.bytes <= kMaxLayerBytes))
+      LOOM_THROW(profile.source, ": ties[", t, "].bytes must be in [0, ", kMaxLayerBytes, "], got ", tie.bytes);
+  }
 }
 
 }  // namespace loom::planner

@@ -32,11 +32,31 @@ nlohmann::json cost_json(const LayerCost& cost) {
           {"boundary_bytes", cost.boundary_bytes}};
 }
 
+// "ties": [{"layers": [canonical, copy], "bytes": B}, ...] (optional).
+void read_ties(const nlohmann::json& doc, const std::string& source, Profile& profile) {
+  const nlohmann::json* ties = detail::find_field(doc, "ties", source, "", false);
+  if (!ties) return;
+  if (!ties->is_array()) LOOM_THROW(source, ": ties must be an array");
+  for (std::size_t t = 0; t < ties->size(); ++t) {
+    const std::string where = "ties[" + std::to_string(t) + "]";
+    const nlohmann::json& entry = (*ties)[t];
+    detail::reject_unknown_fields(entry, {"layers", "bytes"}, source, where);
+    const nlohmann::json* layers = detail::find_field(entry, "layers", source, where, true);
+    if (!layers->is_array() || layers->size() != 2) LOOM_THROW(source, ": ", where, ".layers must be [canonical, copy]");
+    LayerTie tie;
+    tie.canonical_layer = static_cast<int>(detail::integer_value((*layers)[0], source, where + ".layers[0]", 0, kMaxProfileLayers - 1));
+    tie.copy_layer = static_cast<int>(detail::integer_value((*layers)[1], source, where + ".layers[1]", 0, kMaxProfileLayers - 1));
+    tie.bytes = detail::number_field(entry, "bytes", source, where);
+    profile.ties.push_back(tie);
+  }
+}
+
 }  // namespace
 
 Profile parse_profile_json(const std::string& text, const std::string& source) {
   const nlohmann::json doc = detail::parse_json(text, source);
-  detail::reject_unknown_fields(doc, {"format", "version", "model", "microbatch", "device", "layers"}, source, "");
+  detail::reject_unknown_fields(doc, {"format", "version", "model", "microbatch", "device", "layers", "ties"}, source,
+                                "");
   const std::string format = detail::string_field_or(doc, "format", "", source, "");
   if (format != kFormat) LOOM_THROW(source, ": format must be \"", kFormat, "\"");
   if (detail::int_field(doc, "version", source, "", 0, INT_MAX) != 1) LOOM_THROW(source, ": unsupported version (expected 1)");
@@ -74,6 +94,7 @@ Profile parse_profile_json(const std::string& text, const std::string& source) {
     }
     profile.layers.push_back(std::move(layer));
   }
+  read_ties(doc, source, profile);
   validate(profile);
   return profile;
 }
@@ -99,12 +120,15 @@ nlohmann::json profile_to_json(const Profile& profile) {
     }
     layers.push_back(entry);
   }
-  return {{"format", kFormat},
-          {"version", 1},
-          {"model", profile.model},
-          {"microbatch", profile.microbatch},
-          {"device", profile.device},
-          {"layers", layers}};
+  nlohmann::json out = {{"format", kFormat},
+                        {"version", 1},
+                        {"model", profile.model},
+                        {"microbatch", profile.microbatch},
+                        {"device", profile.device},
+                        {"layers", layers}};
+  for (const LayerTie& tie : profile.ties)
+    out["ties"].push_back({{"layers", {tie.canonical_layer, tie.copy_layer}}, {"bytes", tie.bytes}});
+  return out;
 }
 
 void write_profile_json(const Profile& profile, const std::string& path) {

@@ -157,3 +157,20 @@ TEST_CASE("partition: under ZeRO-1 each replica keeps 1/R of its stage's optimiz
   options.zero = true;
   CHECK(evaluate_partition(four_layers(5), cluster, p, options).stages[0].static_bytes == Approx(10e3 * 3));
 }
+
+// Layers 0 and 3 share 1 kB of parameters: on one stage the copy adds its gradient only (4e3 of
+// value, gradient and Adam state less 1e3 x 3); split over two stages each holds it whole.
+TEST_CASE("partition: a tie with both layers on one stage is held once, across stages on each") {
+  Profile profile = four_layers(5);
+  profile.ties.push_back({0, 3, 1e3});
+  const Cluster cluster = make_cluster(1, 2, 1e9, 1e9, 1e12);
+  const Partition one{ScheduleKind::dapple, 1, 2, 2, {{0, 3}}, {}};
+  CHECK(evaluate_partition(profile, cluster, one).stages[0].static_bytes == Approx(10e3 * 4 - 1e3 * 3));
+  const Partition two{ScheduleKind::dapple, 1, 2, 2, {{0, 1}, {2, 3}}, {}};
+  const PartitionEvaluation split = evaluate_partition(profile, cluster, two);
+  CHECK(split.stages[0].static_bytes == Approx(3e3 * 4));
+  CHECK(split.stages[1].static_bytes == Approx(7e3 * 4));
+  Partition v = zb_v_partition();  // stage 0 holds layers 0 and 3 in its two chunks
+  CHECK(evaluate_partition(profile, make_cluster(2, 1, 1e9, 1e9, 1e12), v).stages[0].static_bytes ==
+        Approx(5e3 * 4 - 1e3 * 3));
+}

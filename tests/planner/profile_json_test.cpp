@@ -55,3 +55,27 @@ TEST_CASE("malformed profile JSON names the file and the line or the field") {
   CHECK_THROWS_WITH(parse_profile_json(R"({"format": "other", "version": 1})", "f.json"),
                     Catch::Contains("f.json") && Catch::Contains("format"));
 }
+
+// Issue 29: ties (a parameter two layers share) round-trip, and a bad one names the field.
+TEST_CASE("profile JSON carries ties") {
+  Profile p;
+  p.model = "tied";
+  p.microbatch = 1;
+  p.layers.push_back({"embed", {1.0, 2.0, 300, 300}, 4000, {}});
+  p.layers.push_back({"head", {3.0, 4.0, 500, 200}, 4100, {}});
+  p.ties.push_back({0, 1, 4000});
+  const Profile q = parse_profile_json(profile_to_json(p).dump(), "tied.json");
+  REQUIRE(q.ties.size() == 1);
+  CHECK(q.ties[0].canonical_layer == 0);
+  CHECK(q.ties[0].copy_layer == 1);
+  CHECK(q.ties[0].bytes == 4000);
+  nlohmann::json bad = profile_to_json(p);
+  bad["ties"][0]["layers"] = {0, 2};
+  CHECK_THROWS_WITH(parse_profile_json(bad.dump(), "tied.json"),
+                    Catch::StartsWith("tied.json: ties[0] names layers 0 and 2 of a 2-layer profile"));
+  bad["ties"][0] = {{"layers", {0}}, {"bytes", 1}};
+  CHECK_THROWS_WITH(parse_profile_json(bad.dump(), "tied.json"),
+                    Catch::StartsWith("tied.json: ties[0].layers must be [canonical, copy]"));
+  bad["ties"][0] = {{"layers", {0, 1}}, {"bytes", -1}};
+  CHECK_THROWS_WITH(parse_profile_json(bad.dump(), "tied.json"), Catch::StartsWith("tied.json: ties[0].bytes must be in"));
+}

@@ -32,12 +32,22 @@ struct LayerProfile {
   std::vector<Measurement> extra;  // optional measurements at other micro-batch sizes
 };
 
+// A parameter two layers share (a word embedding and the output projection tied to it; the
+// model's ParameterTie). Where one stage holds both layers the runtime keeps one tensor, so the
+// copy adds its gradient only (no value, no optimizer state); on different stages each holds it
+// whole (runtime/tied_parameters.h). Both layers' parameter_bytes count it.
+struct LayerTie {
+  int canonical_layer = 0, copy_layer = 0;
+  double bytes = 0;  // of the shared parameter
+};
+
 struct Profile {
   std::string model;   // e.g. "bert-48"
   std::string source;  // the file it was read from, for messages
   std::string device;  // what it was measured on, when known ("V100", "cpu: 2 threads")
   double microbatch = 1;  // the micro-batch size the layer costs were measured at
   std::vector<LayerProfile> layers;
+  std::vector<LayerTie> ties;  // from `loom profile` of loom's models; graph.txt profiles have none
 
   int size() const { return static_cast<int>(layers.size()); }
   // The costs of `layer` at micro-batch size `microbatch` (see the scaling rule above).
@@ -57,7 +67,8 @@ constexpr double kMaxProfileMicrobatch = 1e9;
 
 // Throws loom::Error naming the profile, the layer and the field when a cost or byte count lies
 // outside [0, kMaxLayerMs] / [0, kMaxLayerBytes] (or is not finite), a micro-batch size lies outside
-// [kMinProfileMicrobatch, kMaxProfileMicrobatch], or there are more than kMaxProfileLayers layers.
+// [kMinProfileMicrobatch, kMaxProfileMicrobatch], there are more than kMaxProfileLayers layers, or
+// a tie names a layer the profile does not have or bytes outside [0, kMaxLayerBytes].
 void validate(const Profile& profile);
 
 }  // namespace loom::planner

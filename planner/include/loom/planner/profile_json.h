@@ -5,7 +5,8 @@
 //                "activation_bytes": 4325376, "parameter_bytes": 50384896,
 //                "boundary_bytes": 4325376,                      (optional, default activation_bytes)
 //                "measurements": [{"microbatch": 8, "forward_ms": ..., "backward_ms": ...,
-//                                  "activation_bytes": ..., "boundary_bytes": ...}]}]}  (optional)
+//                                  "activation_bytes": ..., "boundary_bytes": ...}]}],  (optional)
+//    "ties": [{"layers": [0, 49], "bytes": 12582912}]}   (optional: a parameter two layers share)
 //
 // docs/planner.md describes every field. Errors name the file and the line (syntax) or the field.
 #pragma once
