@@ -148,7 +148,8 @@ PipelineLatency gpipe_latency(const std::vector<Element>& elements, int microbat
 }
 
 double state_bytes(double weight_bytes, int replicas, const CostOptions& options) {
-  return weight_bytes * (2 + options.optimizer_state_factor / (options.zero ? replicas : 1));
+  const double buckets = replicas > 1 ? weight_bytes : 0;
+  return weight_bytes * (2 + options.optimizer_state_factor / (options.zero ? replicas : 1)) + buckets;
 }
 
 RangeCost range_cost(const Profile& profile, int first, int last, int rows) {

@@ -103,7 +103,7 @@ Placed place(const Partition& p, int stages, int cluster_devices) {
 }
 
 // What the ties with both layers on stage s do not hold twice: the copy's value and optimizer state
-// (its gradient stays).
+// (its gradient stays, and with it its place in the gradient buckets).
 double shared_tie_bytes(const Profile& profile, const Partition& p, const schedule::Schedule& sched, int s,
                         int replicas, const CostOptions& options) {
   const auto holds = [&](int layer) {
@@ -115,7 +115,8 @@ double shared_tie_bytes(const Profile& profile, const Partition& p, const schedu
   };
   double bytes = 0;
   for (const LayerTie& tie : profile.ties)
-    if (holds(tie.canonical_layer) && holds(tie.copy_layer)) bytes += state_bytes(tie.bytes, replicas, options) - tie.bytes;
+    if (holds(tie.canonical_layer) && holds(tie.copy_layer))
+      bytes += tie.bytes * (1 + options.optimizer_state_factor / (options.zero ? replicas : 1));
   return bytes;
 }
 

@@ -168,7 +168,7 @@ TEST_CASE("joint: with recomputation the optimum equals exhaustive enumeration o
     const JointResult loose = plan_joint(profile, make_cluster(shape[0], shape[1], 10e9, 1e9, 1e12), global_batch, none);
     REQUIRE(loose.found);
     // From the loose plan's peak down to where nothing fits even recomputing.
-    for (const double fraction : {1.0, 0.8, 0.6, 0.45, 0.3}) {
+    for (const double fraction : {1.0, 0.8, 0.7, 0.6, 0.5, 0.45, 0.4, 0.3}) {
       const double cap = loose.evaluation.peak_bytes * fraction;
       const Cluster cluster = make_cluster(shape[0], shape[1], 10e9, 1e9, cap);
       CAPTURE(trial, layers, shape[1], fraction, cap);
@@ -227,16 +227,16 @@ TEST_CASE("joint: no plan when no stage's weights fit, and the time limit stops 
   CHECK(plan_joint(profile, make_cluster(1, 4, 10e9, 1e9, 1e12), 8, options).search == "time-limited");
 }
 
-// One layer of 1 MB of parameters cannot be cut: on two devices its two replicas hold 4 MB each
-// under Adam, or 3 MB under ZeRO-1 (each keeps half of the 2 MB of state).
+// One layer of 1 MB of parameters cannot be cut: on two devices its two replicas hold 5 MB each
+// under Adam (with the gradient buckets), or 4 MB under ZeRO-1 (each keeps half of the 2 MB of state).
 TEST_CASE("joint: ZeRO-1 divides the optimizer state over a stage's replicas") {
   const Profile profile = make_profile({{1, 2, 1e3, 0, 1e6}});
-  const Cluster cluster = make_cluster(1, 2, 10e9, 1e9, 3.5e6);
+  const Cluster cluster = make_cluster(1, 2, 10e9, 1e9, 4.5e6);
   JointOptions options;
   CHECK_FALSE(plan_joint(profile, cluster, 4, options).found);
   options.cost.zero = true;
   const JointResult zero = plan_joint(profile, cluster, 4, options);
   REQUIRE(zero.found);
   CHECK(zero.partition.replicas == std::vector<int>{2});
-  CHECK(zero.evaluation.stages[0].static_bytes == Approx(3e6));
+  CHECK(zero.evaluation.stages[0].static_bytes == Approx(4e6));
 }

@@ -58,7 +58,10 @@ struct CostOptions {
   bool zero = false;
 };
 
-// Weights, gradients and optimizer state of `weight_bytes` of parameters on one of `replicas`.
+// Weights, gradients and optimizer state of `weight_bytes` of parameters on one of `replicas`, and
+// when replicas > 1 the gradient buckets' flat buffers (a copy of the gradients the allreduce or
+// reduce-scatter works on: comm/gradient_bucketer.h). The joint search and evaluate_partition use
+// it; the DAPPLE and PipeDream planners count weights x (2 + optimizer state).
 double state_bytes(double weight_bytes, int replicas, const CostOptions& options);
 
 struct StageCost {
