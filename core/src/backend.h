@@ -46,6 +46,10 @@ LOOM_BACKEND_FUNCTIONS
 // out[i] = storage(source[i]) in f32 storage (storage bf16 or f16), for `count` floats (source ==
 // out allowed).
 void round_to(const float* source, float* out, std::int64_t count, DType storage);
+// bf16 GEMMs on oneDNN's bf16 kernels (ops.h cpu_bf16_kernels): possible on this CPU, in use, set.
+bool bf16_kernels_supported();
+bool bf16_kernels();
+void use_bf16_kernels(bool use);
 // Host allocator caching large blocks (cpu_memory.cpp): returns (pointer, rounded block size);
 // new_system_allocation set on a miss. deallocate and release_cache return the bytes given back
 // to the system.

@@ -98,6 +98,10 @@ GemmOperandScope::GemmOperandScope(DType operands) : previous_(t_gemm_operands) 
 GemmOperandScope::~GemmOperandScope() { t_gemm_operands = previous_; }
 DType gemm_operand_dtype() { return t_gemm_operands; }
 
+bool cpu_bf16_kernels_supported() { return cpu::bf16_kernels_supported(); }
+bool cpu_bf16_kernels() { return cpu::bf16_kernels(); }
+void use_cpu_bf16_kernels(bool use) { cpu::use_bf16_kernels(use); }
+
 void gemm(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b, Tensor& c, double alpha,
           double beta) {
   check_same("gemm", a, b);

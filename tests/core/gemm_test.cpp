@@ -79,14 +79,18 @@ TEST_CASE("gemm in bf16: f32 accumulation, one rounding, on the CPU and the sim 
 // Under ops::GemmOperandScope(bf16 or f16) an f32 gemm rounds its operands to that type and
 // accumulates in f32 into f32: against the double product of the rounded operands it is within
 // the f32 sum's error, it is not the exact f32 product (the operands here are not 16-bit values),
-// GemmOperandScope(f32) inside restores exact f32, and the inputs are left unchanged.
+// GemmOperandScope(f32) inside restores exact f32, and the inputs are left unchanged. bf16 runs
+// emulated (rounded f32 copies, an f32 GEMM) and, where the CPU has them, on oneDNN's bf16 kernels.
 TEST_CASE("gemm under GemmOperandScope: bf16 or f16 operands, f32 accumulation and result", "[gemm][bf16][f16]") {
   const long m = 19, n = 23, k = 257, batch = 2;
+  for (bool kernels : {false, true})
   for (DType operands : {DType::bf16, DType::f16})
   for (Device device : {Device::cpu(), Device::sim()})
     for (bool ta : {false, true})
       for (bool tb : {false, true}) {
-        INFO(dtype_name(operands) << " " << device.str() << " ta " << ta << " tb " << tb);
+        if (kernels && (operands != DType::bf16 || !ops::cpu_bf16_kernels_supported())) continue;
+        ops::use_cpu_bf16_kernels(kernels);
+        INFO(dtype_name(operands) << " " << device.str() << " ta " << ta << " tb " << tb << " kernels " << kernels);
         const auto rounded = [operands](const Tensor& t) {
           Tensor r = t.clone();
           ops::round_to_(r, operands);
@@ -123,6 +127,7 @@ TEST_CASE("gemm under GemmOperandScope: bf16 or f16 operands, f32 accumulation a
         CHECK(worst < 2e-5);  // f32 accumulation of k = 257 products of magnitude < 1
         CHECK(moved > (operands == DType::bf16 ? 1e-3 : 1e-4));  // the rounding of the operands shows (f16: 3 bits finer)
       }
+  ops::use_cpu_bf16_kernels(true);
 }
 
 TEST_CASE("gemm split over 3 threads: row and column panels, all transposes, batches", "[gemm]") {

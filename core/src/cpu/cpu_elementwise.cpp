@@ -3,6 +3,7 @@
 
 #include <loom/core/dtype_dispatch.h>
 #include <loom/core/half.h>
+#include <loom/core/parallel.h>
 
 #include "backend.h"
 
@@ -33,7 +34,39 @@ void fill(Tensor& out, double value) {
   }
 }
 
+namespace {
+// f32 to and from the 16-bit float types (half.h's rounding), over the pool: saved activations and
+// bf16 operands convert on every forward and backward.
+template <typename Convert>
+void convert(std::int64_t n, Convert convert_one) {
+  parallel_for(n, std::int64_t{1} << 16, [&](std::int64_t first, std::int64_t last) {
+    for (std::int64_t i = first; i < last; ++i) convert_one(i);
+  });
+}
+
+bool cast_16bit(const Tensor& source, Tensor& out) {
+  const std::int64_t n = source.numel();
+  const DType from = source.dtype(), to = out.dtype();
+  if (from == DType::f32 && (to == DType::bf16 || to == DType::f16)) {
+    const float* x = source.data<float>();
+    auto* y = static_cast<std::uint16_t*>(out.raw_data());
+    if (to == DType::bf16) convert(n, [&](std::int64_t i) { y[i] = half::float_to_bf16(x[i]); });
+    else convert(n, [&](std::int64_t i) { y[i] = half::float_to_f16(x[i]); });
+    return true;
+  }
+  if (to == DType::f32 && (from == DType::bf16 || from == DType::f16)) {
+    const auto* x = static_cast<const std::uint16_t*>(source.raw_data());
+    float* y = out.data<float>();
+    if (from == DType::bf16) convert(n, [&](std::int64_t i) { y[i] = half::bf16_to_float(x[i]); });
+    else convert(n, [&](std::int64_t i) { y[i] = half::f16_to_float(x[i]); });
+    return true;
+  }
+  return false;
+}
+}  // namespace
+
 void cast(const Tensor& source, Tensor& out) {
+  if (cast_16bit(source, out)) return;
   const std::int64_t n = source.numel();
   const void* src = source.raw_data();
   void* dst = out.raw_data();

@@ -4,16 +4,20 @@
 // after every call (OPENBLAS_THREAD_TIMEOUT, 2^28 cycles by default) and starve loom's pool
 // between GEMMs (a 3x3 Conv2d at 2 threads ran slower than at 1).
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <mutex>
+#include <string_view>
 
 #include <cblas.h>
 
+#include <loom/core/error.h>
 #include <loom/core/memory.h>
 #include <loom/core/parallel.h>
 #include <loom/core/threads.h>
 
 #include "backend.h"
+#include "cpu/onednn_matmul.h"
 
 namespace loom::cpu {
 
@@ -118,7 +122,37 @@ void gemm_typed(const GemmShape& g, const T* a, const T* b, T* c) {
 }  // namespace
 
 namespace {
-// bf16 operands widened to f32 (exact), an f32 GEMM, the result rounded to bf16 once (ops.h).
+// Below this many multiply-adds a bf16 GEMM stays emulated: oneDNN's call and the operands' rounded
+// copies cost more than they save.
+constexpr std::int64_t kBf16KernelWork = std::int64_t{1} << 15;
+
+// -1 until first asked: then LOOM_CPU_BF16 (kernels, the default, or emulate); use_bf16_kernels sets it.
+std::atomic<int> g_use_bf16_kernels{-1};
+
+bool env_wants_bf16_kernels() {
+  const char* value = std::getenv("LOOM_CPU_BF16");
+  if (value == nullptr || *value == '\0') return true;
+  const std::string_view text(value);
+  LOOM_CHECK(text == "kernels" || text == "emulate", "environment variable LOOM_CPU_BF16='", excerpt(text),
+             "' is not kernels or emulate");
+  return text == "kernels";
+}
+
+bool bf16_kernel_for(const GemmShape& g) {
+  return g.m > 0 && g.n > 0 && g.k > 0 && g.m * g.n * g.k * g.batch >= kBf16KernelWork && bf16_kernels();
+}
+
+// t's f32 values rounded to bf16 (round_to's rule) as bf16 bit patterns, in a workspace tensor.
+Tensor bf16_copy(const Tensor& t) {
+  Tensor bits = Tensor::empty(t.shape(), DType::bf16, t.device());
+  cast(t, bits);
+  return bits;
+}
+
+const std::uint16_t* bits_of(const Tensor& t) { return static_cast<const std::uint16_t*>(t.raw_data()); }
+
+// bf16 operands, f32 accumulation, the result rounded to bf16 once (ops.h): oneDNN's bf16 kernel,
+// or the operands widened to f32 (exact) and an f32 GEMM.
 void gemm_bf16(const GemmShape& g, const Tensor& a, const Tensor& b, Tensor& c) {
   MemoryCategoryScope scratch(MemoryCategory::workspace);
   auto widened = [](const Tensor& t) {
@@ -126,17 +160,34 @@ void gemm_bf16(const GemmShape& g, const Tensor& a, const Tensor& b, Tensor& c) 
     cast(t, wide);
     return wide;
   };
-  const Tensor wide_a = widened(a), wide_b = widened(b);
   Tensor wide_c = g.beta != 0 ? widened(c) : Tensor::empty(c.shape(), DType::f32, c.device());
-  gemm_typed<float>(g, wide_a.data<float>(), wide_b.data<float>(), wide_c.data<float>());
+  if (bf16_kernel_for(g)) {
+    onednn::matmul_bf16(g, bits_of(a), bits_of(b), wide_c.data<float>());
+  } else {
+    const Tensor wide_a = widened(a), wide_b = widened(b);
+    gemm_typed<float>(g, wide_a.data<float>(), wide_b.data<float>(), wide_c.data<float>());
+  }
   cast(wide_c, c);
 }
 }  // namespace
 
-// f32 operands rounded to bf16 or f16 (rounded copies), an f32 GEMM into the f32 c (ops.h,
-// GemmOperandScope).
+bool bf16_kernels_supported() { return onednn::bf16_matmul_supported(); }
+bool bf16_kernels() {
+  int use = g_use_bf16_kernels.load(std::memory_order_relaxed);
+  if (use < 0) g_use_bf16_kernels = use = env_wants_bf16_kernels() ? 1 : 0;
+  return use == 1 && bf16_kernels_supported();
+}
+void use_bf16_kernels(bool use) { g_use_bf16_kernels = use ? 1 : 0; }
+
+// f32 operands rounded to bf16 or f16, f32 accumulation into the f32 c (ops.h, GemmOperandScope):
+// bf16 copies and oneDNN's bf16 kernel, or rounded f32 copies and an f32 GEMM.
 void gemm_rounded_operands(const GemmShape& g, const Tensor& a, const Tensor& b, Tensor& c, DType operands) {
   MemoryCategoryScope scratch(MemoryCategory::workspace);
+  if (operands == DType::bf16 && bf16_kernel_for(g)) {
+    const Tensor bits_a = bf16_copy(a), bits_b = bf16_copy(b);
+    onednn::matmul_bf16(g, bits_of(bits_a), bits_of(bits_b), c.data<float>());
+    return;
+  }
   const auto rounded = [operands](const Tensor& t) {
     Tensor copy = Tensor::empty(t.shape(), DType::f32, t.device());
     round_to(t.data<float>(), copy.data<float>(), t.numel(), operands);

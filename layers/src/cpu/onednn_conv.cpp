@@ -3,7 +3,6 @@
 // result back into loom's NCHW tensor.
 #include "cpu/onednn_conv.h"
 
-#include <mutex>
 #include <string>
 #include <unordered_map>
 
@@ -11,6 +10,7 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <loom/core/bounded_cache.h>
 #include <loom/core/error.h>
 #include <loom/core/threads.h>
 
@@ -88,24 +88,7 @@ dnnl::convolution_forward::primitive_desc forward_desc(const memory::dims& x, co
 // cache costs tens of microseconds, which a small convolution would pay five times per forward +
 // backward (three primitives, two forward hints). Entries are handles (cheap copies).
 template <typename Entry>
-class PrimitiveCache {
- public:
-  template <typename Make>
-  Entry get(const std::string& key, Make make) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto it = entries_.find(key);
-    if (it == entries_.end()) {
-      if (entries_.size() >= kMaxEntries) entries_.clear();
-      it = entries_.emplace(key, make()).first;
-    }
-    return it->second;
-  }
-
- private:
-  static constexpr std::size_t kMaxEntries = 512;
-  std::mutex mutex_;
-  std::unordered_map<std::string, Entry> entries_;
-};
+using PrimitiveCache = BoundedCache<Entry>;
 
 // Every dimension and setting a primitive depends on.
 std::string cache_key(const memory::dims& x, const memory::dims& w, const memory::dims& y, bool bias,

@@ -34,7 +34,8 @@ void gemm_batched(const std::vector<Tensor>& a, bool transpose_a, const std::vec
 // this thread, gemm and gemm_strided_batched of f32 tensors round both operands to that type
 // (round_to_'s rule) and multiply with f32 accumulation into the f32 c (alpha, beta in f32): on a
 // GPU the operands cast to bf16 / f16 and cuBLAS's 16-bit x 16-bit -> f32 tensor-core GEMM; on the
-// CPU (and sim) rounded f32 copies and an f32 GEMM, which computes the same numbers up to the order
+// CPU (and sim) oneDNN's bf16 kernels where the CPU has them (cpu_bf16_kernels below), else rounded
+// f32 copies and an f32 GEMM, which computes the same numbers up to the order
 // of the f32 sums (a product of two bf16 or two f16 values is exact in f32: 8 + 8 or 11 + 11
 // significand bits fit in 24). Mixed-precision training (runtime/precision.h) runs its blocks
 // under it; GemmOperandScope(f32) restores exact f32 inside (code that must not round, e.g. a
@@ -50,6 +51,17 @@ class GemmOperandScope {
   DType previous_;
 };
 DType gemm_operand_dtype();  // f32 outside any scope
+
+// bf16 kernels on the CPU: where this CPU has AVX-512 BF16 (and loom was built with oneDNN), the
+// CPU's bf16 GEMMs (bf16 tensors, and f32 tensors under GemmOperandScope(bf16)) run on oneDNN's
+// bf16 x bf16 -> f32 matmul, the f32 c accumulating the products in f32: the same numbers as the
+// emulated path (rounded f32 copies and an f32 GEMM) up to the order of the f32 sums. Problems of
+// fewer than 2^15 multiply-adds stay emulated, as do f16 operands and CPUs without the ISA.
+// cpu_bf16_kernels() says whether the kernels are in use now: supported, and not turned off by
+// LOOM_CPU_BF16=emulate or use_cpu_bf16_kernels(false) (tests of the emulated path).
+bool cpu_bf16_kernels_supported();
+bool cpu_bf16_kernels();
+void use_cpu_bf16_kernels(bool use);
 
 // ---- element-wise ----------------------------------------------------------------------------
 void fill(Tensor& out, double value);

@@ -1,0 +1,14 @@
+// Built without oneDNN: bf16 GEMMs stay emulated (onednn_matmul.h).
+#include "cpu/onednn_matmul.h"
+
+#include <loom/core/error.h>
+
+namespace loom::cpu::onednn {
+
+bool bf16_matmul_supported() { return false; }
+
+void matmul_bf16(const GemmShape&, const std::uint16_t*, const std::uint16_t*, float*) {
+  LOOM_THROW("bf16 matmul: this build of loom has no oneDNN");
+}
+
+}  // namespace loom::cpu::onednn
