@@ -19,6 +19,7 @@
 #include <loom/layers/dropout.h>
 
 #include "cuda/kernels.h"
+#include "gemm_operand_storage.h"
 #include "layer_util.h"
 
 namespace loom {
@@ -198,18 +199,20 @@ TensorList MultiHeadAttention::forward(const TensorList& inputs, Context& ctx) {
   Tensor y = out_->forward_tensor(merged, ctx.child(cross_ ? 2 : 1));
 
   ctx.save_shape("inputs", Shape{static_cast<std::int64_t>(inputs.size())});
-  ctx.save("q", q);
-  ctx.save("k", k);
-  ctx.save("v", v);
-  ctx.save("probs", probs);
-  if (!attended.same_storage(probs)) ctx.save("attended", attended);
+  ctx.save("q", detail::as_gemm_operand(q));  // Q, K, V only multiply: 16-bit under a rounding scope
+  ctx.save("k", detail::as_gemm_operand(k));
+  ctx.save("v", detail::as_gemm_operand(v));
+  ctx.save("probs", probs);  // softmax_backward reads it unrounded
+  if (!attended.same_storage(probs)) ctx.save("attended", detail::as_gemm_operand(attended));
   return {y};
 }
 
 TensorList MultiHeadAttention::backward_input(const TensorList& grad_outputs, Context& ctx) {
   LOOM_CHECK(!grad_outputs.empty() && grad_outputs[0].defined(), describe(), ": missing output gradient");
-  const Tensor q = ctx.get("q"), k = ctx.get("k"), v = ctx.get("v"), probs = ctx.get("probs");
-  const Tensor attended = ctx.has("attended") && ctx.get("attended").defined() ? ctx.get("attended") : probs;
+  const Tensor q = detail::widened_gemm_operand(ctx.get("q")), k = detail::widened_gemm_operand(ctx.get("k")),
+               v = detail::widened_gemm_operand(ctx.get("v")), probs = ctx.get("probs");
+  const Tensor attended =
+      ctx.has("attended") && ctx.get("attended").defined() ? detail::widened_gemm_operand(ctx.get("attended")) : probs;
   const std::int64_t H = num_heads_, D = head_dim_, BH = q.size(0), B = BH / H, Tn = q.size(1), S = k.size(1);
   Context& out_ctx = ctx.child(cross_ ? 2 : 1);
   const Tensor d_merged = out_->backward_input_tensor(grad_outputs[0], out_ctx);

@@ -3,6 +3,7 @@
 
 #include <loom/core/ops.h>
 
+#include "gemm_operand_storage.h"
 #include "layer_util.h"
 
 namespace loom {
@@ -35,7 +36,7 @@ Tensor Linear::forward_tensor(const Tensor& x, Context& ctx) {
   Tensor y2 = y.flatten_to_2d(-1);
   ops::gemm(x.flatten_to_2d(-1), false, weight_.value, true, y2);
   if (has_bias_) ops::bias_add(y2, bias_.value);
-  ctx.save("input", x);
+  ctx.save("input", detail::as_gemm_operand(x));  // 16-bit under a rounding GemmOperandScope
   return y;
 }
 
@@ -44,7 +45,7 @@ Tensor Linear::backward_input_tensor(const Tensor& grad_y, Context& ctx) {
   Shape expected = x.shape();
   expected[-1] = out_features_;
   detail::check_same_shape(*this, "output gradient", grad_y, expected);
-  Tensor grad_x = Tensor::empty(x.shape(), x.dtype(), x.device());
+  Tensor grad_x = Tensor::empty(x.shape(), grad_y.dtype(), x.device());
   Tensor grad_x2 = grad_x.flatten_to_2d(-1);
   ops::gemm(grad_y.flatten_to_2d(-1), false, weight_.value, false, grad_x2);
   ctx.save("grad_output", grad_y);
@@ -52,7 +53,7 @@ Tensor Linear::backward_input_tensor(const Tensor& grad_y, Context& ctx) {
 }
 
 void Linear::backward_weight(Context& ctx) {
-  const Tensor& x = ctx.get("input");
+  const Tensor x = detail::widened_gemm_operand(ctx.get("input"));
   const Tensor& grad_y = ctx.get("grad_output");
   const Tensor g2 = grad_y.flatten_to_2d(-1);
   ops::gemm(g2, true, x.flatten_to_2d(-1), false, weight_.grad, 1.0, 1.0);

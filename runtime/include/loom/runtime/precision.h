@@ -12,8 +12,10 @@
 //   - every GEMM of the blocks' forward and backward (linear layers, attention, LSTM gates) takes
 //     its operands rounded to 16 bits and accumulates in f32 into an f32 result
 //     (ops::GemmOperandScope, set by StageRunner): cuBLAS's bf16 / f16 tensor-core GEMM on a GPU,
-//     rounded copies and an f32 GEMM on the CPU; convolutions stay f32 (cuDNN's FMA math on a GPU,
-//     as on the CPU);
+//     oneDNN's bf16 kernels on a CPU with AVX-512 BF16 (ops::cpu_bf16_kernels), rounded copies and
+//     an f32 GEMM on other CPUs and for f16; convolutions stay f32 (cuDNN's FMA math on a GPU, as on
+//     the CPU); the activations saved only for those GEMMs (a Linear's input, attention's Q, K, V)
+//     are kept in 16 bits (layers/src/gemm_operand_storage.h);
 //   - parameter gradients accumulate in fp32; the loss, its reductions and the optimizer are fp32.
 // A product of two bf16 (or two f16) values is exact in f32 (8 + 8, 11 + 11 significand bits fit
 // in 24), so an f32 GEMM on rounded operands is a 16-bit GEMM with f32 accumulation: the CPU
