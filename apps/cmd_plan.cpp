@@ -181,7 +181,7 @@ void run_joint(const PlanOptions& o, const planner::Profile& profile, const plan
   if (o.out.empty()) return;
   if (!r.found) LOOM_THROW("no plan fits in device memory; nothing written to ", o.out);
   planner::Plan plan = joint_plan(r, profile.model);
-  plan.zero = o.zero;
+  plan.zero = o.zero == 1 || r.partition.zero ? 1 : 0;  // --zero 1, or the search needed it
   planner::write_plan(plan, cluster, o.out);
   if (!o.json) std::printf("\nwrote the joint plan to %s\n", o.out.c_str());
 }

@@ -53,6 +53,7 @@ void print_partition(const planner::Partition& p, const planner::PartitionEvalua
                 e.simulation.stages[static_cast<std::size_t>(s)].busy_ms, bytes_text(st.static_bytes).c_str(),
                 bytes_text(st.activation_bytes).c_str(), bytes_text(st.peak_bytes).c_str(), recomputed(p, s).c_str());
   }
+  if (p.zero) std::printf("\nZeRO-1: each replica keeps 1/R of its stage's optimizer state\n");
   std::printf("\n%s\n", e.fits ? "fits in every device's memory" : ("does not fit: " + e.why_not).c_str());
 }
 
@@ -71,6 +72,7 @@ nlohmann::json partition_json(const planner::Partition& p, const planner::Partit
                       {"recompute", p.recompute.empty() ? std::vector<int>{} : p.recompute[static_cast<std::size_t>(s)]}});
   }
   return {{"schedule", schedule::schedule_kind_name(p.kind)}, {"stages", stages}, {"chunks", e.schedule.chunks},
+          {"zero", p.zero ? 1 : 0},
           {"microbatches", p.microbatches}, {"simulated_step_ms", e.simulation.step_ms},
           {"bubble_fraction", e.simulation.bubble_fraction}, {"peak_bytes", e.peak_bytes}, {"fits", e.fits},
           {"why_not", e.why_not}};

@@ -38,6 +38,7 @@ struct CutSearch {
   // The most the profile's ties can take off a stage's static bytes (shared_tie_bytes): the
   // static-bytes bound subtracts it, since a later chunk may bring a tie's other layer.
   double tie_slack = 0;
+  CostOptions bound_cost;  // options.cost, with ZeRO-1 when the search may turn it on (the least bytes)
 
   void evaluate() {
     if (options.time_limit_s > 0 && Clock::now() > deadline) {
@@ -58,6 +59,11 @@ struct CutSearch {
     }
     if (e.simulation.step_ms >= best_ms) return;  // recomputation only adds time
     Partition fitted = partition;
+    const bool replicated = std::any_of(partition.replicas.begin(), partition.replicas.end(), [](int r) { return r > 1; });
+    if (!e.fits && options.search_zero && !options.cost.zero && replicated) {
+      fitted.zero = true;  // the same step, less optimizer state per replica
+      e = evaluate_partition(profile, cluster, fitted, options.cost);
+    }
     std::string why;
     if (!e.fits && !(options.recompute && fit_by_recomputation(profile, cluster, fitted, e, options.cost, why))) return;
     if (e.simulation.step_ms >= best_ms) return;
@@ -96,7 +102,7 @@ struct CutSearch {
       const double weights = profile.parameter_bytes(first, last);
       const double busy = partition.microbatches * (work.forward_ms + work.backward_ms) +
                           allreduce[static_cast<std::size_t>(stage)].at(weights);
-      const double bytes = state_bytes(weights, partition.replicas[static_cast<std::size_t>(stage)], options.cost);
+      const double bytes = state_bytes(weights, partition.replicas[static_cast<std::size_t>(stage)], bound_cost);
       double& stage_busy = busy_ms[static_cast<std::size_t>(stage)];
       double& stage_bytes = static_bytes[static_cast<std::size_t>(stage)];
       // Both grow with `last`: once over the bound, every longer range is too.
@@ -227,6 +233,8 @@ JointResult plan_joint(const Profile& profile, const Cluster& cluster, int globa
           if (too_many_replicas) continue;
           search.partition = {kind, v, m, global_batch, std::vector<std::pair<int, int>>(stages * v), replicas};
           for (const LayerTie& tie : profile.ties) search.tie_slack += tie.bytes * (1 + options.cost.optimizer_state_factor);
+          search.bound_cost = options.cost;
+          search.bound_cost.zero = options.cost.zero || options.search_zero;
           search.bound_rest();
           search.cut(0, 0);
           best_ms = search.best_ms;

@@ -167,7 +167,9 @@ PartitionEvaluation evaluate_partition(const Profile& profile, const Cluster& cl
   for (int s = 0; s < stages; ++s) {
     StageEvaluation& stage = out.stages[static_cast<std::size_t>(s)];
     stage.devices = placed.devices[static_cast<std::size_t>(s)];
-    costs.stages.push_back(stage_costs(profile, cluster, p, out.schedule, stage.devices, s, options, stage.static_bytes));
+    CostOptions memory = options;
+    memory.zero = options.zero || p.zero;
+    costs.stages.push_back(stage_costs(profile, cluster, p, out.schedule, stage.devices, s, memory, stage.static_bytes));
   }
   for (int s = 0; stages > 1 && s < stages; ++s) {  // after stage s; the last one is the looped wrap
     const LinearCost link = transfer_cost(cluster, placed.devices[static_cast<std::size_t>(s)],

@@ -87,7 +87,7 @@ void try_recomputation(const Profile& profile, const Cluster& cluster, Partition
 }
 
 // Every candidate of the joint search's space (of `kinds`), each partition under every
-// recomputation when `recompute`.
+// recomputation, with and without ZeRO-1, when `recompute`.
 Exhaustive exhaustive(const Profile& profile, const Cluster& cluster, int global_batch,
                       const std::vector<loom::schedule::ScheduleKind>& kinds = joint_kinds(), bool recompute = false) {
   Exhaustive best;
@@ -108,8 +108,13 @@ Exhaustive exhaustive(const Profile& profile, const Cluster& cluster, int global
               p.layers.emplace_back(first, first + size - 1);
               first += size;
             }
-            if (recompute) try_recomputation(profile, cluster, p, best);
-            else try_partition(profile, cluster, p, best);
+            if (!recompute) {
+              try_partition(profile, cluster, p, best);
+              continue;
+            }
+            try_recomputation(profile, cluster, p, best);
+            p.zero = true;
+            try_recomputation(profile, cluster, p, best);
           }
   }
   return best;
@@ -131,7 +136,8 @@ TEST_CASE("joint: the search's optimum equals exhaustive enumeration, and its pl
       CAPTURE(trial, layers, shape[0], shape[1], cap, global_batch);
       const Exhaustive expected = exhaustive(profile, cluster, global_batch);
       JointOptions options;
-      options.recompute = false;  // the next test case enumerates recomputation too
+      options.recompute = false;  // the next test case enumerates recomputation and ZeRO-1 too
+      options.search_zero = false;
       const JointResult joint = plan_joint(profile, cluster, global_batch, options);
       REQUIRE(joint.found == std::isfinite(expected.step_ms));
       if (!joint.found) continue;
@@ -145,8 +151,9 @@ TEST_CASE("joint: the search's optimum equals exhaustive enumeration, and its pl
   }
 }
 
-// Issue 29: recomputation searched per stage against every subset of every stage's layers, on
-// caps from loose to where only recomputation fits; one-chunk and multi-chunk kinds (looped, V).
+// Issue 29: recomputation searched per stage against every subset of every stage's layers (and
+// ZeRO-1 on or off), on caps from loose to where only recomputation fits; one-chunk and
+// multi-chunk kinds (looped, V).
 TEST_CASE("joint: with recomputation the optimum equals exhaustive enumeration of every recomputed subset") {
   std::mt19937 rng(31);
   const std::vector<loom::schedule::ScheduleKind> kinds = {
@@ -164,6 +171,7 @@ TEST_CASE("joint: with recomputation the optimum equals exhaustive enumeration o
     JointOptions none;
     none.kinds = kinds;
     none.recompute = false;
+    none.search_zero = false;
     none.seed = false;
     const JointResult loose = plan_joint(profile, make_cluster(shape[0], shape[1], 10e9, 1e9, 1e12), global_batch, none);
     REQUIRE(loose.found);
@@ -175,6 +183,7 @@ TEST_CASE("joint: with recomputation the optimum equals exhaustive enumeration o
       const Exhaustive expected = exhaustive(profile, cluster, global_batch, kinds, true);
       JointOptions options = none;
       options.recompute = true;
+      options.search_zero = true;
       const JointResult joint = plan_joint(profile, cluster, global_batch, options);
       REQUIRE(joint.found == std::isfinite(expected.step_ms));
       if (!joint.found) continue;
@@ -233,10 +242,17 @@ TEST_CASE("joint: ZeRO-1 divides the optimizer state over a stage's replicas") {
   const Profile profile = make_profile({{1, 2, 1e3, 0, 1e6}});
   const Cluster cluster = make_cluster(1, 2, 10e9, 1e9, 4.5e6);
   JointOptions options;
+  options.search_zero = false;
   CHECK_FALSE(plan_joint(profile, cluster, 4, options).found);
-  options.cost.zero = true;
+  options.cost.zero = true;  // loom plan --zero 1
   const JointResult zero = plan_joint(profile, cluster, 4, options);
   REQUIRE(zero.found);
   CHECK(zero.partition.replicas == std::vector<int>{2});
   CHECK(zero.evaluation.stages[0].static_bytes == Approx(4e6));
+  // The search turns it on by itself where nothing fits without it.
+  const JointResult searched = plan_joint(profile, cluster, 4);
+  REQUIRE(searched.found);
+  CHECK(searched.partition.zero);
+  CHECK(searched.evaluation.simulation.step_ms == zero.evaluation.simulation.step_ms);
+  CHECK_FALSE(plan_joint(profile, make_cluster(1, 2, 10e9, 1e9, 1e12), 4).partition.zero);  // not needed: off
 }

@@ -12,8 +12,10 @@
 // the chunks it holds (those cut so far), and at least the average of that over the stages (the
 // layers not cut yet counted at the fewest rows of any stage). Micro-batch counts are tried from
 // the most down (small bubbles first find good plans early), after the seeds (JointOptions::seed).
-// A candidate that does not fit is fitted by per-stage recomputation where it can
-// (fit_by_recomputation, recomputation.h). Not searched yet: placement policies.
+// A candidate that does not fit is fitted by ZeRO-1 where a stage is replicated, then by per-stage
+// recomputation where it can (fit_by_recomputation, recomputation.h): neither changes the
+// simulated step but recomputation's added forwards, so the result stays exact. Not searched yet:
+// placement policies.
 #pragma once
 
 #include <string>
@@ -36,6 +38,10 @@ struct JointOptions {
   // A candidate over some device's memory is fitted by recomputation per stage where it can
   // (recomputation.h: none, all or a subset of each stage's blocks).
   bool recompute = true;
+  // A candidate over the cap is tried under ZeRO-1 first (Partition::zero: a stage's replicas
+  // share out its optimizer state; the model times it as the allreduce it replaces), then
+  // recomputed where it still does not fit.
+  bool search_zero = true;
 };
 
 struct JointResult {

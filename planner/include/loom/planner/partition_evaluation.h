@@ -38,6 +38,7 @@ struct Partition {
   // Per pipeline stage, the global layers whose activations it recomputes (ascending, each one of
   // its own; planner/recomputation.h); empty: none anywhere.
   std::vector<std::vector<int>> recompute = {};
+  bool zero = false;  // ZeRO-1 (CostOptions::zero; either turns it on)
 };
 
 struct StageEvaluation {
