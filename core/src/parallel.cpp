@@ -1,5 +1,7 @@
-// loom's CPU thread pool (see parallel.h): workers sleep on a condition variable between jobs and
-// take chunks from an atomic counter; the caller works too and waits for the last chunk.
+// loom's CPU thread pool (see parallel.h). Built with oneDNN (LOOM_PARALLEL_OPENMP), the jobs run
+// on the OpenMP team that oneDNN's primitives run on, so one set of threads serves both. Otherwise
+// loom's own workers sleep on a condition variable between jobs. Either way chunks are taken from an
+// atomic counter, the caller works too, and the call returns after the last chunk.
 #include <loom/core/parallel.h>
 
 #include <algorithm>
@@ -8,6 +10,12 @@
 #include <mutex>
 #include <thread>
 #include <vector>
+
+#ifdef LOOM_PARALLEL_OPENMP
+#include <exception>
+
+#include <omp.h>
+#endif
 
 #include <loom/core/threads.h>
 
@@ -103,10 +111,49 @@ class Pool {
   bool stopping_ = false;
 };
 
+#ifdef LOOM_PARALLEL_OPENMP
+// The job on an OpenMP team of `threads` (libgomp keeps the team between regions: its workers spin
+// briefly, then sleep). One job at a time, as the pool's; an exception leaves the region on its
+// thread and is rethrown here.
+class OpenMpTeam {
+ public:
+  bool run(std::int64_t n, std::int64_t chunk, int threads, const std::function<void(std::int64_t, std::int64_t)>& body) {
+    std::unique_lock<std::mutex> busy(busy_, std::try_to_lock);
+    if (!busy.owns_lock()) return false;
+    const std::int64_t chunks = (n + chunk - 1) / chunk;
+    std::atomic<std::int64_t> next{0};
+    std::exception_ptr failure;
+    std::mutex failure_mutex;
+#pragma omp parallel num_threads(threads)
+    {
+      t_inside = true;
+      try {
+        for (std::int64_t c; (c = next.fetch_add(1)) < chunks;) body(c * chunk, std::min(n, (c + 1) * chunk));
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(failure_mutex);
+        if (!failure) failure = std::current_exception();
+        next.store(chunks);
+      }
+      t_inside = false;
+    }
+    if (failure) std::rethrow_exception(failure);
+    return true;
+  }
+
+ private:
+  std::mutex busy_;
+};
+
+OpenMpTeam& pool() {
+  static OpenMpTeam instance;
+  return instance;
+}
+#else
 Pool& pool() {
   static Pool instance;
   return instance;
 }
+#endif
 
 }  // namespace
 
