@@ -150,6 +150,29 @@ schedule::StageCost stage_costs(const Profile& profile, const Cluster& cluster, 
   return cost;
 }
 
+// The tie groups' allreduce (runtime/tied_parameters.h): where a tie's two layers are on different
+// stages, both stages' devices sum the copy's gradient before the step, after their replicas'
+// allreduce; each of the two stages waits for it, as for its own allreduce.
+void add_tie_allreduce(const Profile& profile, const Cluster& cluster, const Partition& p,
+                       const schedule::Schedule& sched, const Placed& placed, schedule::CostModel& costs) {
+  const auto stage_of = [&](int layer) {
+    for (int v = 0; v < sched.virtual_stages(); ++v)
+      if (layer >= p.layers[static_cast<std::size_t>(v)].first && layer <= p.layers[static_cast<std::size_t>(v)].second)
+        return sched.stage_of(v);
+    return -1;
+  };
+  for (const LayerTie& tie : profile.ties) {
+    const int a = stage_of(tie.canonical_layer), b = stage_of(tie.copy_layer);
+    if (a == b || a < 0 || b < 0) continue;
+    std::vector<int> group = placed.devices[static_cast<std::size_t>(a)];
+    group.insert(group.end(), placed.devices[static_cast<std::size_t>(b)].begin(),
+                 placed.devices[static_cast<std::size_t>(b)].end());
+    const double ms = allreduce_cost(cluster, group).at(tie.bytes);
+    costs.stages[static_cast<std::size_t>(a)].allreduce_ms += ms;
+    costs.stages[static_cast<std::size_t>(b)].allreduce_ms += ms;
+  }
+}
+
 }  // namespace
 
 PartitionEvaluation evaluate_partition(const Profile& profile, const Cluster& cluster, const Partition& p,
@@ -171,6 +194,7 @@ PartitionEvaluation evaluate_partition(const Profile& profile, const Cluster& cl
     memory.zero = options.zero || p.zero;
     costs.stages.push_back(stage_costs(profile, cluster, p, out.schedule, stage.devices, s, memory, stage.static_bytes));
   }
+  add_tie_allreduce(profile, cluster, p, out.schedule, placed, costs);
   for (int s = 0; stages > 1 && s < stages; ++s) {  // after stage s; the last one is the looped wrap
     const LinearCost link = transfer_cost(cluster, placed.devices[static_cast<std::size_t>(s)],
                                           placed.devices[static_cast<std::size_t>((s + 1) % stages)],

@@ -175,3 +175,22 @@ TEST_CASE("partition: a tie with both layers on one stage is held once, across s
   CHECK(evaluate_partition(profile, make_cluster(2, 1, 1e9, 1e9, 1e12), v).stages[0].static_bytes ==
         Approx(5e3 * 4 - 1e3 * 3));
 }
+
+// The tie group's allreduce (1 kB shared by layers 0 and 3): on one stage there is none; split over
+// two stages of one device each, both stages wait for a 2-device allreduce of 1 kB after their
+// own (none: one replica each), so the step grows by exactly that allreduce's time.
+TEST_CASE("partition: a tie across stages adds its group's allreduce to both stages") {
+  Profile profile = four_layers(5);
+  const Cluster cluster = make_cluster(1, 2, 1e6, 1e6, 1e12);  // 1 MB/s: 1 kB takes milliseconds
+  const Partition two{ScheduleKind::dapple, 1, 2, 2, {{0, 1}, {2, 3}}, {}};
+  const double untied = evaluate_partition(profile, cluster, two).simulation.step_ms;
+  profile.ties.push_back({0, 3, 1e3});
+  const double tied = evaluate_partition(profile, cluster, two).simulation.step_ms;
+  const double group = allreduce_cost(cluster, {0, 1}).at(1e3);
+  CHECK(group > 0.5);
+  CHECK(tied - untied == Approx(group));
+  const Partition one{ScheduleKind::dapple, 1, 2, 2, {{0, 3}}, {}};
+  Profile untied_one = four_layers(5);
+  CHECK(evaluate_partition(profile, cluster, one).simulation.step_ms ==
+        Approx(evaluate_partition(untied_one, cluster, one).simulation.step_ms));
+}
