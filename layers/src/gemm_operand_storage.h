@@ -12,9 +12,12 @@
 namespace loom::detail {
 
 // x as it is to be saved: a bf16 / f16 copy of an f32 x under a rounding GemmOperandScope, else x.
+// Only when the caller's reference is the one to x's storage: otherwise something else keeps the
+// f32 tensor alive (a ReLU that saved its output, a residual's skip, a view) and a copy would add
+// bytes instead of halving them.
 inline Tensor as_gemm_operand(const Tensor& x) {
   const DType operands = ops::gemm_operand_dtype();
-  if (operands == DType::f32 || x.dtype() != DType::f32) return x;
+  if (operands == DType::f32 || x.dtype() != DType::f32 || x.storage().use_count() > 1) return x;
   Tensor narrow = Tensor::empty(x.shape(), operands, x.device());
   ops::cast(x, narrow);
   return narrow;

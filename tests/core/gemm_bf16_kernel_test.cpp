@@ -11,33 +11,18 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
 
 #include <loom/core/ops.h>
 #include <loom/core/threads.h>
 
+#include "bf16_kernels.h"
 #include "reference.h"
 
 using namespace loom;
 
 namespace {
 
-struct SkipWithoutBf16Kernels {
-  SkipWithoutBf16Kernels() {
-    if (ops::cpu_bf16_kernels_supported()) return;
-    std::printf("skipped: no oneDNN bf16 kernels on this CPU (AVX-512 BF16 absent, or loom built without oneDNN)\n");
-    std::fflush(stdout);
-    std::_Exit(77);
-  }
-};
-const SkipWithoutBf16Kernels skip_without_bf16_kernels_at_start;
-
-std::vector<double> rounded(const Tensor& t) {
-  Tensor r = t.clone();
-  ops::round_to_bf16_(r);
-  return r.to_double_vector();
-}
+const test::SkipWithoutBf16Kernels skip_without_bf16_kernels_at_start;
 
 // max over elements of |got - want| / bound, bound as in the header (<= 1 passes).
 double worst_against_bound(const std::vector<double>& got, const std::vector<double>& a, bool ta,
@@ -84,7 +69,7 @@ TEST_CASE("bf16 kernels: f32 gemm under GemmOperandScope(bf16) equals the double
           ops::use_cpu_bf16_kernels(true);
         }
         ops::gemm(a, ta, b, tb, exact, s.alpha, s.beta);
-        const auto ra = rounded(a), rb = rounded(b), cv = c.to_double_vector();
+        const auto ra = test::bf16_rounded(a), rb = test::bf16_rounded(b), cv = c.to_double_vector();
         CHECK(worst_against_bound(kernel.to_double_vector(), ra, ta, rb, tb, cv, s.m, s.n, s.k, s.alpha, s.beta) <= 1);
         CHECK(worst_against_bound(emulated.to_double_vector(), ra, ta, rb, tb, cv, s.m, s.n, s.k, s.alpha, s.beta) <= 1);
         CHECK(ops::max_abs_error(kernel, exact) > 1e-3);  // the operands were rounded
@@ -104,7 +89,7 @@ TEST_CASE("bf16 kernels: strided batches (attention's shapes), every transpose",
         const ops::GemmOperandScope math(DType::bf16);
         ops::gemm_strided_batched(a, ta, b, tb, got, 0.125, 1.0);
       }
-      const auto ra = rounded(a), rb = rounded(b), cv = c.to_double_vector(), gv = got.to_double_vector();
+      const auto ra = test::bf16_rounded(a), rb = test::bf16_rounded(b), cv = c.to_double_vector(), gv = got.to_double_vector();
       double worst = 0;
       for (long i = 0; i < batch; ++i) {
         const auto slice = [i](const std::vector<double>& v, long size) {

@@ -12,6 +12,7 @@
 
 #include <loom/core/bounded_cache.h>
 #include <loom/core/error.h>
+#include <loom/core/ops.h>
 #include <loom/core/threads.h>
 
 namespace loom::detail::onednn {
@@ -28,7 +29,17 @@ dnnl::engine& engine() {
 
 memory::dims dims_of(const Tensor& t) { return {t.size(0), t.size(1), t.size(2), t.size(3)}; }
 
-memory::desc any_desc(const memory::dims& dims) { return {dims, memory::data_type::f32, Tag::any}; }
+memory::desc any_desc(const memory::dims& dims, memory::data_type type = memory::data_type::f32) {
+  return {dims, type, Tag::any};
+}
+
+// The type the primitives multiply in: bf16 under GemmOperandScope(bf16) where the CPU has bf16
+// kernels (the reorders from loom's f32 tensors round to nearest even, as ops::round_to_ does), else
+// f32. Results and gradients stay f32 either way.
+memory::data_type operand_type() {
+  const bool bf16 = ops::gemm_operand_dtype() == DType::bf16 && ops::cpu_bf16_kernels();
+  return bf16 ? memory::data_type::bf16 : memory::data_type::f32;
+}
 
 // Weight [O, C/G, kh, kw] as oneDNN sees it: with groups, [G, O/G, C/G, kh, kw].
 memory::dims weight_dims(const Tensor& w, const Conv2dOptions& o) {
@@ -72,14 +83,15 @@ dnnl::primitive_attr user_scratchpad() {
 }
 
 dnnl::convolution_forward::primitive_desc forward_desc(const memory::dims& x, const memory::dims& w,
-                                                       const memory::dims& y, bool bias, const Conv2dOptions& o) {
+                                                       const memory::dims& y, bool bias, const Conv2dOptions& o,
+                                                       memory::data_type type) {
   const Window win = window(o);
   const auto kind = dnnl::prop_kind::forward_training;
   const auto direct = dnnl::algorithm::convolution_direct;
   const memory::desc bias_desc({y[1]}, memory::data_type::f32, Tag::x);
-  const auto desc = bias ? dnnl::convolution_forward::desc(kind, direct, any_desc(x), any_desc(w), bias_desc, any_desc(y),
-                                                           win.strides, win.dilates, win.padding, win.padding)
-                         : dnnl::convolution_forward::desc(kind, direct, any_desc(x), any_desc(w), any_desc(y),
+  const auto desc = bias ? dnnl::convolution_forward::desc(kind, direct, any_desc(x, type), any_desc(w, type), bias_desc,
+                                                           any_desc(y), win.strides, win.dilates, win.padding, win.padding)
+                         : dnnl::convolution_forward::desc(kind, direct, any_desc(x, type), any_desc(w, type), any_desc(y),
                                                            win.strides, win.dilates, win.padding, win.padding);
   return {desc, user_scratchpad(), engine()};
 }
@@ -92,8 +104,8 @@ using PrimitiveCache = BoundedCache<Entry>;
 
 // Every dimension and setting a primitive depends on.
 std::string cache_key(const memory::dims& x, const memory::dims& w, const memory::dims& y, bool bias,
-                      const Conv2dOptions& o) {
-  std::string key = bias ? "b" : "-";
+                      const Conv2dOptions& o, memory::data_type type) {
+  std::string key = std::string(bias ? "b" : "-") + (type == memory::data_type::bf16 ? "h" : "f");
   for (const memory::dims* dims : {&x, &w, &y}) {
     for (memory::dim d : *dims) key += std::to_string(d) + ",";
     key += ";";
@@ -111,16 +123,18 @@ struct Cached {
 
 dnnl::convolution_backward_weights::primitive_desc backward_weights_desc(const memory::dims& x, const memory::dims& w,
                                                                           const memory::dims& y, bool bias,
-                                                                          const Conv2dOptions& o) {
+                                                                          const Conv2dOptions& o,
+                                                                          memory::data_type type) {
   const Window win = window(o);
   const auto direct = dnnl::algorithm::convolution_direct;
   const memory::desc bias_desc({y[1]}, memory::data_type::f32, Tag::x);
-  const auto desc = bias ? dnnl::convolution_backward_weights::desc(direct, any_desc(x), any_desc(w), bias_desc,
-                                                                    any_desc(y), win.strides, win.dilates, win.padding,
-                                                                    win.padding)
-                         : dnnl::convolution_backward_weights::desc(direct, any_desc(x), any_desc(w), any_desc(y),
-                                                                    win.strides, win.dilates, win.padding, win.padding);
-  return {desc, user_scratchpad(), engine(), forward_desc(x, w, y, bias, o)};
+  const auto desc = bias ? dnnl::convolution_backward_weights::desc(direct, any_desc(x, type), any_desc(w), bias_desc,
+                                                                    any_desc(y, type), win.strides, win.dilates,
+                                                                    win.padding, win.padding)
+                         : dnnl::convolution_backward_weights::desc(direct, any_desc(x, type), any_desc(w),
+                                                                    any_desc(y, type), win.strides, win.dilates,
+                                                                    win.padding, win.padding);
+  return {desc, user_scratchpad(), engine(), forward_desc(x, w, y, bias, o, type)};
 }
 
 void check_f32(const Tensor& t, const char* what) {
@@ -137,8 +151,9 @@ void convolve(const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor&
   const memory::dims wd = weight_dims(weight, o);
   using Forward = Cached<dnnl::convolution_forward::primitive_desc, dnnl::convolution_forward>;
   static PrimitiveCache<Forward> cache;
-  const Forward forward = cache.get(cache_key(dims_of(x), wd, dims_of(y), bias.defined(), o), [&] {
-    const auto pd = forward_desc(dims_of(x), wd, dims_of(y), bias.defined(), o);
+  const memory::data_type type = operand_type();
+  const Forward forward = cache.get(cache_key(dims_of(x), wd, dims_of(y), bias.defined(), o, type), [&] {
+    const auto pd = forward_desc(dims_of(x), wd, dims_of(y), bias.defined(), o, type);
     return Forward{pd, dnnl::convolution_forward(pd)};
   });
   const auto& pd = forward.pd;
@@ -162,13 +177,14 @@ void input_gradient(const Tensor& grad_y, const Tensor& weight, Tensor& grad_x, 
   const memory::dims wd = weight_dims(weight, o), xd = dims_of(grad_x), yd = dims_of(grad_y);
   using BackwardData = Cached<dnnl::convolution_backward_data::primitive_desc, dnnl::convolution_backward_data>;
   static PrimitiveCache<BackwardData> cache;
-  const BackwardData backward = cache.get(cache_key(xd, wd, yd, false, o), [&] {
+  const memory::data_type type = operand_type();
+  const BackwardData backward = cache.get(cache_key(xd, wd, yd, false, o, type), [&] {
     const Window win = window(o);
     const dnnl::convolution_backward_data::desc desc(dnnl::algorithm::convolution_direct, any_desc(xd),
-                                                     any_desc(wd), any_desc(yd), win.strides, win.dilates,
-                                                     win.padding, win.padding);
+                                                     any_desc(wd, type), any_desc(yd, type), win.strides,
+                                                     win.dilates, win.padding, win.padding);
     const dnnl::convolution_backward_data::primitive_desc pd(desc, user_scratchpad(), engine(),
-                                                             forward_desc(xd, wd, yd, false, o));
+                                                             forward_desc(xd, wd, yd, false, o, type));
     return BackwardData{pd, dnnl::convolution_backward_data(pd)};
   });
   const auto& pd = backward.pd;
@@ -194,8 +210,9 @@ void accumulate_weight_gradient(const Tensor& x, const Tensor& grad_y, Tensor& w
   using BackwardWeights =
       Cached<dnnl::convolution_backward_weights::primitive_desc, dnnl::convolution_backward_weights>;
   static PrimitiveCache<BackwardWeights> cache;
-  const BackwardWeights backward = cache.get(cache_key(xd, wd, yd, bias, o), [&] {
-    const auto pd = backward_weights_desc(xd, wd, yd, bias, o);
+  const memory::data_type type = operand_type();
+  const BackwardWeights backward = cache.get(cache_key(xd, wd, yd, bias, o, type), [&] {
+    const auto pd = backward_weights_desc(xd, wd, yd, bias, o, type);
     return BackwardWeights{pd, dnnl::convolution_backward_weights(pd)};
   });
   const auto& pd = backward.pd;

@@ -1,8 +1,11 @@
-// Conv2d on the CPU through oneDNN (the library PyTorch's CPU convolution calls), f32 only: the
+// Conv2d on the CPU through oneDNN (the library PyTorch's CPU convolution calls), on f32 tensors: the
 // forward, the input gradient and the weight gradient, each a oneDNN primitive that picks its own
 // (blocked) layouts, with reorders from and to loom's NCHW at the edges. Scratch memory comes from
 // loom's allocator (MemoryCategory::workspace), and oneDNN's OpenMP threads are set to
-// loom::num_threads() before each call. Built from onednn_conv.cpp when CMake finds oneDNN, else
+// loom::num_threads() before each call. Under GemmOperandScope(bf16), where the CPU has bf16 kernels
+// (ops::cpu_bf16_kernels), the primitives take bf16 operands (x, weight, output gradient rounded to
+// nearest even by the reorders in) and give f32 results; elsewhere they compute in f32, as cuDNN does
+// under mixed precision. Built from onednn_conv.cpp when CMake finds oneDNN, else
 // from onednn_conv_none.cpp, where available() is false and the calls throw.
 #pragma once
 
