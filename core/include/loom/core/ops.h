@@ -16,8 +16,9 @@ namespace loom::ops {
 // ---- matrix multiply -------------------------------------------------------------------------
 // c = alpha * op(a) * op(b) + beta * c, with op(x) = x or x^T; a, b, c are 2-D, all f32, all f64
 // or all bf16. bf16 (gemm and gemm_strided_batched) multiplies with f32 accumulation and rounds the
-// result to bf16 once: cuBLAS's bf16 tensor-core GEMM on a GPU; on the CPU the operands widened to
-// f32 (exactly), an f32 GEMM, one rounding on the way out: the same numbers up to the f32 sums' order.
+// result to bf16 once: cuBLAS's bf16 tensor-core GEMM on a GPU; on the CPU oneDNN's bf16 kernel where
+// the CPU has one (cpu_bf16_kernels below), else the operands widened to f32 (exactly) and an f32
+// GEMM, one rounding on the way out: the same numbers up to the f32 sums' order.
 void gemm(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b, Tensor& c,
           double alpha = 1.0, double beta = 0.0);
 // Returns op(a) * op(b) as a new tensor.
