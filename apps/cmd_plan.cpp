@@ -198,6 +198,7 @@ void run(const PlanOptions& o) {
   planner::PlannerOptions options;
   options.cost.optimizer_state_factor = optimizer_state_tensors(parse_optimizer_kind(o.optimizer));
   options.cost.zero = o.zero == 1;
+  options.cost.overlap_allreduce = o.overlap;
   if (!o.microbatches.empty()) options.microbatch_counts = positive_counts(o.microbatches, "--microbatches");
   if (o.simulate_candidates < 0 || o.simulate_candidates > 1000)
     LOOM_THROW("--simulate-candidates must be in [0, 1000], got ", o.simulate_candidates);

@@ -100,8 +100,9 @@ struct CutSearch {
     for (int last = last_begin; last <= last_end && !stopped; ++last) {
       const RangeCost work = range_cost(profile, first, last, rows[static_cast<std::size_t>(stage)]);
       const double weights = profile.parameter_bytes(first, last);
+      // Overlapped, the allreduce may hide entirely: the bound counts none of it.
       const double busy = partition.microbatches * (work.forward_ms + work.backward_ms) +
-                          allreduce[static_cast<std::size_t>(stage)].at(weights);
+                          (options.cost.overlap_allreduce ? 0.0 : allreduce[static_cast<std::size_t>(stage)].at(weights));
       const double bytes = state_bytes(weights, partition.replicas[static_cast<std::size_t>(stage)], bound_cost);
       double& stage_busy = busy_ms[static_cast<std::size_t>(stage)];
       double& stage_bytes = static_bytes[static_cast<std::size_t>(stage)];
@@ -132,7 +133,8 @@ Partition as_partition(const Plan& plan) {
   return p;
 }
 
-// The seeds (JointOptions::seed): the DAPPLE planner's plan and the GPipe baseline's, simulated.
+// The seeds (JointOptions::seed): the DAPPLE planner's, the GPipe baseline's and data parallelism's
+// plans (under the same allreduce assumption), simulated.
 void seed(const Profile& profile, const Cluster& cluster, int global_batch, const JointOptions& options,
           JointResult& best, double& best_ms) {
   PlannerOptions planner;
@@ -140,8 +142,12 @@ void seed(const Profile& profile, const Cluster& cluster, int global_batch, cons
   planner.microbatch_counts = options.microbatch_counts;
   planner.time_limit_s = options.time_limit_s;
   planner.simulate_candidates = 50;  // as `loom plan` runs the DAPPLE planner by default
-  const std::pair<const char*, PlannerResult> results[] = {{"dapple", plan_dapple(profile, cluster, global_batch, planner)},
-                                                           {"gpipe", plan_gpipe(profile, cluster, global_batch, planner)}};
+  planner.overlap_allreduce = options.cost.overlap_allreduce;
+  const bool overlap = options.cost.overlap_allreduce;
+  const std::pair<const char*, PlannerResult> results[] = {
+      {"dapple", plan_dapple(profile, cluster, global_batch, planner)},
+      {"gpipe", plan_gpipe(profile, cluster, global_batch, planner)},
+      {overlap ? "dp-overlap" : "dp", plan_data_parallel(profile, cluster, global_batch, overlap, planner)}};
   for (const auto& [name, result] : results) {
     if (!result.found) continue;
     const Partition partition = as_partition(result.plan);

@@ -120,6 +120,19 @@ double shared_tie_bytes(const Profile& profile, const Partition& p, const schedu
   return bytes;
 }
 
+// With the allreduce overlapped: what of a chunk's layer-by-layer allreduce outlasts its last
+// backward (each layer's gradients final as the backward passes it, last layer first; one
+// allreduce at a time), as the DAPPLE planner's cost model counts it.
+double overlapped_allreduce_ms(const Profile& profile, int first, int last, int rows, const LinearCost& ar) {
+  double ready = 0, done = 0;
+  for (int l = last; l >= first; --l) {
+    ready += profile.cost_at(l, rows).backward_ms;
+    const double t = ar.at(profile.layers[static_cast<std::size_t>(l)].parameter_bytes);
+    if (t > 0) done = std::max(done, ready) + t;
+  }
+  return std::max(0.0, done - ready);
+}
+
 // Pipeline stage s's costs, chunk by chunk, and its static bytes.
 schedule::StageCost stage_costs(const Profile& profile, const Cluster& cluster, const Partition& p,
                                 const schedule::Schedule& sched, const std::vector<int>& devices, int s,
@@ -137,7 +150,7 @@ schedule::StageCost stage_costs(const Profile& profile, const Cluster& cluster, 
     const ChunkRecompute again = chunk_recompute(profile, first, last, rows, recompute);
     const double weights = profile.parameter_bytes(first, last);
     static_bytes += state_bytes(weights, static_cast<int>(devices.size()), options);
-    cost.allreduce_ms += ar.at(weights);
+    cost.allreduce_ms += options.overlap_allreduce ? overlapped_allreduce_ms(profile, first, last, rows, ar) : ar.at(weights);
     cost.forward_ms += work.forward_ms;
     cost.backward_ms += work.backward_ms + again.forward_ms;
     cost.chunk_forward_ms.push_back(work.forward_ms);

@@ -194,3 +194,20 @@ TEST_CASE("partition: a tie across stages adds its group's allreduce to both sta
   CHECK(evaluate_partition(profile, cluster, one).simulation.step_ms ==
         Approx(evaluate_partition(untied_one, cluster, one).simulation.step_ms));
 }
+
+// The allreduce overlapped with the last backward (CostOptions::overlap_allreduce): one stage of two
+// replicas over all four layers, a fast link, so each layer's allreduce ends before the next layer's
+// backward does (backward 8, 6, 4, 2 ms per row from the last layer) and only layer 0's, the last to
+// become final, is left after the backward: the step shrinks by the whole allreduce less that one.
+TEST_CASE("partition: an overlapped allreduce leaves only what outlasts the backward") {
+  const Profile profile = four_layers(5);
+  const Cluster cluster = make_cluster(1, 2, 1e9, 1e9, 1e12);
+  const Partition dp{ScheduleKind::dapple, 1, 1, 2, {{0, 3}}, {2}};
+  CostOptions overlapped;
+  overlapped.overlap_allreduce = true;
+  const double after = evaluate_partition(profile, cluster, dp).simulation.step_ms;
+  const double during = evaluate_partition(profile, cluster, dp, overlapped).simulation.step_ms;
+  const LinearCost ar = allreduce_cost(cluster, {0, 1});
+  CHECK(ar.at(4e3) < 2);  // each allreduce shorter than the backward of the layer before it
+  CHECK(after - during == Approx(ar.at(10e3) - ar.at(1e3)));
+}

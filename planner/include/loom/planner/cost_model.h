@@ -56,6 +56,11 @@ struct CostOptions {
   // joint search and evaluate_partition count it (state_bytes); the DAPPLE and PipeDream planners
   // count the whole state on every replica.
   bool zero = false;
+  // The gradient allreduce runs layer by layer during the last backward (`loom plan --overlap`, as
+  // loom's executor does over MPI): evaluate_partition and the joint search count only the part of
+  // it not hidden behind that backward. The DAPPLE and PipeDream planners take it from
+  // PlannerOptions::overlap_allreduce.
+  bool overlap_allreduce = false;
 };
 
 // Weights, gradients and optimizer state of `weight_bytes` of parameters on one of `replicas`, and

@@ -31,9 +31,10 @@ struct JointOptions {
   std::vector<int> microbatch_counts;         // empty: every divisor of the global batch
   bool prune = true;                          // false: evaluate every candidate (for the tests)
   double time_limit_s = 0;                    // > 0: stop then with the best plan so far
-  // Today's planners' plans (the DAPPLE planner's, the GPipe baseline's) are simulated first, placed
-  // as this search places devices: the best that fits is the first incumbent, so the joint plan is
-  // never slower than theirs and their step time bounds the search from the start.
+  // Today's planners' plans (the DAPPLE planner's, the GPipe baseline's, data parallelism's, under
+  // the same allreduce assumption, cost.overlap_allreduce) are simulated first with their own
+  // placement: the best that fits is the first incumbent, so the joint plan is never slower than
+  // theirs and their step time bounds the search from the start.
   bool seed = true;
   // A candidate over some device's memory is fitted by recomputation per stage where it can
   // (recomputation.h: none, all or a subset of each stage's blocks).
