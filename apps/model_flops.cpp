@@ -9,6 +9,7 @@
 
 #include <mpi.h>
 
+#include <loom/comm/runtime.h>
 #include <loom/comm/topology.h>
 #include <loom/core/error.h>
 #include <loom/core/ops.h>
@@ -62,11 +63,8 @@ double model_flops_per_sample(const ModelSpec& spec) {
 PeakRate job_peak(double given, bool cpu, int threads) {
   LOOM_CHECK(given >= 0, "--peak-gflops must be >= 0 (0: measure), got ", given);
   if (given > 0) return {given, "--peak-gflops"};
-  int size = 1, rank = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   const comm::Topology hosts = comm::Topology::physical();
-  std::vector<int> all(static_cast<std::size_t>(size));
+  std::vector<int> all(static_cast<std::size_t>(comm::world_size()));
   const int mine = cpu ? threads : -1;
   MPI_Allgather(&mine, 1, MPI_INT, all.data(), 1, MPI_INT, MPI_COMM_WORLD);
   if (std::any_of(all.begin(), all.end(), [](int t) { return t < 0; })) return {0, "no CPU peak for a GPU run"};
@@ -77,7 +75,7 @@ PeakRate job_peak(double given, bool cpu, int threads) {
   host_threads = std::min(host_threads, static_cast<int>(std::max(1U, std::thread::hardware_concurrency())));
   const int measured_threads = std::max(1, std::min(host_threads, affinity_cores()));
   double rate = 0;
-  if (rank == 0) rate = gemm_gflops(measured_threads);
+  if (comm::world_rank() == 0) rate = gemm_gflops(measured_threads);
   sleeping_barrier();
   MPI_Bcast(&rate, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
   const double per_host = rate * host_threads / measured_threads;

@@ -18,6 +18,16 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// A candidate that fits and is faster than the best so far becomes the best (`from`: the seed's
+// planner, empty for the search's own).
+void keep(JointResult& best, double& best_ms, Partition partition, PartitionEvaluation e, const std::string& from) {
+  best_ms = e.simulation.step_ms;
+  best.found = true;
+  best.partition = std::move(partition);
+  best.evaluation = std::move(e);
+  best.seeded_from = from;
+}
+
 // One (kind, replicas, M): the cuts of the chain into its S·v virtual stages, depth first.
 struct CutSearch {
   const Profile& profile;
@@ -67,11 +77,7 @@ struct CutSearch {
     std::string why;
     if (!e.fits && !(options.recompute && fit_by_recomputation(profile, cluster, fitted, e, options.cost, why))) return;
     if (e.simulation.step_ms >= best_ms) return;
-    best_ms = e.simulation.step_ms;
-    best.found = true;
-    best.partition = std::move(fitted);
-    best.evaluation = std::move(e);
-    best.seeded_from.clear();
+    keep(best, best_ms, std::move(fitted), std::move(e), "");
   }
 
   // Every stage computes on one device, so the step lasts at least the average busy time.
@@ -142,8 +148,7 @@ void seed(const Profile& profile, const Cluster& cluster, int global_batch, cons
   planner.microbatch_counts = options.microbatch_counts;
   planner.time_limit_s = options.time_limit_s;
   planner.simulate_candidates = 50;  // as `loom plan` runs the DAPPLE planner by default
-  planner.overlap_allreduce = options.cost.overlap_allreduce;
-  const bool overlap = options.cost.overlap_allreduce;
+  const bool overlap = planner.overlap_allreduce = options.cost.overlap_allreduce;
   const std::pair<const char*, PlannerResult> results[] = {
       {"dapple", plan_dapple(profile, cluster, global_batch, planner)},
       {"gpipe", plan_gpipe(profile, cluster, global_batch, planner)},
@@ -159,11 +164,7 @@ void seed(const Profile& profile, const Cluster& cluster, int global_batch, cons
       continue;
     }
     if (!e.fits || e.simulation.step_ms >= best_ms) continue;
-    best_ms = e.simulation.step_ms;
-    best.found = true;
-    best.partition = partition;
-    best.evaluation = std::move(e);
-    best.seeded_from = name;
+    keep(best, best_ms, partition, std::move(e), name);
   }
 }
 
