@@ -203,7 +203,10 @@ plan_layout() {
   python3 -c '
 import json, sys
 plan = json.load(open(sys.argv[1]))
-stages = ["[%d-%d]x%d" % (s["layers"][0], s["layers"][1], s["replicas"]) for s in plan["stages"]]
+# Version 2 lists one [first, last] per chunk the stage holds; version 1 one range.
+def ranges(layers):
+    return layers if isinstance(layers[0], list) else [layers]
+stages = ["+".join("[%d-%d]" % tuple(r) for r in ranges(s["layers"])) + "x%d" % s["replicas"] for s in plan["stages"]]
 print(" | ".join(stages), "on", sum(len(s["ranks"]) for s in plan["stages"]), "ranks, M=%d" % plan["microbatches"])' "$1"
 }
 
