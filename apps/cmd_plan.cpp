@@ -48,7 +48,10 @@ nlohmann::json row_json(const Row& row, double single_device_ms) {
   const planner::Plan& plan = row.result.plan;
   nlohmann::json stages = nlohmann::json::array();
   for (const planner::StagePlan& s : plan.stages)
-    stages.push_back({{"layers", {s.first_layer, s.last_layer}}, {"replicas", s.replicas()}, {"devices", s.devices}});
+    stages.push_back({{"layers", s.later_chunks.empty() ? nlohmann::json{s.first_layer, s.last_layer}
+                                                         : nlohmann::json(s.chunk_layers())},
+                      {"replicas", s.replicas()},
+                      {"devices", s.devices}});
   const bool any = !plan.stages.empty();
   nlohmann::json out = {{"planner", plan.planner},
                         {"feasible", row.result.found},
@@ -76,6 +79,16 @@ std::string ms_text(double ms) {
   return text;
 }
 
+// What else the joint search chose: "  schedule zb-v, ZeRO-1, 3 blocks recomputed".
+std::string joint_choices(const planner::Plan& plan) {
+  int recomputed = 0;
+  for (const planner::StagePlan& s : plan.stages) recomputed += static_cast<int>(s.recompute.size());
+  std::string text = "  schedule " + std::string(schedule::schedule_kind_name(plan.schedule));
+  if (plan.zero == 1) text += ", ZeRO-1";
+  if (recomputed > 0) text += ", " + std::to_string(recomputed) + " block(s) recomputed";
+  return text;
+}
+
 void print_table(const std::vector<Row>& rows, const planner::Profile& profile, const planner::Cluster& cluster,
                  int global_batch, double single_device_ms) {
   std::printf("profile  %s: %d layers, profiled at micro-batch %g (%s)\n", profile.model.c_str(), profile.size(),
@@ -93,10 +106,10 @@ void print_table(const std::vector<Row>& rows, const planner::Profile& profile, 
       continue;
     }
     const std::string simulated = row.simulated_ms >= 0 ? ms_text(row.simulated_ms) : "-";
-    std::printf("%-11s %5d %11s %11s %7.2fx %10s %9.1f  %s%s\n", r.plan.planner.c_str(), r.plan.microbatches,
+    std::printf("%-11s %5d %11s %11s %7.2fx %10s %9.1f  %s%s%s\n", r.plan.planner.c_str(), r.plan.microbatches,
                 ms_text(r.cost.step_ms).c_str(), simulated.c_str(), single_device_ms / r.cost.step_ms,
                 bytes_text(r.cost.peak_memory_bytes).c_str(), r.planning_ms, r.plan.strategy().c_str(),
-                r.found ? "" : "  (does not fit in memory)");
+                r.plan.planner == "joint" ? joint_choices(r.plan).c_str() : "", r.found ? "" : "  (does not fit in memory)");
   }
   for (const Row& row : rows) {  // what was not an exact search of the whole chain
     const planner::PlannerResult& r = row.result;
@@ -157,13 +170,45 @@ planner::Plan joint_plan(const planner::JointResult& r, const std::string& model
   return plan;
 }
 
-// `--planner joint`: partition, replicas, schedule kind and M searched together (joint_planner.h).
-void run_joint(const PlanOptions& o, const planner::Profile& profile, const planner::Cluster& cluster,
-               const planner::PlannerOptions& options) {
+planner::JointOptions joint_options(const planner::PlannerOptions& options) {
   planner::JointOptions joint;
   joint.cost = options.cost;
   joint.microbatch_counts = options.microbatch_counts;
   joint.time_limit_s = options.time_limit_s;
+  return joint;
+}
+
+// The joint search as a row of `--planner all`, seeded with the other rows' plans and given at
+// most kJointShareS of --time-limit (the planning budget of issue 29; `--planner joint` gets all).
+constexpr double kJointShareS = 10;
+Row joint_row(const std::vector<Row>& rows, const PlanOptions& o, const planner::Profile& profile,
+              const planner::Cluster& cluster, const planner::PlannerOptions& options) {
+  planner::JointOptions joint = joint_options(options);
+  joint.time_limit_s = options.time_limit_s > 0 ? std::min(options.time_limit_s, kJointShareS) : 0.0;
+  for (const Row& row : rows)
+    if (row.result.found) joint.seed_plans.emplace_back(row.result.plan.planner, row.result.plan);
+  const auto start = std::chrono::steady_clock::now();
+  const planner::JointResult r = planner::plan_joint(profile, cluster, o.global_batch, joint);
+  Row row;
+  row.result.planning_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  row.result.search = r.search;
+  row.result.found = r.found;
+  row.result.plan.planner = "joint";
+  if (!r.found) {
+    row.result.note = "joint: " + r.why_none;
+    return row;
+  }
+  row.result.plan = joint_plan(r, profile.model);
+  row.result.plan.zero = o.zero == 1 || r.partition.zero ? 1 : 0;
+  row.result.cost.step_ms = row.simulated_ms = r.evaluation.simulation.step_ms;
+  row.result.cost.peak_memory_bytes = r.evaluation.peak_bytes;
+  return row;
+}
+
+// `--planner joint`: partition, replicas, schedule kind and M searched together (joint_planner.h).
+void run_joint(const PlanOptions& o, const planner::Profile& profile, const planner::Cluster& cluster,
+               const planner::PlannerOptions& options) {
+  const planner::JointOptions joint = joint_options(options);
   const auto start = std::chrono::steady_clock::now();
   const planner::JointResult r = planner::plan_joint(profile, cluster, o.global_batch, joint);
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
@@ -213,7 +258,7 @@ void run(const PlanOptions& o) {
   if (o.explain && o.planner != "joint") LOOM_THROW("--explain belongs to --planner joint");
   if (o.planner == "joint") return run_joint(o, profile, cluster, options);
   std::vector<Row> rows;
-  const bool all = o.planner == "all";
+  const bool all = o.planner == "all" || o.planner == "papers";
   if (all || o.planner == "dapple") rows.push_back({planner::plan_dapple(profile, cluster, o.global_batch, options)});
   if (all || o.planner == "pipedream")
     rows.push_back({planner::plan_pipedream(profile, cluster, o.global_batch, options)});
@@ -223,10 +268,13 @@ void run(const PlanOptions& o) {
   }
   if (all || o.planner == "gpipe") rows.push_back({planner::plan_gpipe(profile, cluster, o.global_batch, options)});
 
+  if (o.planner == "all") rows.push_back(joint_row(rows, o, profile, cluster, options));  // simulated already
+
   const Row* best = nullptr;
   for (Row& row : rows) {
     if (row.result.plan.stages.empty()) continue;
-    row.simulated_ms = planner::simulate_plan(profile, cluster, row.result.plan, options.cost).step_ms;
+    if (row.result.plan.planner != "joint")
+      row.simulated_ms = planner::simulate_plan(profile, cluster, row.result.plan, options.cost).step_ms;
     row.result.plan.simulated_step_ms = row.simulated_ms;
     if (row.result.found && (!best || row.simulated_ms < best->simulated_ms)) best = &row;
   }
@@ -249,10 +297,12 @@ void run(const PlanOptions& o) {
   if (!o.out.empty()) {
     if (!best) LOOM_THROW("no plan fits in device memory; nothing written to ", o.out);
     planner::Plan plan = best->result.plan;
-    plan.zero = o.zero;  // these planners count the whole state: the run holds less
-    const std::vector<planner::StageCost>& costs = best->result.cost.stages;  // the cost model's peaks
-    for (std::size_t s = 0; s < plan.stages.size() && costs.size() == plan.stages.size(); ++s)
-      plan.stages[s].predicted_peak_bytes = costs[s].memory_bytes;
+    if (plan.planner != "joint") {
+      plan.zero = o.zero;  // these planners count the whole state: the run holds less
+      const std::vector<planner::StageCost>& costs = best->result.cost.stages;  // the cost model's peaks
+      for (std::size_t s = 0; s < plan.stages.size() && costs.size() == plan.stages.size(); ++s)
+        plan.stages[s].predicted_peak_bytes = costs[s].memory_bytes;
+    }
     planner::write_plan(plan, cluster, o.out);
     if (!o.json) std::printf("\nwrote the %s plan to %s\n", best->result.plan.planner.c_str(), o.out.c_str());
   }
@@ -269,9 +319,10 @@ void add_plan_command(CLI::App& app) {
       ->required();
   cmd->add_option("--global-batch", o.global_batch, "samples per optimizer step")->required();
   cmd->add_option("--planner", o.planner,
-                  "dapple, pipedream, dp (with and without overlap), gpipe, all of these, or joint (partition, "
-                  "replicas, every synchronous schedule kind and M searched together, scored by the simulator)")
-      ->check(CLI::IsMember({"dapple", "pipedream", "dp", "gpipe", "all", "joint"}))
+                  "dapple, pipedream, dp (with and without overlap), gpipe, joint (partition, replicas, every "
+                  "synchronous schedule kind, recomputation and M searched together, scored by the simulator), or "
+                  "all of these (--out: the fastest that fits), or papers (all but joint: the papers' planners)")
+      ->check(CLI::IsMember({"dapple", "pipedream", "dp", "gpipe", "all", "papers", "joint"}))
       ->capture_default_str();
   cmd->add_option("--out", o.out,
                   "write the plan that fits and simulates fastest as a plan file for `loom train --plan`");
@@ -297,8 +348,8 @@ void add_plan_command(CLI::App& app) {
                   "there (0: the cost model's optimum)")
       ->capture_default_str();
   cmd->add_option("--time-limit", o.time_limit_s,
-                  "DAPPLE: stop the exact search after this many seconds and return the best plan found so far, "
-                  "marked time-limited (0: no limit)")
+                  "DAPPLE and joint: stop the exact search after this many seconds and return the best plan found "
+                  "so far, marked time-limited (0: no limit); joint inside all gets at most 10 s of it")
       ->capture_default_str();
   static PartitionOptions given;
   CLI::Option* partition =

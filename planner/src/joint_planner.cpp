@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <limits>
+#include <map>
 
 #include <loom/core/error.h>
 #include <loom/planner/baselines.h>
@@ -28,37 +29,48 @@ void keep(JointResult& best, double& best_ms, Partition partition, PartitionEval
   best.seeded_from = from;
 }
 
-// One (kind, replicas, M): the cuts of the chain into its S·v virtual stages, depth first.
+// One (kind, stage count, M): each stage's replicas, chosen at its first chunk (stages take their
+// devices in order, so a prefix of stages fixes their placement), and the cuts of the chain into
+// its S·v virtual stages, depth first: a bound that prunes a prefix drops every replica vector
+// that starts with it.
 struct CutSearch {
   const Profile& profile;
   const Cluster& cluster;
   const JointOptions& options;
   const schedule::Schedule& sched;
-  Partition partition;
+  Partition partition;            // replicas 0 for a stage not reached yet
+  int rows_per_microbatch = 0;
+  int devices_left = 0;           // not given to a stage yet
   std::vector<int> rows;          // per pipeline stage: rows of a micro-batch per replica
   std::vector<LinearCost> allreduce;  // per pipeline stage: its gradient allreduce among its replicas
   std::vector<double> busy_ms;    // per pipeline stage: M · Σ (F + B) + AR of the chunks cut so far
   std::vector<double> static_bytes;
-  std::vector<double> rest_ms;    // per layer l: M · Σ (F + B) of layers l.. at the fewest rows of any stage
+  // Per pipeline stage s (set when virtual stage s, its first chunk, is cut): Σ F and Σ B of one
+  // micro-batch over virtual stages 0..s−1, the least time before s starts (the first micro-batch's
+  // forward reaching it) and after its last backward (that gradient going back down to stage 0).
+  std::vector<double> head_ms, tail_ms;
+  std::vector<double> compute_ms;  // per pipeline stage: M · Σ (F + B) alone
+  // Per pipeline stage: its last compute is the backward (B, not split) of its first chunk, so the
+  // step lasts at least head + its compute + tail.
+  std::vector<char> ends_with_first_backward;
+  // Per rows count: rest[l] = M · Σ (F + B) of layers l.. at those rows (the bound's layers to come).
+  std::map<int, std::vector<double>> rest_by_rows;
   JointResult& best;
   double& closest_excess;  // bytes over the cap of the closest candidate that did not fit
   double best_ms;
   Clock::time_point deadline;
   bool stopped = false;
+  long nodes = 0;
   // The most the profile's ties can take off a stage's static bytes (shared_tie_bytes): the
   // static-bytes bound subtracts it, since a later chunk may bring a tie's other layer.
   double tie_slack = 0;
-  CostOptions bound_cost;  // options.cost, with ZeRO-1 when the search may turn it on (the least bytes)
+  CostOptions bound_cost{};  // options.cost, with ZeRO-1 when the search may turn it on (the least bytes)
 
   void evaluate() {
-    if (options.time_limit_s > 0 && Clock::now() > deadline) {
-      stopped = true;
-      return;
-    }
     ++best.evaluated;
     PartitionEvaluation e;
     try {
-      e = evaluate_partition(profile, cluster, partition, options.cost);
+      e = evaluate_partition(profile, cluster, partition, options.cost, &sched);
     } catch (const loom::Error&) {
       return;  // sizes the kind refuses
     }
@@ -72,7 +84,7 @@ struct CutSearch {
     const bool replicated = std::any_of(partition.replicas.begin(), partition.replicas.end(), [](int r) { return r > 1; });
     if (!e.fits && options.search_zero && !options.cost.zero && replicated) {
       fitted.zero = true;  // the same step, less optimizer state per replica
-      e = evaluate_partition(profile, cluster, fitted, options.cost);
+      e = evaluate_partition(profile, cluster, fitted, options.cost, &sched);
     }
     std::string why;
     if (!e.fits && !(options.recompute && fit_by_recomputation(profile, cluster, fitted, e, options.cost, why))) return;
@@ -80,15 +92,31 @@ struct CutSearch {
     keep(best, best_ms, std::move(fitted), std::move(e), "");
   }
 
-  // Every stage computes on one device, so the step lasts at least the average busy time.
-  void bound_rest() {
-    const int fewest = *std::min_element(rows.begin(), rows.end());
-    rest_ms.assign(static_cast<std::size_t>(profile.size()) + 1, 0.0);
+  const std::vector<double>& rest(int at_rows) {
+    std::vector<double>& table = rest_by_rows[at_rows];
+    if (!table.empty()) return table;
+    table.assign(static_cast<std::size_t>(profile.size()) + 1, 0.0);
     for (int l = profile.size() - 1; l >= 0; --l) {
-      const RangeCost work = range_cost(profile, l, l, fewest);
-      rest_ms[static_cast<std::size_t>(l)] =
-          rest_ms[static_cast<std::size_t>(l) + 1] + partition.microbatches * (work.forward_ms + work.backward_ms);
+      const RangeCost work = range_cost(profile, l, l, at_rows);
+      table[static_cast<std::size_t>(l)] =
+          table[static_cast<std::size_t>(l) + 1] + partition.microbatches * (work.forward_ms + work.backward_ms);
     }
+    return table;
+  }
+
+  // The fewest rows any stage can still compute at: the stages placed so far, and a stage to come
+  // with every device left but one for each other stage to come.
+  int fewest_rows() const {
+    int unplaced = 0, fewest = rows_per_microbatch;
+    for (std::size_t s = 0; s < rows.size(); ++s) {
+      if (partition.replicas[s] == 0) ++unplaced;
+      else fewest = std::min(fewest, rows[s]);
+    }
+    if (unplaced > 0) {
+      const int most = std::min(devices_left - (unplaced - 1), rows_per_microbatch);
+      fewest = std::min(fewest, (rows_per_microbatch + most - 1) / most);
+    }
+    return fewest;
   }
 
   double busy_total() const {
@@ -97,40 +125,95 @@ struct CutSearch {
     return total;
   }
 
+  // Which stages' programs end with a whole backward of their first chunk (gpipe, dapple, looped).
+  void read_schedule() {
+    ends_with_first_backward.assign(static_cast<std::size_t>(sched.stages), 0);
+    head_ms.assign(static_cast<std::size_t>(sched.stages) + 1, 0.0);
+    tail_ms.assign(static_cast<std::size_t>(sched.stages) + 1, 0.0);
+    compute_ms.assign(static_cast<std::size_t>(sched.stages), 0.0);
+    bool split = false;
+    for (const auto& program : sched.programs)
+      for (const schedule::Action& a : program)
+        split = split || a.op == schedule::Op::BackwardInput || a.op == schedule::Op::BackwardWeight;
+    for (int s = 0; s < sched.stages && !split; ++s) {
+      const auto& program = sched.programs[static_cast<std::size_t>(s)];
+      const auto last = std::find_if(program.rbegin(), program.rend(),
+                                     [](const schedule::Action& a) { return schedule::is_compute(a.op); });
+      ends_with_first_backward[static_cast<std::size_t>(s)] =
+          last != program.rend() && last->op == schedule::Op::Backward && sched.virtual_stage(s, last->chunk) == s;
+    }
+  }
+
+  bool out_of_time() {
+    if (options.time_limit_s > 0 && (nodes++ & 255) == 0 && Clock::now() > deadline) stopped = true;
+    return stopped;
+  }
+
   void cut(int virtual_stage, int first) {
+    if (out_of_time()) return;
+    if (virtual_stage == sched.virtual_stages()) return evaluate();
+    const auto stage = static_cast<std::size_t>(sched.stage_of(virtual_stage));
+    if (partition.replicas[stage] > 0) return cut_ranges(virtual_stage, first);
+    // This stage's first chunk: its replicas, from the devices left (one for each stage to come).
+    const int later = sched.stages - static_cast<int>(stage) - 1;
+    const int most = std::min(devices_left - later, rows_per_microbatch);
+    const int least = later == 0 ? devices_left : 1;
+    const int first_device = cluster.devices() - devices_left;
+    for (int r = least; r <= most && !stopped; ++r) {
+      std::vector<int> stage_devices(static_cast<std::size_t>(r));
+      for (int i = 0; i < r; ++i) stage_devices[static_cast<std::size_t>(i)] = first_device + i;
+      partition.replicas[stage] = r;
+      rows[stage] = (rows_per_microbatch + r - 1) / r;
+      allreduce[stage] = allreduce_cost(cluster, stage_devices);
+      devices_left -= r;
+      cut_ranges(virtual_stage, first);
+      devices_left += r;
+    }
+    partition.replicas[stage] = 0;
+  }
+
+  // The layer ranges of this virtual stage, its stage's replicas chosen.
+  void cut_ranges(int virtual_stage, int first) {
     const int total = sched.virtual_stages();
-    if (virtual_stage == total) return evaluate();
-    const int stage = sched.stage_of(virtual_stage);
+    const auto stage = static_cast<std::size_t>(sched.stage_of(virtual_stage));
+    const std::vector<double>& to_come = rest(fewest_rows());
     const int last_end = profile.size() - (total - virtual_stage);
     const int last_begin = virtual_stage + 1 == total ? last_end : first;
     for (int last = last_begin; last <= last_end && !stopped; ++last) {
-      const RangeCost work = range_cost(profile, first, last, rows[static_cast<std::size_t>(stage)]);
+      const RangeCost work = range_cost(profile, first, last, rows[stage]);
       const double weights = profile.parameter_bytes(first, last);
+      const double compute = partition.microbatches * (work.forward_ms + work.backward_ms);
       // Overlapped, the allreduce may hide entirely: the bound counts none of it.
-      const double busy = partition.microbatches * (work.forward_ms + work.backward_ms) +
-                          (options.cost.overlap_allreduce ? 0.0 : allreduce[static_cast<std::size_t>(stage)].at(weights));
-      const double bytes = state_bytes(weights, partition.replicas[static_cast<std::size_t>(stage)], bound_cost);
-      double& stage_busy = busy_ms[static_cast<std::size_t>(stage)];
-      double& stage_bytes = static_bytes[static_cast<std::size_t>(stage)];
+      const double busy = compute + (options.cost.overlap_allreduce ? 0.0 : allreduce[stage].at(weights));
+      const double bytes = state_bytes(weights, partition.replicas[stage], bound_cost);
+      double& stage_busy = busy_ms[stage];
+      double& stage_bytes = static_bytes[stage];
       // Both grow with `last`: once over the bound, every longer range is too.
       // The layers after `last` still to come, at least as slow as at the fewest rows.
-      const double average = (busy_total() + busy + rest_ms[static_cast<std::size_t>(last) + 1]) / sched.stages;
-      const double bound = std::max(stage_busy + busy, average);
+      const double average = (busy_total() + busy + to_come[static_cast<std::size_t>(last) + 1]) / sched.stages;
+      const double tail = ends_with_first_backward[stage] ? tail_ms[stage] + compute_ms[stage] + compute : 0.0;
+      const double bound = std::max(head_ms[stage] + std::max(stage_busy + busy, tail), average);
       if (options.prune && (bound > best_ms * (1 + 1e-9) || stage_bytes + bytes - tie_slack > cluster.device_memory))
         break;
+      if (virtual_stage < sched.stages) {  // the next stage's head and tail, through this first chunk
+        head_ms[stage + 1] = head_ms[stage] + work.forward_ms;
+        tail_ms[stage + 1] = tail_ms[stage] + work.backward_ms;
+      }
       stage_busy += busy;
       stage_bytes += bytes;
+      compute_ms[stage] += compute;
       partition.layers[static_cast<std::size_t>(virtual_stage)] = {first, last};
       cut(virtual_stage + 1, last + 1);
       stage_busy -= busy;
       stage_bytes -= bytes;
+      compute_ms[stage] -= compute;
     }
   }
 };
 
 // A planner's plan as the joint search's candidate, with its placement.
 Partition as_partition(const Plan& plan) {
-  Partition p{plan.schedule, 1, plan.microbatches, plan.global_batch, {}, {}};
+  Partition p{plan.schedule, 1, plan.microbatches, plan.global_batch, {}, {}, {}};
   for (const StagePlan& stage : plan.stages) {
     p.layers.emplace_back(stage.first_layer, stage.last_layer);
     p.replicas.push_back(stage.replicas());
@@ -149,13 +232,17 @@ void seed(const Profile& profile, const Cluster& cluster, int global_batch, cons
   planner.time_limit_s = options.time_limit_s;
   planner.simulate_candidates = 50;  // as `loom plan` runs the DAPPLE planner by default
   const bool overlap = planner.overlap_allreduce = options.cost.overlap_allreduce;
-  const std::pair<const char*, PlannerResult> results[] = {
-      {"dapple", plan_dapple(profile, cluster, global_batch, planner)},
-      {"gpipe", plan_gpipe(profile, cluster, global_batch, planner)},
-      {overlap ? "dp-overlap" : "dp", plan_data_parallel(profile, cluster, global_batch, overlap, planner)}};
-  for (const auto& [name, result] : results) {
-    if (!result.found) continue;
-    const Partition partition = as_partition(result.plan);
+  std::vector<std::pair<std::string, Plan>> plans = options.seed_plans;
+  if (plans.empty()) {
+    const std::pair<const char*, PlannerResult> results[] = {
+        {"dapple", plan_dapple(profile, cluster, global_batch, planner)},
+        {"gpipe", plan_gpipe(profile, cluster, global_batch, planner)},
+        {overlap ? "dp-overlap" : "dp", plan_data_parallel(profile, cluster, global_batch, overlap, planner)}};
+    for (const auto& [name, result] : results)
+      if (result.found) plans.emplace_back(name, result.plan);
+  }
+  for (const auto& [name, plan] : plans) {
+    const Partition partition = as_partition(plan);
     ++best.evaluated;
     PartitionEvaluation e;
     try {
@@ -165,21 +252,6 @@ void seed(const Profile& profile, const Cluster& cluster, int global_batch, cons
     }
     if (!e.fits || e.simulation.step_ms >= best_ms) continue;
     keep(best, best_ms, partition, std::move(e), name);
-  }
-}
-
-// Every way to give `stages` stages at least one replica each, `devices` in all.
-void replica_vectors(int stages, int devices, std::vector<int>& current, std::vector<std::vector<int>>& out) {
-  if (static_cast<int>(current.size()) + 1 == stages) {
-    current.push_back(devices);
-    out.push_back(current);
-    current.pop_back();
-    return;
-  }
-  for (int r = 1; r <= devices - (stages - static_cast<int>(current.size()) - 1); ++r) {
-    current.push_back(r);
-    replica_vectors(stages, devices - r, current, out);
-    current.pop_back();
   }
 }
 
@@ -213,43 +285,32 @@ JointResult plan_joint(const Profile& profile, const Cluster& cluster, int globa
   for (const schedule::ScheduleKind kind : options.kinds.empty() ? joint_kinds() : options.kinds) {
     const int v = joint_chunks(kind);
     for (int stages = 1; stages <= devices && stages * v <= profile.size(); ++stages) {
-      std::vector<std::vector<int>> vectors;
-      std::vector<int> current;
-      replica_vectors(stages, devices, current, vectors);
-      for (const std::vector<int>& replicas : vectors) {
-        for (const int m : microbatches) {
-          schedule::Schedule sched;
-          try {
-            sched = schedule::make_schedule(kind, {std::string(schedule::schedule_kind_name(kind)), stages, m, v, 3, {}});
-          } catch (const loom::Error&) {
-            continue;  // sizes the kind refuses
-          }
-          const int rows_per_microbatch = global_batch / m;
-          CutSearch search{profile, cluster, options, sched, {}, {}, {}, std::vector<double>(stages, 0.0),
-                           std::vector<double>(stages, 0.0), {}, best, closest_excess, best_ms,
-                           deadline};
-          bool too_many_replicas = false;
-          int next_device = 0;  // placed as evaluate_partition() places them
-          for (int r : replicas) {
-            too_many_replicas = too_many_replicas || r > rows_per_microbatch;
-            search.rows.push_back((rows_per_microbatch + r - 1) / r);
-            std::vector<int> stage_devices(static_cast<std::size_t>(r));
-            for (int& d : stage_devices) d = next_device++;
-            search.allreduce.push_back(allreduce_cost(cluster, stage_devices));
-          }
-          if (too_many_replicas) continue;
-          search.partition = {kind, v, m, global_batch, std::vector<std::pair<int, int>>(stages * v), replicas};
-          for (const LayerTie& tie : profile.ties) search.tie_slack += tie.bytes * (1 + options.cost.optimizer_state_factor);
-          search.bound_cost = options.cost;
-          search.bound_cost.zero = options.cost.zero || options.search_zero;
-          search.bound_rest();
-          search.cut(0, 0);
-          best_ms = search.best_ms;
-          if (search.stopped) {
-            best.search = "time-limited";
-            if (best.found) best.why_none.clear();
-            return best;
-          }
+      for (const int m : microbatches) {
+        schedule::Schedule sched;
+        try {
+          sched = schedule::make_schedule(kind, {std::string(schedule::schedule_kind_name(kind)), stages, m, v, 3, {}});
+        } catch (const loom::Error&) {
+          continue;  // sizes the kind refuses
+        }
+        for (int k = 0; k < stages; ++k)  // stages take their devices in order at their first chunk
+          LOOM_CHECK(sched.stage_of(k) == k, "joint search: virtual stage ", k, " is not stage ", k);
+        const auto count = static_cast<std::size_t>(stages);
+        CutSearch search{profile, cluster, options, sched,
+                         {kind, v, m, global_batch, std::vector<std::pair<int, int>>(count * v), std::vector<int>(count, 0), {}},
+                         global_batch / m, devices, std::vector<int>(count, 0), std::vector<LinearCost>(count),
+                         std::vector<double>(count, 0.0), std::vector<double>(count, 0.0), {}, {}, {}, {}, {}, best,
+                         closest_excess,
+                         best_ms, deadline};
+        for (const LayerTie& tie : profile.ties) search.tie_slack += tie.bytes * (1 + options.cost.optimizer_state_factor);
+        search.bound_cost = options.cost;
+        search.bound_cost.zero = options.cost.zero || options.search_zero;
+        search.read_schedule();
+        search.cut(0, 0);
+        best_ms = search.best_ms;
+        if (search.stopped) {
+          best.search = "time-limited";
+          if (best.found) best.why_none.clear();
+          return best;
         }
       }
     }

@@ -189,12 +189,16 @@ void add_tie_allreduce(const Profile& profile, const Cluster& cluster, const Par
 }  // namespace
 
 PartitionEvaluation evaluate_partition(const Profile& profile, const Cluster& cluster, const Partition& p,
-                                       const CostOptions& options) {
+                                       const CostOptions& options, const schedule::Schedule* made) {
   const int stages = check_partition(profile, cluster, p);
   PartitionEvaluation out;
-  out.schedule = schedule::make_schedule(
-      p.kind, schedule::ScheduleOptions{std::string(schedule::schedule_kind_name(p.kind)), stages, p.microbatches,
-                                        p.chunks, 3, {}});
+  if (made != nullptr && made->stages == stages && made->microbatches == p.microbatches && made->chunks == p.chunks &&
+      made->name == schedule::schedule_kind_name(p.kind))
+    out.schedule = *made;
+  else
+    out.schedule = schedule::make_schedule(
+        p.kind, schedule::ScheduleOptions{std::string(schedule::schedule_kind_name(p.kind)), stages, p.microbatches,
+                                          p.chunks, 3, {}});
   LOOM_CHECK(out.schedule.chunks == p.chunks, "partition: schedule '", schedule::schedule_kind_name(p.kind),
              "' holds ", out.schedule.chunks, " chunk(s) per stage, but the partition has ", p.chunks);
   const Placed placed = place(p, stages, cluster.devices());

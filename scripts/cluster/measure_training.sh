@@ -37,7 +37,7 @@ for gbit in $rates; do
   echo "## link $gbit Gbit/s; cluster $cluster"
   plan=("$loom" plan --profile profile.json --cluster "$cluster" --global-batch 32 --optimizer momentum --overlap
         --microbatches 4)
-  "${plan[@]}" --out "best_$gbit.json" | grep -E '^(planner|dapple|dp|dp-overlap|gpipe) |^wrote'
+  "${plan[@]}" --planner papers --out "best_$gbit.json" | grep -E '^(planner|dapple|dp|dp-overlap|gpipe) |^wrote'
   "${plan[@]}" --planner gpipe --out "pipeline_$gbit.json" >/dev/null
   "${plan[@]}" --planner dp --out "dp_$gbit.json" >/dev/null
   "$here/netns.sh" down --name "$name"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue 29's gain table: the joint search (`loom plan --planner joint`: partition, replicas, every
 # synchronous schedule kind, M, per-stage recomputation and ZeRO-1 where needed, scored by the
-# simulator) against the best plan of today's planners (`--planner all`: DAPPLE, PipeDream run
+# simulator) against the best plan of today's planners (`--planner papers`: DAPPLE, PipeDream run
 # synchronously, DP, GPipe; the fastest that fits, by its simulated step), on the published DAPPLE
 # V100 profiles and the paper's clusters A (2x8), B (16x1) and C (16x1), with 16 GB and 8 GB per
 # device. The joint search gets --time-limit (default 10 s: the issue's planning budget) and says
@@ -35,7 +35,7 @@ for entry in "${models[@]}"; do
         base=$work/$name-$cluster-$mem-$overlap
         flags=(--profile "$profiles/dapple/$name.txt" --cluster "$cluster:mem=$mem" --global-batch "$batch" --json)
         [ "$overlap" = 1 ] && flags+=(--overlap)
-        "$loom" plan "${flags[@]}" --planner all >"$base-all.json"
+        "$loom" plan "${flags[@]}" --planner papers >"$base-all.json"
         "$loom" plan "${flags[@]}" --planner joint --time-limit "$limit" >"$base-joint.json" ||
           echo '{"found": false}' >"$base-joint.json"
         echo "$name $cluster $mem $overlap $base" >>"$work/cases.txt"

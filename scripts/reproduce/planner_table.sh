@@ -45,7 +45,7 @@ plan_all() {  # plan_all PROFILE OUT_PREFIX GLOBAL_BATCH: every planner, both al
     for overlap in 0 1; do
       flags=()
       [ "$overlap" = 1 ] && flags+=(--overlap)
-      "$loom" plan --profile "$1" --cluster "$cluster" --global-batch "$3" --planner all --json \
+      "$loom" plan --profile "$1" --cluster "$cluster" --global-batch "$3" --planner papers --json \
         --time-limit "${TIME_LIMIT:-0}" "${flags[@]}" \
         >"$2-$cluster-$overlap.json"
     done

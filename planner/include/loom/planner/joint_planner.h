@@ -4,13 +4,18 @@
 // for every kind — under every device's memory (the cluster's device_memory). Every plan uses all
 // of the cluster's devices; stage p's replicas take the next R_p devices in order.
 //
-// The search is exact for that model: for each (kind, replica vector, M) it walks the cuts of the
-// chain depth first and drops a partial partition when a lower bound already reaches the best
-// feasible step time found so far, or when a stage's weights, gradients and optimizer state alone
-// exceed device memory. The bounds: a stage computes every forward and backward of its chunks one
-// after another, then its gradient allreduce, so the step lasts at least M · Σ (F + B) + AR over
-// the chunks it holds (those cut so far), and at least the average of that over the stages (the
-// layers not cut yet counted at the fewest rows of any stage). Micro-batch counts are tried from
+// The search is exact for that model: for each (kind, stage count, M) it walks, depth first, the
+// virtual stages in order, choosing a stage's replicas at its first chunk (stages take devices in
+// order, so a prefix fixes its stages' placement) and each virtual stage's layer range, and drops a
+// prefix — with every replica vector and cut that extends it — when a lower bound already reaches
+// the best feasible step time found so far, or when a stage's weights, gradients and optimizer
+// state alone exceed device memory. The bounds: a stage computes every forward and backward of its
+// chunks one after another, then its gradient allreduce, so the step lasts at least M · Σ (F + B) +
+// AR over the chunks it holds (those cut so far), plus one micro-batch's forwards through the
+// virtual stages before its first chunk (nothing reaches it earlier) and, where its program ends
+// with a whole backward of its first chunk (gpipe, dapple, looped), that micro-batch's backwards
+// back down to stage 0; and at least the average of M · Σ (F + B) over the stages (the layers not
+// cut yet counted at the fewest rows any stage can still have). Micro-batch counts are tried from
 // the most down (small bubbles first find good plans early), after the seeds (JointOptions::seed).
 // A candidate that does not fit is fitted by ZeRO-1 where a stage is replicated, then by per-stage
 // recomputation where it can (fit_by_recomputation, recomputation.h): neither changes the
@@ -19,9 +24,11 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <loom/planner/partition_evaluation.h>
+#include <loom/planner/plan.h>
 
 namespace loom::planner {
 
@@ -36,6 +43,9 @@ struct JointOptions {
   // placement: the best that fits is the first incumbent, so the joint plan is never slower than
   // theirs and their step time bounds the search from the start.
   bool seed = true;
+  // The seeds' plans when the caller has them already (`loom plan --planner all`): these instead
+  // of running the planners again, each with the name of the planner that made it.
+  std::vector<std::pair<std::string, Plan>> seed_plans;
   // A candidate over some device's memory is fitted by recomputation per stage where it can
   // (recomputation.h: none, all or a subset of each stage's blocks).
   bool recompute = true;

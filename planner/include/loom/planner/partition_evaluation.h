@@ -60,8 +60,10 @@ struct PartitionEvaluation {
 // Throws loom::Error for a partition that is not one (layers not covering the profile in order,
 // a recomputed layer not ascending or not its stage's, S·v not a multiple of v, more devices than the cluster has, an asynchronous kind, M not dividing
 // the batch, or sizes the kind refuses).
+// `schedule`: the partition's kind made for its stages, M and chunks already (the joint search
+// scores many partitions of one shape); null: made here.
 PartitionEvaluation evaluate_partition(const Profile& profile, const Cluster& cluster, const Partition& partition,
-                                       const CostOptions& options = {});
+                                       const CostOptions& options = {}, const schedule::Schedule* schedule = nullptr);
 
 // "0-3,4-7,8-11" -> {{0, 3}, {4, 7}, {8, 11}}; a bad range is a loom::Error naming `source`.
 std::vector<std::pair<int, int>> parse_layer_ranges(const std::string& text, const std::string& source);
