@@ -2,8 +2,12 @@
 """Training speed of loom's image presets next to the same networks in PyTorch (issue 16).
 
     scripts/bench_presets_conv.py LOOM_BINARY [--quick] [--presets vgg16 resnet50 ...]
+    scripts/bench_presets_conv.py LOOM_BINARY --size paper --global-batch 8 --microbatches 1 \
+        --threads 2 --presets resnet50 vgg16 --repeats 3        # issue 32: 224x224, batch 8
 
-For each preset (vgg16, vgg19, resnet50, amoebanet18, amoebanet36) at `--size cpu`:
+For each preset (vgg16, vgg19, resnet50, amoebanet18, amoebanet36) at `--size` (default cpu; paper:
+the 224x224 ImageNet networks, resnet50 with torchvision's ResNet-50 parameter count) and, with
+--global-batch, that batch in --microbatches micro-batches instead of loom train's defaults:
   * loom:    mpirun -np 1 --bind-to none LOOM train --model P --size cpu --data synthetic
              --threads 2 --steps N --metrics FILE   (its defaults otherwise: global batch 64 in
              4 micro-batches, SGD lr 0.05 momentum 0.9, cosine schedule); samples/s is the median
@@ -46,7 +50,9 @@ def parse_args(argv):
     p.add_argument("--warmup", type=int, default=2, help="untimed steps at the start of every run")
     p.add_argument("--repeats", type=int, default=2, help="interleaved loom/PyTorch pairs per preset")
     p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--size", default="cpu")
+    p.add_argument("--size", default="cpu", help="the presets' size (cpu, or paper: 224x224 ImageNet shapes)")
+    p.add_argument("--global-batch", type=int, help="samples per step (default: loom train's)")
+    p.add_argument("--microbatches", type=int, help="micro-batches per step (default: loom train's)")
     p.add_argument("--python", default="/opt/torch2-venv/bin/python", help="python of the PyTorch side")
     p.add_argument("--out", default="bench_presets_conv", help="prefix of the CSV and Markdown files")
     p.add_argument("--worker", help=argparse.SUPPRESS)  # internal: JSON job of one PyTorch run
@@ -239,9 +245,12 @@ def train_defaults(a):
 
 def loom_run(a, preset, steps, metrics, size=None):
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    batch = []
+    if size is None and a.global_batch:
+        batch = ["--global-batch", str(a.global_batch), "--microbatches", str(a.microbatches or 1)]
     run(["mpirun", "-np", "1", "--bind-to", "none", a.loom, "train", "--model", preset, "--size",
          size or a.size, "--data", "synthetic", "--threads", str(a.threads), "--steps", str(steps), "--metrics",
-         metrics, "--quiet"], env=env)
+         metrics, "--quiet"] + batch, env=env)
     with open(metrics) as f:
         return [json.loads(line) for line in f if '"samples_per_s"' in line]
 
@@ -261,7 +270,8 @@ def time_torch(a, job):
 def torch_job(a, preset, info, defaults):
     settings = {k: int(v) if float(v).is_integer() else v for k, v in info["settings"].items()}
     return {"preset": preset, "settings": settings, "threads": a.threads, "seed": 1,
-            "global_batch": int(defaults["global-batch"]), "microbatches": int(defaults["microbatches"]),
+            "global_batch": a.global_batch or int(defaults["global-batch"]),
+            "microbatches": (a.microbatches or 1) if a.global_batch else int(defaults["microbatches"]),
             "lr": float(defaults["lr"]), "momentum": float(defaults["momentum"]),
             "weight_decay": float(defaults["weight-decay"]), "input_shape": input_shape(info),
             "classes": settings["classes"],
@@ -337,11 +347,12 @@ def main(argv):
 
 def bench_all(a):
     defaults = train_defaults(a)
-    header = "%s, %s; loom train defaults: global batch %s in %s micro-batches, %s lr %s momentum %s; " \
+    header = "%s, %s; size %s, global batch %s in %s micro-batches, %s lr %s momentum %s; " \
              "%d threads, %d warm-up + %d timed steps, %d repeats" % (
-                 time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), os.uname().nodename, defaults["global-batch"],
-                 defaults["microbatches"], defaults["optimizer"], defaults["lr"], defaults["momentum"], a.threads,
-                 a.warmup, a.steps, a.repeats)
+                 time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), os.uname().nodename, a.size,
+                 a.global_batch or defaults["global-batch"],
+                 (a.microbatches or 1) if a.global_batch else defaults["microbatches"], defaults["optimizer"],
+                 defaults["lr"], defaults["momentum"], a.threads, a.warmup, a.steps, a.repeats)
     print(header, flush=True)
     rows = [bench_preset(a, preset, defaults) for preset in a.presets]
     write_tables(a, rows, header)
