@@ -144,7 +144,7 @@ class Progress {
 
 // A joint plan as a plan file holds it (version 2): each stage's chunks in chunk order, the layers
 // it recomputes, its predicted peak per rank.
-planner::Plan joint_plan(const planner::JointResult& r, const std::string& model) {
+planner::Plan joint_plan(const planner::JointResult& r, const std::string& model, int zero) {
   const planner::Partition& p = r.partition;
   const schedule::Schedule& sched = r.evaluation.schedule;
   planner::Plan plan;
@@ -154,6 +154,7 @@ planner::Plan joint_plan(const planner::JointResult& r, const std::string& model
   plan.microbatches = p.microbatches;
   plan.schedule = p.kind;
   plan.chunks = p.chunks;
+  plan.zero = zero == 1 || p.zero ? 1 : 0;  // --zero 1, or the search needed it
   for (int s = 0; s < sched.stages; ++s) {
     const planner::StageEvaluation& e = r.evaluation.stages[static_cast<std::size_t>(s)];
     planner::StagePlan stage;
@@ -178,6 +179,15 @@ planner::JointOptions joint_options(const planner::PlannerOptions& options) {
   return joint;
 }
 
+// plan_joint, and how long it took in `ms`.
+planner::JointResult timed_joint(const planner::Profile& profile, const planner::Cluster& cluster, int global_batch,
+                                 const planner::JointOptions& joint, double& ms) {
+  const auto start = std::chrono::steady_clock::now();
+  planner::JointResult r = planner::plan_joint(profile, cluster, global_batch, joint);
+  ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return r;
+}
+
 // The joint search as a row of `--planner all`, seeded with the other rows' plans and given at
 // most kJointShareS of --time-limit (the planning budget of issue 29; `--planner joint` gets all).
 constexpr double kJointShareS = 10;
@@ -187,10 +197,8 @@ Row joint_row(const std::vector<Row>& rows, const PlanOptions& o, const planner:
   joint.time_limit_s = options.time_limit_s > 0 ? std::min(options.time_limit_s, kJointShareS) : 0.0;
   for (const Row& row : rows)
     if (row.result.found) joint.seed_plans.emplace_back(row.result.plan.planner, row.result.plan);
-  const auto start = std::chrono::steady_clock::now();
-  const planner::JointResult r = planner::plan_joint(profile, cluster, o.global_batch, joint);
   Row row;
-  row.result.planning_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  const planner::JointResult r = timed_joint(profile, cluster, o.global_batch, joint, row.result.planning_ms);
   row.result.search = r.search;
   row.result.found = r.found;
   row.result.plan.planner = "joint";
@@ -198,8 +206,7 @@ Row joint_row(const std::vector<Row>& rows, const PlanOptions& o, const planner:
     row.result.note = "joint: " + r.why_none;
     return row;
   }
-  row.result.plan = joint_plan(r, profile.model);
-  row.result.plan.zero = o.zero == 1 || r.partition.zero ? 1 : 0;
+  row.result.plan = joint_plan(r, profile.model, o.zero);
   row.result.cost.step_ms = row.simulated_ms = r.evaluation.simulation.step_ms;
   row.result.cost.peak_memory_bytes = r.evaluation.peak_bytes;
   return row;
@@ -209,9 +216,8 @@ Row joint_row(const std::vector<Row>& rows, const PlanOptions& o, const planner:
 void run_joint(const PlanOptions& o, const planner::Profile& profile, const planner::Cluster& cluster,
                const planner::PlannerOptions& options) {
   const planner::JointOptions joint = joint_options(options);
-  const auto start = std::chrono::steady_clock::now();
-  const planner::JointResult r = planner::plan_joint(profile, cluster, o.global_batch, joint);
-  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  double ms = 0;
+  const planner::JointResult r = timed_joint(profile, cluster, o.global_batch, joint, ms);
   if (o.json) {
     nlohmann::json out = r.found ? partition_json(r.partition, r.evaluation) : nlohmann::json::object();
     out.update({{"planner", "joint"}, {"found", r.found}, {"search", r.search}, {"evaluated", r.evaluated},
@@ -225,9 +231,7 @@ void run_joint(const PlanOptions& o, const planner::Profile& profile, const plan
   }
   if (o.out.empty()) return;
   if (!r.found) LOOM_THROW("no plan fits in device memory; nothing written to ", o.out);
-  planner::Plan plan = joint_plan(r, profile.model);
-  plan.zero = o.zero == 1 || r.partition.zero ? 1 : 0;  // --zero 1, or the search needed it
-  planner::write_plan(plan, cluster, o.out);
+  planner::write_plan(joint_plan(r, profile.model, o.zero), cluster, o.out);
   if (!o.json) std::printf("\nwrote the joint plan to %s\n", o.out.c_str());
 }
 
@@ -268,12 +272,12 @@ void run(const PlanOptions& o) {
   }
   if (all || o.planner == "gpipe") rows.push_back({planner::plan_gpipe(profile, cluster, o.global_batch, options)});
 
-  if (o.planner == "all") rows.push_back(joint_row(rows, o, profile, cluster, options));  // simulated already
+  if (o.planner == "all") rows.push_back(joint_row(rows, o, profile, cluster, options));
 
   const Row* best = nullptr;
   for (Row& row : rows) {
     if (row.result.plan.stages.empty()) continue;
-    if (row.result.plan.planner != "joint")
+    if (row.simulated_ms < 0)
       row.simulated_ms = planner::simulate_plan(profile, cluster, row.result.plan, options.cost).step_ms;
     row.result.plan.simulated_step_ms = row.simulated_ms;
     if (row.result.found && (!best || row.simulated_ms < best->simulated_ms)) best = &row;

@@ -13,9 +13,9 @@ namespace {
 
 constexpr double kMsPerSecond = 1e3;
 
-int ceil_div(int a, int b) { return static_cast<int>((static_cast<long long>(a) + b - 1) / b); }  // no overflow at INT_MAX
-
 }  // namespace
+
+int ceil_div(int a, int b) { return static_cast<int>((static_cast<long long>(a) + b - 1) / b); }
 
 LinearCost allreduce_cost(const Cluster& cluster, const std::vector<int>& devices) {
   if (devices.size() <= 1) return {};

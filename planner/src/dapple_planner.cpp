@@ -36,8 +36,6 @@ struct Budget {
   }
 };
 
-int ceil_div(int a, int b) { return static_cast<int>((static_cast<long long>(a) + b - 1) / b); }  // no overflow at INT_MAX
-
 // One Pareto-optimal completion of a state: the stage covers layers first..last_layer, the rest
 // of the pipeline is entry `child_entry` of state `child` (-1: this is the last stage).
 struct Entry {

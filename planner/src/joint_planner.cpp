@@ -104,11 +104,6 @@ struct CutSearch {
     return table;
   }
 
-  // Rows of a micro-batch per replica of a stage with `replicas` (rounded up; 64-bit: a batch may be INT_MAX).
-  int rows_at(int replicas) const {
-    return static_cast<int>((static_cast<long long>(rows_per_microbatch) + replicas - 1) / replicas);
-  }
-
   // The fewest rows any stage can still compute at: the stages placed so far, and a stage to come
   // with every device left but one for each other stage to come.
   int fewest_rows() const {
@@ -119,7 +114,7 @@ struct CutSearch {
     }
     if (unplaced > 0) {
       const int most = std::min(devices_left - (unplaced - 1), rows_per_microbatch);
-      fewest = std::min(fewest, rows_at(most));
+      fewest = std::min(fewest, ceil_div(rows_per_microbatch, most));
     }
     return fewest;
   }
@@ -168,7 +163,7 @@ struct CutSearch {
       std::vector<int> stage_devices(static_cast<std::size_t>(r));
       for (int i = 0; i < r; ++i) stage_devices[static_cast<std::size_t>(i)] = first_device + i;
       partition.replicas[stage] = r;
-      rows[stage] = rows_at(r);
+      rows[stage] = ceil_div(rows_per_microbatch, r);
       allreduce[stage] = allreduce_cost(cluster, stage_devices);
       devices_left -= r;
       cut_ranges(virtual_stage, first);

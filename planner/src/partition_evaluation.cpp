@@ -13,8 +13,6 @@ namespace loom::planner {
 
 namespace {
 
-int ceil_div(int a, int b) { return static_cast<int>((static_cast<long long>(a) + b - 1) / b); }
-
 // Each stage's recomputed layers: ascending, each in one of its chunks (placed as the kind places
 // them: looped c·S + s, or the V).
 void check_recompute(const Partition& p, int stages) {

@@ -12,8 +12,6 @@ namespace loom::planner {
 
 namespace {
 
-int ceil_div(int a, int b) { return (a + b - 1) / b; }
-
 bool holds(const std::vector<int>& blocks, int layer) { return std::binary_search(blocks.begin(), blocks.end(), layer); }
 
 // Every distinct count of in-flight micro-batches per chunk the stage's program passes through, in

@@ -124,6 +124,8 @@ struct RangeCost {
   double kept_bytes = 0;
 };
 RangeCost range_cost(const Profile& profile, int first, int last, int rows);
+// ⌈a / b⌉ for a >= 0, b >= 1, in 64 bits (no overflow at INT_MAX): a micro-batch's rows per replica.
+int ceil_div(int a, int b);
 LinearCost transfer_cost(const Cluster& cluster, const std::vector<int>& from, const std::vector<int>& to, int rows);
 
 // The latency of a pipeline of elements (F, B, AR) under the formulas above; elements alternate
