@@ -205,7 +205,8 @@ class TorchWorker {
         ::setenv("OMP_WAIT_POLICY", "passive", 1);
       else
         ::unsetenv("OMP_WAIT_POLICY");
-      ::execl(python.c_str(), "python3", "-c", kTorchWorker, n.c_str(), where.c_str(), static_cast<char*>(nullptr));
+      // argv[0] is the interpreter's path: a venv's python finds its site-packages from it.
+      ::execl(python.c_str(), python.c_str(), "-c", kTorchWorker, n.c_str(), where.c_str(), static_cast<char*>(nullptr));
       std::_Exit(127);
     }
     ::close(to_child[0]);

@@ -1,10 +1,12 @@
 // BatchNorm2d forward/backward (see batch_norm.h): CPU loops with per-channel sums accumulated in
-// double, cuDNN in cuda/batch_norm.cu.
+// double, channels split over loom's threads, cuDNN in cuda/batch_norm.cu.
 #include <loom/layers/batch_norm.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include <loom/core/memory.h>
+#include <loom/core/parallel.h>
 
 #include "cuda/batch_norm.h"
 #include "layer_util.h"
@@ -17,7 +19,68 @@ struct Planes {
   std::int64_t batch, channels, plane;
   explicit Planes(const Shape& s) : batch(s[0]), channels(s[1]), plane(s[2] * s[3]) {}
   std::int64_t per_channel() const { return batch * plane; }
+  // Channels per parallel_for chunk: about 16k values each, so small planes are not split finely.
+  std::int64_t grain() const { return std::max<std::int64_t>(1, 16384 / std::max<std::int64_t>(1, per_channel())); }
 };
+
+// Sums in double over kLanes interleaved partial sums, which the compiler keeps in one vector
+// register: the same order whatever the thread count (a channel is never split between threads).
+constexpr int kLanes = 8;
+
+// sum of f(i) for i in [0, n)
+template <typename F>
+double lane_sum(std::int64_t n, F f) {
+  double lane[kLanes] = {};
+  std::int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int l = 0; l < kLanes; ++l) lane[l] += f(i + l);
+  double total = 0;
+  for (; i < n; ++i) total += f(i);
+  for (double v : lane) total += v;
+  return total;
+}
+
+// The two sums of the backward: sum(dy) and sum(dy * (x - m)).
+template <typename T>
+void lane_sums(const T* dy, const T* x, double m, std::int64_t n, double& sum_dy, double& sum_dy_xc) {
+  double a[kLanes] = {}, b[kLanes] = {};
+  std::int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int l = 0; l < kLanes; ++l) {
+      const double g = dy[i + l];
+      a[l] += g;
+      b[l] += g * (static_cast<double>(x[i + l]) - m);
+    }
+  for (; i < n; ++i) {
+    sum_dy += dy[i];
+    sum_dy_xc += static_cast<double>(dy[i]) * (static_cast<double>(x[i]) - m);
+  }
+  for (int l = 0; l < kLanes; ++l) {
+    sum_dy += a[l];
+    sum_dy_xc += b[l];
+  }
+}
+
+// Batch mean and (biased) variance of channel c, two passes.
+template <typename T>
+void channel_moments(const T* in, const Planes& p, std::int64_t c, double& mean, double& var) {
+  double m = 0;
+  for (std::int64_t n = 0; n < p.batch; ++n) {
+    const T* src = in + (n * p.channels + c) * p.plane;
+    m += lane_sum(p.plane, [src](std::int64_t i) { return static_cast<double>(src[i]); });
+  }
+  m /= static_cast<double>(p.per_channel());
+  double v = 0;
+  for (std::int64_t n = 0; n < p.batch; ++n) {
+    const T* src = in + (n * p.channels + c) * p.plane;
+    v += lane_sum(p.plane, [src, m](std::int64_t i) {
+      const double d = static_cast<double>(src[i]) - m;
+      return d * d;
+    });
+  }
+  mean = m;
+  var = v / static_cast<double>(p.per_channel());
+}
 
 template <typename T>
 void forward_cpu(const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& running_mean, Tensor& running_var,
@@ -28,35 +91,28 @@ void forward_cpu(const Tensor& x, const Tensor& weight, const Tensor& bias, Tens
   T* rm = running_mean.data<T>();
   T* rv = running_var.data<T>();
   const double count = static_cast<double>(p.per_channel());
-  for (std::int64_t c = 0; c < p.channels; ++c) {
-    double m = 0, var = 0;
-    if (training) {
-      for (std::int64_t n = 0; n < p.batch; ++n) {
-        const T* src = in + (n * p.channels + c) * p.plane;
-        for (std::int64_t i = 0; i < p.plane; ++i) m += src[i];
+  parallel_for(p.channels, p.grain(), [&](std::int64_t first, std::int64_t last) {
+    for (std::int64_t c = first; c < last; ++c) {
+      double m = 0, var = 0;
+      if (training) {
+        channel_moments(in, p, c, m, var);
+        rm[c] = static_cast<T>((1.0 - o.momentum) * rm[c] + o.momentum * m);
+        rv[c] = static_cast<T>((1.0 - o.momentum) * rv[c] + o.momentum * var * count / (count - 1.0));
+      } else {
+        m = rm[c];
+        var = rv[c];
       }
-      m /= count;
+      const double is = 1.0 / std::sqrt(var + o.eps);
+      mean.data<T>()[c] = static_cast<T>(m);
+      invstd.data<T>()[c] = static_cast<T>(is);
+      const double w = weight.data<T>()[c], b = bias.data<T>()[c];
+      const T scale = static_cast<T>(is * w), shift = static_cast<T>(b - m * is * w);
       for (std::int64_t n = 0; n < p.batch; ++n) {
-        const T* src = in + (n * p.channels + c) * p.plane;
-        for (std::int64_t i = 0; i < p.plane; ++i) var += (src[i] - m) * (src[i] - m);
+        const std::int64_t base = (n * p.channels + c) * p.plane;
+        for (std::int64_t i = 0; i < p.plane; ++i) out[base + i] = in[base + i] * scale + shift;
       }
-      var /= count;
-      rm[c] = static_cast<T>((1.0 - o.momentum) * rm[c] + o.momentum * m);
-      rv[c] = static_cast<T>((1.0 - o.momentum) * rv[c] + o.momentum * var * count / (count - 1.0));
-    } else {
-      m = rm[c];
-      var = rv[c];
     }
-    const double is = 1.0 / std::sqrt(var + o.eps);
-    mean.data<T>()[c] = static_cast<T>(m);
-    invstd.data<T>()[c] = static_cast<T>(is);
-    const double w = weight.data<T>()[c], b = bias.data<T>()[c];
-    const T scale = static_cast<T>(is * w), shift = static_cast<T>(b - m * is * w);
-    for (std::int64_t n = 0; n < p.batch; ++n) {
-      const std::int64_t base = (n * p.channels + c) * p.plane;
-      for (std::int64_t i = 0; i < p.plane; ++i) out[base + i] = in[base + i] * scale + shift;
-    }
-  }
+  });
 }
 
 // batch_statistics: the mean and invstd came from this batch, so they depend on x too.
@@ -68,29 +124,28 @@ void backward_cpu(const Tensor& x, const Tensor& grad_y, const Tensor& weight, c
   const T* dy = grad_y.data<T>();
   T* dx = grad_x.data<T>();
   const double count = static_cast<double>(p.per_channel());
-  for (std::int64_t c = 0; c < p.channels; ++c) {
-    const double m = mean.data<T>()[c], is = invstd.data<T>()[c], w = weight.data<T>()[c];
-    double sum_dy = 0, sum_dy_xhat = 0;
-    for (std::int64_t n = 0; n < p.batch; ++n) {
-      const std::int64_t base = (n * p.channels + c) * p.plane;
-      for (std::int64_t i = 0; i < p.plane; ++i) {
-        sum_dy += dy[base + i];
-        sum_dy_xhat += dy[base + i] * (in[base + i] - m);
+  parallel_for(p.channels, p.grain(), [&](std::int64_t first, std::int64_t last) {
+    for (std::int64_t c = first; c < last; ++c) {
+      const double m = mean.data<T>()[c], is = invstd.data<T>()[c], w = weight.data<T>()[c];
+      double sum_dy = 0, sum_dy_xhat = 0;
+      for (std::int64_t n = 0; n < p.batch; ++n) {
+        const std::int64_t base = (n * p.channels + c) * p.plane;
+        lane_sums(dy + base, in + base, m, p.plane, sum_dy, sum_dy_xhat);
       }
-    }
-    sum_dy_xhat *= is;
-    const double mean_dy = batch_statistics ? sum_dy / count : 0.0;
-    const double mean_dy_xhat = batch_statistics ? sum_dy_xhat / count : 0.0;
-    for (std::int64_t n = 0; n < p.batch; ++n) {
-      const std::int64_t base = (n * p.channels + c) * p.plane;
-      for (std::int64_t i = 0; i < p.plane; ++i) {
-        const double xhat = (in[base + i] - m) * is;
-        dx[base + i] = static_cast<T>(w * is * (dy[base + i] - mean_dy - xhat * mean_dy_xhat));
+      sum_dy_xhat *= is;
+      const double mean_dy = batch_statistics ? sum_dy / count : 0.0;
+      const double mean_dy_xhat = batch_statistics ? sum_dy_xhat / count : 0.0;
+      for (std::int64_t n = 0; n < p.batch; ++n) {
+        const std::int64_t base = (n * p.channels + c) * p.plane;
+        for (std::int64_t i = 0; i < p.plane; ++i) {
+          const double xhat = (in[base + i] - m) * is;
+          dx[base + i] = static_cast<T>(w * is * (dy[base + i] - mean_dy - xhat * mean_dy_xhat));
+        }
       }
+      grad_weight.data<T>()[c] += static_cast<T>(sum_dy_xhat);
+      grad_bias.data<T>()[c] += static_cast<T>(sum_dy);
     }
-    grad_weight.data<T>()[c] += static_cast<T>(sum_dy_xhat);
-    grad_bias.data<T>()[c] += static_cast<T>(sum_dy);
-  }
+  });
 }
 
 }  // namespace

@@ -5,9 +5,11 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include <loom/core/memory.h>
 #include <loom/core/ops.h>
+#include <loom/core/parallel.h>
 
 #include "layer_util.h"
 #include "cuda/pooling.h"
@@ -41,27 +43,53 @@ Window window(std::int64_t o, std::int64_t kernel, std::int64_t stride, std::int
   return {std::max<std::int64_t>(start, 0), std::min(start + kernel, size), padded_end - start};
 }
 
+// Planes are independent: the loops below take a range of them, which split_planes hands out over
+// loom's threads (about 16k input values per chunk).
+template <typename F>
+void split_planes(const WindowGeometry& g, std::int64_t planes, F body) {
+  parallel_for(planes, std::max<std::int64_t>(1, 16384 / std::max<std::int64_t>(1, g.plane())), body);
+}
+
+// The first largest value of a window and its index in the plane; a NaN wins (the first one).
+// The common case, no NaN in the window, runs without branches on the data.
 template <typename T>
-void max_pool_forward(const WindowGeometry& g, std::int64_t planes, const T* x, T* y, std::int32_t* argmax) {
-  for (std::int64_t p = 0; p < planes; ++p) {
+void window_max(const T* in, std::int64_t width, const Window& rows, const Window& cols, T& best,
+                std::int64_t& best_index) {
+  best = -std::numeric_limits<T>::infinity();
+  best_index = rows.begin * width + cols.begin;
+  bool nan = false;
+  for (std::int64_t ih = rows.begin; ih < rows.end; ++ih)
+    for (std::int64_t iw = cols.begin; iw < cols.end; ++iw) {
+      const T v = in[ih * width + iw];
+      const bool take = v > best;
+      best = take ? v : best;
+      best_index = take ? ih * width + iw : best_index;
+      nan |= v != v;
+    }
+  if (!nan) return;
+  for (std::int64_t ih = rows.begin; ih < rows.end; ++ih)
+    for (std::int64_t iw = cols.begin; iw < cols.end; ++iw)
+      if (std::isnan(in[ih * width + iw])) {
+        best = in[ih * width + iw];
+        best_index = ih * width + iw;
+        return;
+      }
+}
+
+template <typename T>
+void max_pool_forward(const WindowGeometry& g, std::int64_t first, std::int64_t last, const T* x, T* y,
+                      std::int32_t* argmax) {
+  std::vector<Window> columns(static_cast<std::size_t>(g.out_width));
+  for (std::int64_t ow = 0; ow < g.out_width; ++ow)
+    columns[static_cast<std::size_t>(ow)] = window(ow, g.kernel.w, g.stride.w, g.padding.w, g.width);
+  for (std::int64_t p = first; p < last; ++p) {
     const T* in = x + p * g.plane();
     for (std::int64_t oh = 0; oh < g.out_height; ++oh) {
       const Window rows = window(oh, g.kernel.h, g.stride.h, g.padding.h, g.height);
       for (std::int64_t ow = 0; ow < g.out_width; ++ow) {
-        const Window cols = window(ow, g.kernel.w, g.stride.w, g.padding.w, g.width);
-        std::int64_t best_index = rows.begin * g.width + cols.begin;
-        T best = -std::numeric_limits<T>::infinity();
-        for (std::int64_t ih = rows.begin; ih < rows.end && !std::isnan(best); ++ih)
-          for (std::int64_t iw = cols.begin; iw < cols.end; ++iw) {
-            const T v = in[ih * g.width + iw];
-            if (v > best || std::isnan(v)) {
-              best = v;
-              best_index = ih * g.width + iw;
-              if (std::isnan(v)) break;
-            }
-          }
         const std::int64_t out = (p * g.out_height + oh) * g.out_width + ow;
-        y[out] = best;
+        std::int64_t best_index = 0;
+        window_max(in, g.width, rows, columns[static_cast<std::size_t>(ow)], y[out], best_index);
         argmax[out] = static_cast<std::int32_t>(best_index);
       }
     }
@@ -69,9 +97,9 @@ void max_pool_forward(const WindowGeometry& g, std::int64_t planes, const T* x, 
 }
 
 template <typename T>
-void max_pool_backward(const WindowGeometry& g, std::int64_t planes, const T* grad_y, const std::int32_t* argmax,
-                       T* grad_x) {
-  for (std::int64_t p = 0; p < planes; ++p)
+void max_pool_backward(const WindowGeometry& g, std::int64_t first, std::int64_t last, const T* grad_y,
+                       const std::int32_t* argmax, T* grad_x) {
+  for (std::int64_t p = first; p < last; ++p)
     for (std::int64_t i = 0; i < g.out_plane(); ++i)
       grad_x[p * g.plane() + argmax[p * g.out_plane() + i]] += grad_y[p * g.out_plane() + i];
 }
@@ -79,9 +107,9 @@ void max_pool_backward(const WindowGeometry& g, std::int64_t planes, const T* gr
 // forward: y = window sums / divisor; backward (grad_y given): grad_x += grad_y / divisor spread
 // over the window.
 template <typename T, bool kBackward>
-void avg_pool(const WindowGeometry& g, bool count_include_pad, std::int64_t planes, const T* x, T* y,
-              const T* grad_y, T* grad_x) {
-  for (std::int64_t p = 0; p < planes; ++p) {
+void avg_pool(const WindowGeometry& g, bool count_include_pad, std::int64_t first, std::int64_t last, const T* x,
+              T* y, const T* grad_y, T* grad_x) {
+  for (std::int64_t p = first; p < last; ++p) {
     for (std::int64_t oh = 0; oh < g.out_height; ++oh) {
       const Window rows = window(oh, g.kernel.h, g.stride.h, g.padding.h, g.height);
       for (std::int64_t ow = 0; ow < g.out_width; ++ow) {
@@ -187,7 +215,9 @@ Tensor MaxPool2d::forward_tensor(const Tensor& x, Context& ctx) {
     argmax = Tensor::empty(step.result.shape(), DType::i32);
   }
   dispatch_floating(x.dtype(), describe(), [&]<typename T>(T) {
-    max_pool_forward<T>(step.g, x.size(0) * x.size(1), x.data<T>(), step.result.data<T>(), argmax.data<std::int32_t>());
+    split_planes(step.g, x.size(0) * x.size(1), [&](std::int64_t first, std::int64_t last) {
+      max_pool_forward<T>(step.g, first, last, x.data<T>(), step.result.data<T>(), argmax.data<std::int32_t>());
+    });
   });
   ctx.save("argmax", argmax);
   return step.result;
@@ -198,8 +228,9 @@ Tensor MaxPool2d::backward_input_tensor(const Tensor& grad_y, Context& ctx) {
   if (!step.done) {
     const Tensor argmax = ctx.get("argmax");
     dispatch_floating(grad_y.dtype(), describe(), [&]<typename T>(T) {
-      max_pool_backward<T>(step.g, step.result.size(0) * step.result.size(1), grad_y.data<T>(),
-                           argmax.data<std::int32_t>(), step.result.data<T>());
+      split_planes(step.g, step.result.size(0) * step.result.size(1), [&](std::int64_t first, std::int64_t last) {
+        max_pool_backward<T>(step.g, first, last, grad_y.data<T>(), argmax.data<std::int32_t>(), step.result.data<T>());
+      });
     });
   }
   ctx.clear();
@@ -218,8 +249,10 @@ Tensor AvgPool2d::forward_tensor(const Tensor& x, Context& ctx) {
   PoolStep step = pool_forward(*this, options_, average_mode(options_), x, ctx);
   if (step.done) return step.result;
   dispatch_floating(x.dtype(), describe(), [&]<typename T>(T) {
-    avg_pool<T, false>(step.g, options_.count_include_pad, x.size(0) * x.size(1), x.data<T>(), step.result.data<T>(),
-                       nullptr, nullptr);
+    split_planes(step.g, x.size(0) * x.size(1), [&](std::int64_t first, std::int64_t last) {
+      avg_pool<T, false>(step.g, options_.count_include_pad, first, last, x.data<T>(), step.result.data<T>(), nullptr,
+                         nullptr);
+    });
   });
   return step.result;
 }
@@ -228,8 +261,10 @@ Tensor AvgPool2d::backward_input_tensor(const Tensor& grad_y, Context& ctx) {
   PoolStep step = pool_backward(*this, options_, average_mode(options_), grad_y, ctx);
   if (!step.done) {
     dispatch_floating(grad_y.dtype(), describe(), [&]<typename T>(T) {
-      avg_pool<T, true>(step.g, options_.count_include_pad, step.result.size(0) * step.result.size(1), nullptr, nullptr,
-                        grad_y.data<T>(), step.result.data<T>());
+      split_planes(step.g, step.result.size(0) * step.result.size(1), [&](std::int64_t first, std::int64_t last) {
+        avg_pool<T, true>(step.g, options_.count_include_pad, first, last, nullptr, nullptr, grad_y.data<T>(),
+                          step.result.data<T>());
+      });
     });
   }
   ctx.clear();

@@ -21,13 +21,31 @@ Vec<T> vec(const Tensor& t) {
   return Vec<T>(static_cast<T*>(t.raw_data()), t.numel());
 }
 
+// Elements [first, first + count) of t.
+template <typename T>
+Vec<T> segment(const Tensor& t, std::int64_t first, std::int64_t count) {
+  return Vec<T>(static_cast<T*>(t.raw_data()) + first, count);
+}
+
+// Ops of one IEEE operation per element (so no contraction to an FMA can differ between a chunk's
+// vector body and its scalar edges) run over the pool in chunks of at least 64k elements: the
+// result does not depend on the thread count. body(first, count) does one chunk.
+template <typename Body>
+void over_pool(std::int64_t n, Body body) {
+  parallel_for(n, std::int64_t{1} << 16, [&](std::int64_t first, std::int64_t last) { body(first, last - first); });
+}
+
 }  // namespace
 
 void fill(Tensor& out, double value) {
   const std::int64_t n = out.numel();
   void* p = out.raw_data();
   switch (out.dtype()) {
-    case DType::f32: vec<float>(out).setConstant(static_cast<float>(value)); break;
+    case DType::f32:
+      over_pool(n, [&](std::int64_t first, std::int64_t count) {
+        segment<float>(out, first, count).setConstant(static_cast<float>(value));
+      });
+      break;
     case DType::f64: vec<double>(out).setConstant(value); break;
     default:
       for (std::int64_t i = 0; i < n; ++i) store_element<double>(p, out.dtype(), i, value);
@@ -82,12 +100,15 @@ void cast(const Tensor& source, Tensor& out) {
 
 void binary(char op, const Tensor& a, const Tensor& b, Tensor& out) {
   dispatch_floating(a.dtype(), "cpu::binary", [&]<typename T>(T) {
-    auto o = vec<T>(out);
-    switch (op) {
-      case '+': o = vec<T>(a) + vec<T>(b); break;
-      case '-': o = vec<T>(a) - vec<T>(b); break;
-      default: o = vec<T>(a) * vec<T>(b); break;
-    }
+    over_pool(out.numel(), [&](std::int64_t first, std::int64_t count) {
+      auto o = segment<T>(out, first, count);
+      const auto x = segment<T>(a, first, count), y = segment<T>(b, first, count);
+      switch (op) {
+        case '+': o = x + y; break;
+        case '-': o = x - y; break;
+        default: o = x * y; break;
+      }
+    });
   });
 }
 
@@ -99,7 +120,9 @@ void add_scaled(const Tensor& a, double alpha, const Tensor& b, double beta, Ten
 
 void scale(Tensor& x, double alpha) {
   dispatch_floating(x.dtype(), "cpu::scale", [&]<typename T>(T) {
-    vec<T>(x) *= static_cast<T>(alpha);
+    over_pool(x.numel(), [&](std::int64_t first, std::int64_t count) {
+      segment<T>(x, first, count) *= static_cast<T>(alpha);
+    });
   });
 }
 
