@@ -8,6 +8,8 @@
 #include <loom/core/memory.h>
 #include <loom/core/parallel.h>
 
+#include "cpu/batch_norm_blocked.h"
+#include "cpu/blocked_layout.h"
 #include "cuda/batch_norm.h"
 #include "layer_util.h"
 
@@ -164,12 +166,13 @@ BatchNorm2d::BatchNorm2d(const BatchNorm2dOptions& options) : options_(options) 
 std::vector<Parameter*> BatchNorm2d::local_parameters() { return {&weight_, &bias_, &running_mean_, &running_var_}; }
 
 Tensor BatchNorm2d::forward_tensor(const Tensor& x, Context& ctx) {
-  LOOM_CHECK(x.rank() == 4 && x.size(1) == options_.channels, describe(), ": input shape ", x.shape().str(),
+  const Shape s = detail::blocked::logical_shape(x.shape());  // x may be blocked (blocked_layout.h)
+  LOOM_CHECK(s.rank() == 4 && s[1] == options_.channels, describe(), ": input shape ", x.shape().str(),
              " does not match weight shape ", weight_.value.shape().str(), " (expected [N, ", options_.channels,
              ", H, W])");
   detail::check_like(*this, "input", x, weight_.value, "weight");
   const bool training = ctx.training;
-  LOOM_CHECK(!training || x.size(0) * x.size(2) * x.size(3) > 1, describe(),
+  LOOM_CHECK(!training || s[0] * s[2] * s[3] > 1, describe(),
              ": training needs more than one value per channel, got input shape ", x.shape().str());
 
   MemoryCategoryScope scope(MemoryCategory::activations);
@@ -186,6 +189,9 @@ Tensor BatchNorm2d::forward_tensor(const Tensor& x, Context& ctx) {
       mean.copy_from(running_mean_.value);
       cuda_kernels::inverse_std(running_var_.value, options_.eps, invstd);
     }
+  } else if (detail::blocked::is_blocked(x)) {
+    detail::batch_norm::forward_blocked(x, weight_.value, bias_.value, running_mean_.value, running_var_.value,
+                                        options_.eps, options_.momentum, training, y, mean, invstd);
   } else {
     dispatch_floating(x.dtype(), describe(), [&]<typename T>(T) {
       forward_cpu<T>(x, weight_.value, bias_.value, running_mean_.value, running_var_.value, options_, training, y,
@@ -213,6 +219,9 @@ Tensor BatchNorm2d::backward_input_tensor(const Tensor& grad_y, Context& ctx) {
     else
       cuda_kernels::batch_norm_backward_inference(x, grad_y, weight_.value, mean, invstd, grad_x, weight_.grad,
                                                   bias_.grad);
+  } else if (detail::blocked::is_blocked(x)) {
+    detail::batch_norm::backward_blocked(x, grad_y, weight_.value, mean, invstd, batch_statistics, grad_x,
+                                         weight_.grad, bias_.grad);
   } else {
     dispatch_floating(x.dtype(), describe(), [&]<typename T>(T) {
       backward_cpu<T>(x, grad_y, weight_.value, mean, invstd, batch_statistics, grad_x, weight_.grad, bias_.grad);

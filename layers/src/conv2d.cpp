@@ -8,6 +8,7 @@
 #include <loom/core/ops.h>
 #include <loom/core/parallel.h>
 
+#include "cpu/blocked_layout.h"
 #include "cpu/conv_path.h"
 #include "cpu/im2col.h"
 #include "cpu/onednn_conv.h"
@@ -183,7 +184,8 @@ WindowGeometry Conv2d::geometry(const Shape& input) const {
 }
 
 void Conv2d::check_input(const Tensor& x) const {
-  LOOM_CHECK(x.rank() == 4 && x.size(1) == options_.in_channels, describe(), ": input shape ", x.shape().str(),
+  const Shape s = detail::blocked::logical_shape(x.shape());
+  LOOM_CHECK(s.rank() == 4 && s[1] == options_.in_channels, describe(), ": input shape ", x.shape().str(),
              " does not match weight shape ", weight_.value.shape().str(), " (expected [N, ", options_.in_channels,
              ", H, W])");
   detail::check_like(*this, "input", x, weight_.value, "weight");
@@ -191,13 +193,15 @@ void Conv2d::check_input(const Tensor& x) const {
 
 Tensor Conv2d::forward_tensor(const Tensor& x, Context& ctx) {
   check_input(x);
+  const bool blocked = detail::blocked::is_blocked(x);  // nChw16c in and out (blocked_layout.h)
   const WindowGeometry g = geometry(x.shape());
   const auto& o = options_;
   const std::int64_t batch = x.size(0), out_plane = g.out_plane();
   Tensor y;
   {
     MemoryCategoryScope scope(MemoryCategory::activations);
-    y = Tensor::empty({batch, o.out_channels, g.out_height, g.out_width}, x.dtype(), x.device());
+    const Shape out{batch, o.out_channels, g.out_height, g.out_width};
+    y = Tensor::empty(blocked ? detail::blocked::blocked_shape(out) : out, x.dtype(), x.device());
     ctx.save("input", x);
   }
   if (x.device().is_cuda()) {
@@ -207,6 +211,7 @@ Tensor Conv2d::forward_tensor(const Tensor& x, Context& ctx) {
 
   MemoryCategoryScope scope(MemoryCategory::workspace);
   const detail::ConvPath path = detail::choose_conv_path(o, x.dtype());
+  LOOM_CHECK(!blocked || path == detail::ConvPath::onednn, describe(), ": a blocked input needs the oneDNN path");
   if (path == detail::ConvPath::onednn) {
     detail::onednn::convolve(x, weight_.value, bias_.value, y, o);
     return y;
@@ -248,6 +253,8 @@ Tensor Conv2d::input_gradient(const Shape& input_shape, const Tensor& grad_y) co
     return grad_x;
   }
   const detail::ConvPath path = detail::choose_conv_path(o, grad_y.dtype());
+  LOOM_CHECK(!detail::blocked::is_blocked(grad_y) || path == detail::ConvPath::onednn, describe(),
+             ": a blocked gradient needs the oneDNN path");
   if (path == detail::ConvPath::onednn) {
     Tensor grad_x = Tensor::empty(input_shape, grad_y.dtype(), grad_y.device());
     MemoryCategoryScope scope(MemoryCategory::workspace);
@@ -295,6 +302,9 @@ void Conv2d::accumulate_weight_gradient(const Tensor& x, const Tensor& grad_y) {
   const std::int64_t batch = x.size(0);
   MemoryCategoryScope scope(MemoryCategory::workspace);
   const detail::ConvPath path = detail::choose_conv_path(o, x.dtype());
+  LOOM_CHECK((!detail::blocked::is_blocked(x) && !detail::blocked::is_blocked(grad_y)) ||
+                 path == detail::ConvPath::onednn,
+             describe(), ": a blocked input or gradient needs the oneDNN path");
   if (path == detail::ConvPath::onednn) {
     detail::onednn::accumulate_weight_gradient(x, grad_y, weight_.grad, bias_.grad, o);
     return;
@@ -324,13 +334,16 @@ void Conv2d::accumulate_weight_gradient(const Tensor& x, const Tensor& grad_y) {
 }
 
 Tensor Conv2d::backward_input_tensor(const Tensor& grad_y, Context& ctx) {
+  // The input gradient takes the output gradient's layout (blocked_layout.h), whatever the input's.
   const Tensor x = ctx.get("input");
-  const WindowGeometry g = geometry(x.shape());
-  detail::check_same_shape(*this, "output gradient", grad_y,
-                           {x.size(0), options_.out_channels, g.out_height, g.out_width});
+  const Shape input_shape = detail::blocked::logical_shape(x.shape());
+  const WindowGeometry g = geometry(input_shape);
+  const Shape out{input_shape[0], options_.out_channels, g.out_height, g.out_width};
+  const bool blocked = detail::blocked::is_blocked(grad_y);
+  detail::check_same_shape(*this, "output gradient", grad_y, blocked ? detail::blocked::blocked_shape(out) : out);
   detail::check_like(*this, "output gradient", grad_y, weight_.value, "weight");
   ctx.save("grad_output", grad_y);
-  return input_gradient(x.shape(), grad_y);
+  return input_gradient(blocked ? detail::blocked::blocked_shape(input_shape) : input_shape, grad_y);
 }
 
 void Conv2d::backward_weight(Context& ctx) {

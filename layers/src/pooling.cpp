@@ -76,21 +76,59 @@ void window_max(const T* in, std::int64_t width, const Window& rows, const Windo
       }
 }
 
+// Outputs [lo, hi) of one output row whose column windows lie wholly inside the input: the taps in
+// window_max's order (row by row, left to right) with the running maxima of all these outputs side
+// by side, so the loop runs across outputs. False when a NaN was seen: the caller redoes the row
+// with window_max.
+template <typename T>
+bool row_max(const T* __restrict in, const WindowGeometry& g, const Window& rows, std::int64_t lo, std::int64_t hi,
+             T* __restrict best, std::int32_t* __restrict index, T* __restrict tap) {
+  const std::int64_t s = g.stride.w, left = -g.padding.w;
+  for (std::int64_t ow = lo; ow < hi; ++ow) {
+    best[ow] = -std::numeric_limits<T>::infinity();
+    index[ow] = static_cast<std::int32_t>(rows.begin * g.width + ow * s + left);
+  }
+  bool nan = false;
+  for (std::int64_t ih = rows.begin; ih < rows.end; ++ih)
+    for (std::int64_t kw = 0; kw < g.kernel.w; ++kw) {
+      const std::int64_t base = ih * g.width + left + kw;
+      for (std::int64_t ow = lo; ow < hi; ++ow) tap[ow] = in[base + ow * s];  // the strided taps, contiguous
+      int seen = 0;  // an int (not a bool) lets GCC vectorise the loop
+      for (std::int64_t ow = lo; ow < hi; ++ow) {
+        const T v = tap[ow], b = best[ow];
+        const std::int32_t i = index[ow];
+        const bool take = v > b;
+        best[ow] = take ? v : b;
+        index[ow] = take ? static_cast<std::int32_t>(base + ow * s) : i;
+        seen |= static_cast<int>(v != v);
+      }
+      nan |= seen != 0;
+    }
+  return !nan;
+}
+
 template <typename T>
 void max_pool_forward(const WindowGeometry& g, std::int64_t first, std::int64_t last, const T* x, T* y,
                       std::int32_t* argmax) {
   std::vector<Window> columns(static_cast<std::size_t>(g.out_width));
   for (std::int64_t ow = 0; ow < g.out_width; ++ow)
     columns[static_cast<std::size_t>(ow)] = window(ow, g.kernel.w, g.stride.w, g.padding.w, g.width);
+  // Outputs [lo, hi) of a row have whole column windows.
+  const std::int64_t lo = std::min(g.out_width, (g.padding.w + g.stride.w - 1) / g.stride.w);
+  const std::int64_t room = g.width - g.kernel.w + g.padding.w;  // the last whole window starts at most here
+  const std::int64_t hi = room < 0 ? lo : std::max(lo, std::min(g.out_width, room / g.stride.w + 1));
+  std::vector<T> taps(static_cast<std::size_t>(g.out_width));
   for (std::int64_t p = first; p < last; ++p) {
     const T* in = x + p * g.plane();
     for (std::int64_t oh = 0; oh < g.out_height; ++oh) {
       const Window rows = window(oh, g.kernel.h, g.stride.h, g.padding.h, g.height);
+      const std::int64_t row = (p * g.out_height + oh) * g.out_width;
+      const bool whole = row_max(in, g, rows, lo, hi, y + row, argmax + row, taps.data());
       for (std::int64_t ow = 0; ow < g.out_width; ++ow) {
-        const std::int64_t out = (p * g.out_height + oh) * g.out_width + ow;
+        if (whole && ow >= lo && ow < hi) continue;
         std::int64_t best_index = 0;
-        window_max(in, g.width, rows, columns[static_cast<std::size_t>(ow)], y[out], best_index);
-        argmax[out] = static_cast<std::int32_t>(best_index);
+        window_max(in, g.width, rows, columns[static_cast<std::size_t>(ow)], y[row + ow], best_index);
+        argmax[row + ow] = static_cast<std::int32_t>(best_index);
       }
     }
   }

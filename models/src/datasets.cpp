@@ -134,8 +134,13 @@ class Synthetic final : public Dataset {
     // One random prototype per class; a sample's label is the prototype it matches best.
     const std::int64_t features = label_features();
     const std::uint64_t key = rng::stream_key("synthetic.prototypes");
+    // Stored feature-major (prototypes_[f * classes + c] is prototype c's feature f, drawn as element
+    // c * features + f), so that a sample's scores for all classes accumulate side by side.
     prototypes_.resize(static_cast<std::size_t>(expected.classes * features));
-    for (std::size_t i = 0; i < prototypes_.size(); ++i) prototypes_[i] = philox::normal(seed, key, i, 0.0f, 1.0f);
+    for (std::int64_t c = 0; c < expected.classes; ++c)
+      for (std::int64_t f = 0; f < features; ++f)
+        prototypes_[static_cast<std::size_t>(f * expected.classes + c)] =
+            philox::normal(seed, key, static_cast<std::uint64_t>(c * features + f), 0.0f, 1.0f);
   }
   std::string name() const override { return "synthetic"; }
   std::int64_t size() const override { return size_; }
@@ -167,16 +172,19 @@ class Synthetic final : public Dataset {
     const std::uint64_t key = rng::stream_key("synthetic.inputs");
     for (std::int64_t f = 0; f < features; ++f)
       x[f] = philox::normal(seed_, key, sample * features + f, 0.0f, 1.0f);
+    // Each class's score sums its features in order (f = 0, 1, ...), all classes at once.
+    const std::int64_t used = label_features(), classes = shape_.classes;
+    std::vector<double> score(static_cast<std::size_t>(classes), 0.0);
+    for (std::int64_t f = 0; f < used; ++f) {
+      const float* row = prototypes_.data() + f * classes;
+      for (std::int64_t c = 0; c < classes; ++c) score[static_cast<std::size_t>(c)] += x[f] * row[c];
+    }
     double best = -1e300;
-    const std::int64_t used = label_features();
-    for (std::int64_t c = 0; c < shape_.classes; ++c) {
-      double score = 0;
-      for (std::int64_t f = 0; f < used; ++f) score += x[f] * prototypes_[static_cast<std::size_t>(c * used + f)];
-      if (score > best) {
-        best = score;
+    for (std::int64_t c = 0; c < classes; ++c)
+      if (score[static_cast<std::size_t>(c)] > best) {
+        best = score[static_cast<std::size_t>(c)];
         *label = c;
       }
-    }
   }
 
   void read_tokens(std::uint64_t sample, std::int64_t* x, std::int64_t* y, std::int64_t length) const {

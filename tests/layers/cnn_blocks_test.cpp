@@ -6,6 +6,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <string>
+#include <vector>
 
 #include <loom/core/ops.h>
 #include <loom/layers/resnet_bottleneck.h>
@@ -104,6 +107,59 @@ TEST_CASE("ResNet bottleneck equals PyTorch (torchvision's Bottleneck) in fp32")
     ResNetBottleneck block({.in_channels = 8, .planes = 4, .stride = 2, .groups = 2});
     compare_with_torch(block, {2, 8, 9, 9},
                        {{"block", "bottleneck"}, {"in_channels", 8}, {"planes", 4}, {"stride", 2}, {"groups", 2},
+                        {"base_width", 64}});
+  }
+}
+
+namespace {
+
+// One forward + split backward (backward_input, then backward_weight) of a fresh block; with
+// `blocked` false the NCHW path (LOOM_CPU_BLOCKED=0). Returns y, grad_x, then every parameter's
+// gradient (trainable) or value (running statistics); `ran_blocked` says which layout it ran in.
+std::vector<Tensor> bottleneck_run(const BottleneckOptions& options, const Shape& input_shape, bool blocked,
+                                   bool& ran_blocked) {
+  if (!blocked) ::setenv("LOOM_CPU_BLOCKED", "0", 1);
+  ResNetBottleneck block(options);
+  block.initialize(23, 3, "");
+  Context ctx;
+  const Tensor y = block.forward({test::random_tensor(input_shape, 91)}, ctx)[0];
+  ran_blocked = ctx.child(7).get("input").rank() == 5;  // bn3's saved input
+  const Tensor grad_x = block.backward_input({test::random_tensor(y.shape(), 92)}, ctx)[0];
+  block.backward_weight(ctx);
+  ::unsetenv("LOOM_CPU_BLOCKED");
+  std::vector<Tensor> out{y, grad_x};
+  for (const NamedParameter& p : block.parameters())
+    out.push_back(p.parameter->trainable ? p.parameter->grad : p.parameter->value);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("ResNet bottleneck in oneDNN's blocked layout equals PyTorch and the NCHW path") {
+  const BottleneckOptions downsample{.in_channels = 32, .planes = 16, .stride = 2};
+  const Shape downsample_input{2, 32, 9, 9};
+  bool ran_blocked = false;
+  const std::vector<Tensor> blocked = bottleneck_run(downsample, downsample_input, true, ran_blocked);
+  if (!ran_blocked) {
+    WARN("SKIPPED: this loom has no oneDNN, so no block runs in the blocked layout");
+    return;
+  }
+  SECTION("the NCHW path, split backward") {
+    const std::vector<Tensor> plain = bottleneck_run(downsample, downsample_input, false, ran_blocked);
+    CHECK_FALSE(ran_blocked);
+    REQUIRE(plain.size() == blocked.size());
+    for (std::size_t i = 0; i < plain.size(); ++i) check_close(blocked[i], plain[i], "result " + std::to_string(i));
+  }
+  SECTION("PyTorch, downsample and stride 2") {
+    ResNetBottleneck block(downsample);
+    compare_with_torch(block, downsample_input,
+                       {{"block", "bottleneck"}, {"in_channels", 32}, {"planes", 16}, {"stride", 2}, {"groups", 1},
+                        {"base_width", 64}});
+  }
+  SECTION("PyTorch, identity shortcut") {
+    ResNetBottleneck block({.in_channels = 64, .planes = 16});
+    compare_with_torch(block, {2, 64, 7, 7},
+                       {{"block", "bottleneck"}, {"in_channels", 64}, {"planes", 16}, {"stride", 1}, {"groups", 1},
                         {"base_width", 64}});
   }
 }

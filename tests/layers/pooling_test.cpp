@@ -3,6 +3,10 @@
 // count_include_pad and PyTorch's first-maximum tie rule.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
 #include <loom/core/ops.h>
 #include <loom/layers/pooling.h>
 
@@ -96,6 +100,63 @@ TEST_CASE("max pooling routes a tie to the first maximum, as PyTorch") {
   CHECK(r.grad_x.to_float_vector() ==
         std::vector<float>{0, 1, 1, 0, 0, 0, 0, 0, 1, 0, 1, 0, 0, 0, 0, 0});
   compare_with_torch(pool, x, pool_config("max_pool", pool.options()));
+}
+
+namespace {
+
+// Max pooling by definition: over each clipped window in row-major order, the first NaN, else the
+// first largest value; returns y and the gradient that routes grad_y = 1, 2, 3, ... to the winners.
+Result naive_max_pool(const Tensor& x, const Pool2dOptions& o) {
+  const Shape s = x.shape();
+  const std::int64_t stride = o.stride.value_or(o.kernel).h, k = o.kernel.h, pad = o.padding.h;
+  const std::int64_t oh_count = (s[2] + 2 * pad - k) / stride + 1, ow_count = (s[3] + 2 * pad - k) / stride + 1;
+  const std::vector<float> in = x.to_float_vector();
+  std::vector<float> y, grad(in.size(), 0.0f);
+  for (std::int64_t p = 0; p < s[0] * s[1]; ++p)
+    for (std::int64_t oh = 0; oh < oh_count; ++oh)
+      for (std::int64_t ow = 0; ow < ow_count; ++ow) {
+        std::int64_t best = -1;
+        for (std::int64_t ih = std::max<std::int64_t>(0, oh * stride - pad); ih < std::min(s[2], oh * stride - pad + k); ++ih)
+          for (std::int64_t iw = std::max<std::int64_t>(0, ow * stride - pad); iw < std::min(s[3], ow * stride - pad + k); ++iw) {
+            const std::int64_t i = (p * s[2] + ih) * s[3] + iw;
+            const bool best_nan = best >= 0 && std::isnan(in[best]);
+            if (!best_nan && (best < 0 || std::isnan(in[i]) || in[i] > in[best])) best = i;
+          }
+        y.push_back(in[best]);
+        grad[best] += static_cast<float>(y.size());
+      }
+  return {Tensor::from_vector<float>(y, {s[0], s[1], oh_count, ow_count}), Tensor::from_vector<float>(grad, s)};
+}
+
+bool same_floats(const std::vector<float>& a, const std::vector<float>& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (!(a[i] == b[i] || (std::isnan(a[i]) && std::isnan(b[i])))) return false;
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("max pooling picks the first NaN, else the first maximum, at the edges and inside") {
+  // Values from a few levels (many ties), some NaNs: inside rows (the vectorised loop) and at the edges.
+  const Tensor r = test::random_tensor({2, 3, 11, 13}, 41);
+  std::vector<float> v = r.to_float_vector();
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = i % 37 == 5 ? std::nanf("") : std::round(v[i] * 2.0f);
+  const Tensor x = Tensor::from_vector<float>(v, r.shape());
+  const std::vector<Pool2dOptions> cases{{.kernel = 3, .stride = 2, .padding = 1},
+                                         {.kernel = 2},
+                                         {.kernel = 3, .stride = 1},
+                                         {.kernel = 5, .stride = 3, .padding = 2}};
+  for (const Pool2dOptions& o : cases) {
+    MaxPool2d pool(o);
+    const Result expected = naive_max_pool(x, o);
+    std::vector<float> ramp(static_cast<std::size_t>(expected.y.numel()));
+    for (std::size_t i = 0; i < ramp.size(); ++i) ramp[i] = static_cast<float>(i + 1);
+    const Result got = run(pool, x, Tensor::from_vector<float>(ramp, expected.y.shape()));
+    INFO("kernel " << o.kernel.h << " stride " << o.stride.value_or(o.kernel).h << " padding " << o.padding.h);
+    CHECK(same_floats(got.y.to_float_vector(), expected.y.to_float_vector()));
+    CHECK(got.grad_x.to_float_vector() == expected.grad_x.to_float_vector());
+  }
 }
 
 TEST_CASE("pooling equals PyTorch in fp32") {

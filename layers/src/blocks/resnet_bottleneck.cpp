@@ -7,6 +7,8 @@
 #include <loom/core/memory.h>
 #include <loom/core/ops.h>
 
+#include "cpu/blocked_layout.h"
+#include "cpu/conv_path.h"
 #include "layer_util.h"
 
 namespace loom {
@@ -28,7 +30,24 @@ Conv2dOptions conv(std::int64_t in, std::int64_t out, std::int64_t kernel, std::
 
 constexpr std::size_t kDownsampleContext = 9, kOutputReluContext = 10;
 
+bool onednn_path(const Conv2dOptions& o) { return detail::choose_conv_path(o, DType::f32) == detail::ConvPath::onednn; }
+
 }  // namespace
+
+// The block runs in the blocked layout (cpu/blocked_layout.h) on the CPU in f32 with f32 operands,
+// when every convolution takes oneDNN's path and every channel count is a multiple of 16 (no
+// groups): its input is reordered once, its output once, and nothing in between.
+bool ResNetBottleneck::uses_blocked_layout(const Tensor& x) const {
+  constexpr std::int64_t lanes = detail::blocked::kLanes;
+  const BottleneckOptions& o = options_;
+  if (!detail::blocked::enabled() || x.device().is_cuda() || x.dtype() != DType::f32 || x.rank() != 4 ||
+      ops::gemm_operand_dtype() != DType::f32)
+    return false;
+  if (o.groups != 1 || o.in_channels % lanes != 0 || width_of(o) % lanes != 0 || (o.planes * kExpansion) % lanes != 0)
+    return false;
+  return onednn_path(conv1_.options()) && onednn_path(conv2_.options()) && onednn_path(conv3_.options()) &&
+         (!downsample_ || onednn_path(conv(o.in_channels, o.planes * kExpansion, 1, o.stride)));
+}
 
 ResNetBottleneck::ResNetBottleneck(const BottleneckOptions& options)
     : options_(options),
@@ -56,19 +75,33 @@ std::vector<std::pair<std::string, Layer*>> ResNetBottleneck::children() {
 TensorList ResNetBottleneck::forward(const TensorList& inputs, Context& ctx) {
   detail::check_inputs(*this, inputs, 1);
   MemoryCategoryScope scope(MemoryCategory::activations);
+  const bool blocked = uses_blocked_layout(inputs[0]);
+  const TensorList x = blocked ? TensorList{detail::blocked::to_blocked(inputs[0])} : inputs;
   Layer* main_path[] = {&conv1_, &bn1_, &relu1_, &conv2_, &bn2_, &relu2_, &conv3_, &bn3_};
-  TensorList h = inputs;
+  TensorList h = x;
   for (std::size_t i = 0; i < std::size(main_path); ++i) h = main_path[i]->forward(h, ctx.child(i));
-  const TensorList identity = downsample_ ? downsample_->forward(inputs, ctx.child(kDownsampleContext)) : inputs;
+  const TensorList identity = downsample_ ? downsample_->forward(x, ctx.child(kDownsampleContext)) : x;
   detail::check_same_shape(*this, "residual branch", identity[0], h[0].shape());
   Tensor sum = Tensor::empty(h[0].shape(), h[0].dtype(), h[0].device());
   ops::add(h[0], identity[0], sum);
+  if (blocked) {
+    // The block's input and output stay NCHW tensors, each held once: the convolutions that read
+    // the input keep the NCHW input (their weight gradients reorder it again) instead of the
+    // blocked copy, and the output ReLU runs on NCHW, so the next block keeps the very tensor this
+    // one's ReLU keeps.
+    ctx.child(0).save("input", inputs[0]);
+    if (downsample_) ctx.child(kDownsampleContext).child(0).save("input", inputs[0]);
+    sum = detail::blocked::to_nchw(sum);
+  }
   return relu_out_.forward({sum}, ctx.child(kOutputReluContext));
 }
 
 TensorList ResNetBottleneck::backward_input(const TensorList& grad_outputs, Context& ctx) {
   MemoryCategoryScope scope(MemoryCategory::activations);
-  const TensorList grad_sum = relu_out_.backward(grad_outputs, ctx.child(kOutputReluContext));
+  // bn3 kept its input: blocked when the forward ran blocked.
+  const bool blocked = detail::blocked::is_blocked(ctx.child(7).get("input"));
+  TensorList grad_sum = relu_out_.backward(grad_outputs, ctx.child(kOutputReluContext));
+  if (blocked) grad_sum[0] = detail::blocked::to_blocked(grad_sum[0]);
   Layer* main_path[] = {&conv1_, &bn1_, &relu1_, &conv2_, &bn2_, &relu2_, &conv3_, &bn3_};
   TensorList g = grad_sum;
   for (std::size_t i = std::size(main_path); i-- > 0;) g = main_path[i]->backward_input(g, ctx.child(i));
@@ -76,7 +109,7 @@ TensorList ResNetBottleneck::backward_input(const TensorList& grad_outputs, Cont
       downsample_ ? downsample_->backward_input(grad_sum, ctx.child(kDownsampleContext)) : grad_sum;
   Tensor grad_x = Tensor::empty(g[0].shape(), g[0].dtype(), g[0].device());
   ops::add(g[0], grad_identity[0], grad_x);
-  return {grad_x};
+  return {blocked ? detail::blocked::to_nchw(grad_x) : grad_x};
 }
 
 void ResNetBottleneck::backward_weight(Context& ctx) {

@@ -3,7 +3,11 @@
 // result back into loom's NCHW tensor.
 #include "cpu/onednn_conv.h"
 
+#include "cpu/blocked_layout.h"
+
+#include <cstdlib>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 
 #include <omp.h>
@@ -27,7 +31,11 @@ dnnl::engine& engine() {
   return cpu;
 }
 
-memory::dims dims_of(const Tensor& t) { return {t.size(0), t.size(1), t.size(2), t.size(3)}; }
+// The logical [N, C, H, W] of an NCHW or a blocked (blocked_layout.h) tensor.
+memory::dims dims_of(const Tensor& t) {
+  const Shape s = blocked::logical_shape(t.shape());
+  return {s[0], s[1], s[2], s[3]};
+}
 
 memory::desc any_desc(const memory::dims& dims, memory::data_type type = memory::data_type::f32) {
   return {dims, type, Tag::any};
@@ -48,7 +56,10 @@ memory::dims weight_dims(const Tensor& w, const Conv2dOptions& o) {
 }
 
 memory user_memory(const Tensor& t, const memory::dims& dims) {
-  const Tag tag = dims.size() == 5 ? Tag::goihw : dims.size() == 4 ? Tag::nchw : Tag::x;
+  const Tag tag = dims.size() == 5      ? Tag::goihw
+                  : blocked::is_blocked(t) ? Tag::nChw16c
+                  : dims.size() == 4     ? Tag::nchw
+                                         : Tag::x;
   return {{dims, memory::data_type::f32, tag}, engine(), t.raw_data()};
 }
 
@@ -244,3 +255,46 @@ void accumulate_weight_gradient(const Tensor& x, const Tensor& grad_y, Tensor& w
 }
 
 }  // namespace loom::detail::onednn
+
+namespace loom::detail::blocked {
+
+namespace {
+
+using dnnl::memory;
+using Tag = memory::format_tag;
+
+Tensor reordered(const Tensor& x, const Shape& to) {
+  LOOM_CHECK(x.dtype() == DType::f32 && !x.device().is_cuda(), "blocked layout: f32 host tensors only, got ",
+             x.shape().str());
+  Tensor y = Tensor::empty(to, x.dtype(), x.device());
+  omp_set_num_threads(num_threads());
+  const Shape s = logical_shape(x.shape());
+  const memory::dims dims{s[0], s[1], s[2], s[3]};
+  const auto tag_of = [](const Tensor& t) { return is_blocked(t) ? Tag::nChw16c : Tag::nchw; };
+  memory source({dims, memory::data_type::f32, tag_of(x)}, onednn::engine(), x.raw_data());
+  memory target({dims, memory::data_type::f32, tag_of(y)}, onednn::engine(), y.raw_data());
+  dnnl::stream stream(onednn::engine());
+  dnnl::reorder(source, target).execute(stream, source, target);
+  stream.wait();
+  return y;
+}
+
+}  // namespace
+
+bool enabled() {
+  const char* value = std::getenv("LOOM_CPU_BLOCKED");
+  return value == nullptr || std::string_view(value) != "0";
+}
+
+Tensor to_blocked(const Tensor& x) {
+  LOOM_CHECK(x.rank() == 4 && x.size(1) % kLanes == 0, "blocked layout: needs [N, C, H, W] with C a multiple of ",
+             kLanes, ", got ", x.shape().str());
+  return reordered(x, blocked_shape(x.shape()));
+}
+
+Tensor to_nchw(const Tensor& x) {
+  LOOM_CHECK(is_blocked(x), "blocked layout: not a blocked tensor: ", x.shape().str());
+  return reordered(x, logical_shape(x.shape()));
+}
+
+}  // namespace loom::detail::blocked

@@ -1,6 +1,8 @@
 // A build without oneDNN (see onednn_conv.h): Conv2d never chooses this path.
 #include "cpu/onednn_conv.h"
 
+#include "cpu/blocked_layout.h"
+
 #include <loom/core/error.h>
 
 namespace loom::detail::onednn {
@@ -20,3 +22,11 @@ void accumulate_weight_gradient(const Tensor&, const Tensor&, Tensor&, Tensor&, 
 }
 
 }  // namespace loom::detail::onednn
+
+namespace loom::detail::blocked {
+
+bool enabled() { return false; }
+Tensor to_blocked(const Tensor&) { LOOM_THROW("blocked layout: this loom was built without oneDNN"); }
+Tensor to_nchw(const Tensor&) { LOOM_THROW("blocked layout: this loom was built without oneDNN"); }
+
+}  // namespace loom::detail::blocked

@@ -46,6 +46,8 @@ class ResNetBottleneck : public SplitBackwardLayer {
   bool has_downsample() const { return downsample_ != nullptr; }
 
  private:
+  bool uses_blocked_layout(const Tensor& x) const;
+
   BottleneckOptions options_;
   Conv2d conv1_, conv2_, conv3_;
   BatchNorm2d bn1_, bn2_, bn3_;
