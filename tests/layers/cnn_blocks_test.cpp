@@ -150,6 +150,31 @@ TEST_CASE("ResNet bottleneck in oneDNN's blocked layout equals PyTorch and the N
     REQUIRE(plain.size() == blocked.size());
     for (std::size_t i = 0; i < plain.size(); ++i) check_close(blocked[i], plain[i], "result " + std::to_string(i));
   }
+  SECTION("two blocks in a row share the boundary activation and equal the NCHW path") {
+    // a = downsample block, b = identity block after it: b's first convolution keeps a's output
+    // ReLU's blocked output itself (no reorder, no copy); results bit for bit the NCHW path's.
+    const auto chain = [&](bool use_blocked, bool& shared) {
+      if (!use_blocked) ::setenv("LOOM_CPU_BLOCKED", "0", 1);
+      ResNetBottleneck a(downsample), b({.in_channels = 64, .planes = 16});
+      a.initialize(23, 3, "");
+      b.initialize(23, 4, "");
+      Context ca, cb;
+      const Tensor y = b.forward(a.forward({test::random_tensor(downsample_input, 91)}, ca), cb)[0];
+      shared = cb.child(0).get("input").same_storage(ca.child(10).get("saved"));
+      const Tensor grad_x = a.backward(b.backward({test::random_tensor(y.shape(), 92)}, cb), ca)[0];
+      ::unsetenv("LOOM_CPU_BLOCKED");
+      std::vector<Tensor> out{y, grad_x};
+      for (Layer* layer : {static_cast<Layer*>(&a), static_cast<Layer*>(&b)})
+        for (const NamedParameter& p : layer->parameters())
+          out.push_back(p.parameter->trainable ? p.parameter->grad : p.parameter->value);
+      return out;
+    };
+    bool shared = false, plain_shared = false;
+    const std::vector<Tensor> got = chain(true, shared), plain = chain(false, plain_shared);
+    CHECK(shared);
+    REQUIRE(got.size() == plain.size());
+    for (std::size_t i = 0; i < got.size(); ++i) check_close(got[i], plain[i], "chain result " + std::to_string(i), 0.0);
+  }
   SECTION("PyTorch, downsample and stride 2") {
     ResNetBottleneck block(downsample);
     compare_with_torch(block, downsample_input,

@@ -84,24 +84,19 @@ TensorList ResNetBottleneck::forward(const TensorList& inputs, Context& ctx) {
   detail::check_same_shape(*this, "residual branch", identity[0], h[0].shape());
   Tensor sum = Tensor::empty(h[0].shape(), h[0].dtype(), h[0].device());
   ops::add(h[0], identity[0], sum);
-  if (blocked) {
-    // The block's input and output stay NCHW tensors, each held once: the convolutions that read
-    // the input keep the NCHW input (their weight gradients reorder it again) instead of the
-    // blocked copy, and the output ReLU runs on NCHW, so the next block keeps the very tensor this
-    // one's ReLU keeps.
-    ctx.child(0).save("input", inputs[0]);
-    if (downsample_) ctx.child(kDownsampleContext).child(0).save("input", inputs[0]);
-    sum = detail::blocked::to_nchw(sum);
-  }
-  return relu_out_.forward({sum}, ctx.child(kOutputReluContext));
+  TensorList y = relu_out_.forward({sum}, ctx.child(kOutputReluContext));
+  // The NCHW output remembers its blocked twin, which the next block's to_blocked takes as it is
+  // (blocked_layout.h): no reorder there, and one copy kept for the backward.
+  if (blocked) y[0] = detail::blocked::to_nchw(y[0]);
+  return y;
 }
 
 TensorList ResNetBottleneck::backward_input(const TensorList& grad_outputs, Context& ctx) {
   MemoryCategoryScope scope(MemoryCategory::activations);
   // bn3 kept its input: blocked when the forward ran blocked.
   const bool blocked = detail::blocked::is_blocked(ctx.child(7).get("input"));
-  TensorList grad_sum = relu_out_.backward(grad_outputs, ctx.child(kOutputReluContext));
-  if (blocked) grad_sum[0] = detail::blocked::to_blocked(grad_sum[0]);
+  const TensorList grad_y = blocked ? TensorList{detail::blocked::to_blocked(grad_outputs.at(0))} : grad_outputs;
+  const TensorList grad_sum = relu_out_.backward(grad_y, ctx.child(kOutputReluContext));
   Layer* main_path[] = {&conv1_, &bn1_, &relu1_, &conv2_, &bn2_, &relu2_, &conv3_, &bn3_};
   TensorList g = grad_sum;
   for (std::size_t i = std::size(main_path); i-- > 0;) g = main_path[i]->backward_input(g, ctx.child(i));

@@ -6,9 +6,12 @@
 #include "cpu/blocked_layout.h"
 
 #include <cstdlib>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include <omp.h>
 
@@ -279,6 +282,32 @@ Tensor reordered(const Tensor& x, const Shape& to) {
   return y;
 }
 
+// The NCHW tensors to_nchw made, each with the blocked tensor it came from, while the NCHW one
+// lives (its storage held weakly): to_blocked of such a tensor is that blocked tensor, with no
+// reorder and no second copy. Safe because nothing writes into a block's output or input gradient
+// after to_nchw made it (the boundary rounding of bf16/fp16 runs writes in place, but those runs
+// never take the blocked layout: their operands are 16-bit).
+struct Twin {
+  std::weak_ptr<Storage> nchw;
+  std::int64_t offset;
+  Shape shape;
+  Tensor blocked;
+};
+
+struct Twins {
+  std::mutex mutex;
+  std::vector<Twin> entries;
+
+  void prune() {
+    std::erase_if(entries, [](const Twin& t) { return t.nchw.expired(); });
+  }
+};
+
+Twins& twins() {
+  static Twins* t = new Twins;  // never destroyed: tensors may die after static destruction began
+  return *t;
+}
+
 }  // namespace
 
 bool enabled() {
@@ -289,12 +318,24 @@ bool enabled() {
 Tensor to_blocked(const Tensor& x) {
   LOOM_CHECK(x.rank() == 4 && x.size(1) % kLanes == 0, "blocked layout: needs [N, C, H, W] with C a multiple of ",
              kLanes, ", got ", x.shape().str());
+  {
+    Twins& t = twins();
+    std::lock_guard lock(t.mutex);
+    t.prune();
+    for (const Twin& twin : t.entries)
+      if (twin.nchw.lock() == x.storage() && twin.offset == x.offset() && twin.shape == x.shape()) return twin.blocked;
+  }
   return reordered(x, blocked_shape(x.shape()));
 }
 
 Tensor to_nchw(const Tensor& x) {
   LOOM_CHECK(is_blocked(x), "blocked layout: not a blocked tensor: ", x.shape().str());
-  return reordered(x, logical_shape(x.shape()));
+  Tensor y = reordered(x, logical_shape(x.shape()));
+  Twins& t = twins();
+  std::lock_guard lock(t.mutex);
+  t.prune();
+  t.entries.push_back({y.storage(), y.offset(), y.shape(), x});
+  return y;
 }
 
 }  // namespace loom::detail::blocked
