@@ -70,12 +70,14 @@ def loom_profile(a):
         steps = [json.loads(line) for line in open(metrics) if line.strip()]
     steps = [s for s in steps if "samples_per_s" in s]
     step_ms = statistics.median(a.batch / s["samples_per_s"] * 1e3 for s in steps[1:])
-    # Primitive times of every step; the first (warm-up) step's are taken out by scaling with the
-    # profiled steps' share (its primitives run the same shapes, only slower from first touches).
-    per_step = collections.Counter()
+    # Every step runs the same primitives in the same order: the first (warm-up) step's share of the
+    # exec lines is dropped, the rest averaged over the profiled steps.
     lines = [l.split(",") for l in out.stdout.splitlines() if l.startswith("onednn_verbose,exec")]
-    for f in lines:
-        per_step[(f[3], f[5])] += float(f[-1]) / (a.steps + 1)
+    if len(lines) % (a.steps + 1) != 0:
+        sys.exit("profile_resnet50: %d oneDNN calls do not split into %d equal steps" % (len(lines), a.steps + 1))
+    per_step = collections.Counter()
+    for f in lines[len(lines) // (a.steps + 1):]:
+        per_step[(f[3], f[5])] += float(f[-1]) / a.steps
     rows = []
     for label, (kind, prop) in LOOM_GROUPS:
         rows.append((label, sum(v for (k, pr), v in per_step.items() if k == kind and (prop is None or pr == prop))))
@@ -117,10 +119,9 @@ def torch_profile(a):
     if out.returncode != 0:
         sys.exit("profile_resnet50: the PyTorch side failed:\n" + out.stderr[-2000:])
     result = json.loads(out.stdout.strip().splitlines()[-1])
-    ops, rows, used = result["ops"], [], set()
+    ops, rows = result["ops"], []
     for label, names in TORCH_GROUPS:
         rows.append((label, sum(ops.get(n, 0.0) for n in names)))
-        used.update(names)
     rows.append(("everything else", result["step_ms"] - sum(v for _, v in rows)))
     return result["step_ms"], rows
 

@@ -3,12 +3,12 @@
 #include <loom/layers/batch_norm.h>
 
 #include <algorithm>
-#include <cmath>
 
 #include <loom/core/memory.h>
 #include <loom/core/parallel.h>
 
 #include "cpu/batch_norm_blocked.h"
+#include "cpu/batch_norm_math.h"
 #include "cpu/blocked_layout.h"
 #include "cuda/batch_norm.h"
 #include "layer_util.h"
@@ -98,17 +98,16 @@ void forward_cpu(const Tensor& x, const Tensor& weight, const Tensor& bias, Tens
       double m = 0, var = 0;
       if (training) {
         channel_moments(in, p, c, m, var);
-        rm[c] = static_cast<T>((1.0 - o.momentum) * rm[c] + o.momentum * m);
-        rv[c] = static_cast<T>((1.0 - o.momentum) * rv[c] + o.momentum * var * count / (count - 1.0));
+        detail::batch_norm::update_running(rm[c], rv[c], m, var, count, o.momentum);
       } else {
         m = rm[c];
         var = rv[c];
       }
-      const double is = 1.0 / std::sqrt(var + o.eps);
+      const double is = detail::batch_norm::inverse_std(var, o.eps);
       mean.data<T>()[c] = static_cast<T>(m);
       invstd.data<T>()[c] = static_cast<T>(is);
-      const double w = weight.data<T>()[c], b = bias.data<T>()[c];
-      const T scale = static_cast<T>(is * w), shift = static_cast<T>(b - m * is * w);
+      T scale, shift;
+      detail::batch_norm::affine(m, is, weight.data<T>()[c], bias.data<T>()[c], scale, shift);
       for (std::int64_t n = 0; n < p.batch; ++n) {
         const std::int64_t base = (n * p.channels + c) * p.plane;
         for (std::int64_t i = 0; i < p.plane; ++i) out[base + i] = in[base + i] * scale + shift;
@@ -139,10 +138,9 @@ void backward_cpu(const Tensor& x, const Tensor& grad_y, const Tensor& weight, c
       const double mean_dy_xhat = batch_statistics ? sum_dy_xhat / count : 0.0;
       for (std::int64_t n = 0; n < p.batch; ++n) {
         const std::int64_t base = (n * p.channels + c) * p.plane;
-        for (std::int64_t i = 0; i < p.plane; ++i) {
-          const double xhat = (in[base + i] - m) * is;
-          dx[base + i] = static_cast<T>(w * is * (dy[base + i] - mean_dy - xhat * mean_dy_xhat));
-        }
+        for (std::int64_t i = 0; i < p.plane; ++i)
+          dx[base + i] =
+              detail::batch_norm::input_gradient(in[base + i], dy[base + i], m, is, w, mean_dy, mean_dy_xhat);
       }
       grad_weight.data<T>()[c] += static_cast<T>(sum_dy_xhat);
       grad_bias.data<T>()[c] += static_cast<T>(sum_dy);

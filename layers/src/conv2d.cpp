@@ -155,6 +155,13 @@ void accumulate_channel_sums(const Tensor& grad_y, Tensor& grad_bias) {
   }
 }
 
+// A blocked tensor (blocked_layout.h) only goes through oneDNN's path.
+void check_blocked_path(const Layer& layer, detail::ConvPath path, const Tensor& a, const Tensor& b = Tensor()) {
+  const bool blocked = detail::blocked::is_blocked(a) || (b.defined() && detail::blocked::is_blocked(b));
+  LOOM_CHECK(!blocked || path == detail::ConvPath::onednn, layer.describe(),
+             ": a blocked input or gradient needs the oneDNN path");
+}
+
 }  // namespace
 
 Conv2d::Conv2d(const Conv2dOptions& options) : options_(options) {
@@ -211,7 +218,7 @@ Tensor Conv2d::forward_tensor(const Tensor& x, Context& ctx) {
 
   MemoryCategoryScope scope(MemoryCategory::workspace);
   const detail::ConvPath path = detail::choose_conv_path(o, x.dtype());
-  LOOM_CHECK(!blocked || path == detail::ConvPath::onednn, describe(), ": a blocked input needs the oneDNN path");
+  check_blocked_path(*this, path, x);
   if (path == detail::ConvPath::onednn) {
     detail::onednn::convolve(x, weight_.value, bias_.value, y, o);
     return y;
@@ -253,8 +260,7 @@ Tensor Conv2d::input_gradient(const Shape& input_shape, const Tensor& grad_y) co
     return grad_x;
   }
   const detail::ConvPath path = detail::choose_conv_path(o, grad_y.dtype());
-  LOOM_CHECK(!detail::blocked::is_blocked(grad_y) || path == detail::ConvPath::onednn, describe(),
-             ": a blocked gradient needs the oneDNN path");
+  check_blocked_path(*this, path, grad_y);
   if (path == detail::ConvPath::onednn) {
     Tensor grad_x = Tensor::empty(input_shape, grad_y.dtype(), grad_y.device());
     MemoryCategoryScope scope(MemoryCategory::workspace);
@@ -302,9 +308,7 @@ void Conv2d::accumulate_weight_gradient(const Tensor& x, const Tensor& grad_y) {
   const std::int64_t batch = x.size(0);
   MemoryCategoryScope scope(MemoryCategory::workspace);
   const detail::ConvPath path = detail::choose_conv_path(o, x.dtype());
-  LOOM_CHECK((!detail::blocked::is_blocked(x) && !detail::blocked::is_blocked(grad_y)) ||
-                 path == detail::ConvPath::onednn,
-             describe(), ": a blocked input or gradient needs the oneDNN path");
+  check_blocked_path(*this, path, x, grad_y);
   if (path == detail::ConvPath::onednn) {
     detail::onednn::accumulate_weight_gradient(x, grad_y, weight_.grad, bias_.grad, o);
     return;

@@ -2,11 +2,11 @@
 #include "cpu/batch_norm_blocked.h"
 
 #include <algorithm>
-#include <cmath>
 
 #include <loom/core/error.h>
 #include <loom/core/parallel.h>
 
+#include "cpu/batch_norm_math.h"
 #include "cpu/blocked_layout.h"
 
 namespace loom::detail::batch_norm {
@@ -50,8 +50,7 @@ void block_statistics(const float* x, const Blocks& p, std::int64_t b, double ep
     for (std::int64_t l = 0; l < L; ++l) {
       const std::int64_t c = b * L + l;
       var[l] /= count;
-      rm[c] = static_cast<float>((1.0 - momentum) * rm[c] + momentum * m[l]);
-      rv[c] = static_cast<float>((1.0 - momentum) * rv[c] + momentum * var[l] * count / (count - 1.0));
+      update_running(rm[c], rv[c], m[l], var[l], count, momentum);
     }
   } else {
     for (std::int64_t l = 0; l < L; ++l) {
@@ -59,7 +58,7 @@ void block_statistics(const float* x, const Blocks& p, std::int64_t b, double ep
       var[l] = rv[b * L + l];
     }
   }
-  for (std::int64_t l = 0; l < L; ++l) is[l] = 1.0 / std::sqrt(var[l] + eps);
+  for (std::int64_t l = 0; l < L; ++l) is[l] = inverse_std(var[l], eps);
 }
 
 void check(const Tensor& x, const char* what) {
@@ -86,9 +85,7 @@ void forward_blocked(const Tensor& x, const Tensor& weight, const Tensor& bias, 
         const std::int64_t c = b * L + l;
         mean.data<float>()[c] = static_cast<float>(m[l]);
         invstd.data<float>()[c] = static_cast<float>(is[l]);
-        const double w = weight.data<float>()[c], bb = bias.data<float>()[c];
-        scale[l] = static_cast<float>(is[l] * w);
-        shift[l] = static_cast<float>(bb - m[l] * is[l] * w);
+        affine(m[l], is[l], weight.data<float>()[c], bias.data<float>()[c], scale[l], shift[l]);
       }
       for (std::int64_t n = 0; n < p.batch; ++n) {
         const std::int64_t run = p.run(n, b);
@@ -138,8 +135,7 @@ void backward_blocked(const Tensor& x, const Tensor& grad_y, const Tensor& weigh
         for (std::int64_t i = 0; i < p.plane; ++i)
           for (std::int64_t l = 0; l < L; ++l) {
             const std::int64_t k = run + i * L + l;
-            const double xhat = (in[k] - m[l]) * is[l];
-            dx[k] = static_cast<float>(w[l] * is[l] * (dy[k] - mean_dy[l] - xhat * mean_dy_xhat[l]));
+            dx[k] = input_gradient(in[k], dy[k], m[l], is[l], w[l], mean_dy[l], mean_dy_xhat[l]);
           }
       }
     }
