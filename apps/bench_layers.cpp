@@ -63,14 +63,23 @@ def build(c):
         return torch.nn.MultiheadAttention(c["embed"], c["heads"], batch_first=True)
     if k == "encoder":
         return torch.nn.TransformerEncoderLayer(c["embed"], c["heads"], c["ff"], dropout=c["dropout"],
-                                                activation=c["activation"], batch_first=True)
+                                                activation=c["activation"], batch_first=True,
+                                                norm_first=c.get("norm_first", False),
+                                                layer_norm_eps=c.get("eps", 1e-5))
     raise ValueError(k)
 
-def forward(module, kind, x):
+def causal_mask(c):
+    length = c["x"][1]
+    return torch.triu(torch.full((length, length), float("-inf"), device=device), diagonal=1)
+
+def forward(module, c, x, mask):
+    kind = c["layer"]
     if kind == "lstm":
         return module(x)[0]
     if kind == "attention":
         return module(x, x, x, need_weights=False)[0]
+    if kind == "encoder" and mask is not None:
+        return module(x, src_mask=mask, is_causal=True)
     return module(x)
 
 for line in sys.stdin:
@@ -78,15 +87,16 @@ for line in sys.stdin:
     if "case" in request:
         c = request["case"]
         module = build(c).to(device).train()
+        mask = causal_mask(c) if c.get("causal") else None
         x = (torch.rand(c["x"], device=device) * 2 - 1).requires_grad_(True)
         with torch.no_grad():
-            g = torch.ones_like(forward(module, c["layer"], x))
+            g = torch.ones_like(forward(module, c, x, mask))
         print("ready", flush=True)
     else:
         x.grad = None
         sync()
         start = time.perf_counter()
-        forward(module, c["layer"], x).backward(g)
+        forward(module, c, x, mask).backward(g)
         sync()
         print((time.perf_counter() - start) * 1000.0, flush=True)
 )PY";
@@ -172,6 +182,41 @@ std::vector<BenchCase> cases(bool quick) {
                      std::to_string(ff) + ", gelu, dropout 0.1",
                  [=] { return std::make_unique<TransformerEncoderLayer>(o); }, Shape{attention_batch, T, E},
                  {{"layer", "encoder"}, {"embed", E}, {"heads", heads}, {"ff", ff}, {"dropout", 0.1}, {"activation", "gelu"}}});
+  return out;
+}
+
+// One TransformerEncoderLayer row (GELU) on x[batch, length, o.d_model].
+BenchCase encoder_case(const std::string& label, const TransformerOptions& o, std::int64_t batch, std::int64_t length) {
+  std::string shape = "x[" + std::to_string(batch) + "," + std::to_string(length) + "," + std::to_string(o.d_model) +
+                      "] " + std::to_string(o.heads) + " heads, ff " + std::to_string(o.d_ff) +
+                      (o.norm_first ? ", pre-LN" : "") + (o.causal ? ", causal" : "");
+  return {label, shape, [=] { return std::make_unique<TransformerEncoderLayer>(o); }, Shape{batch, length, o.d_model},
+          {{"layer", "encoder"}, {"embed", o.d_model}, {"heads", o.heads}, {"ff", o.d_ff}, {"dropout", o.dropout},
+           {"activation", "gelu"}, {"norm_first", o.norm_first}, {"causal", o.causal}, {"eps", o.layer_norm_eps}}};
+}
+
+BenchCase linear_case(const std::string& label, std::int64_t rows, std::int64_t in, std::int64_t out) {
+  return {label, "x[" + std::to_string(rows) + "," + std::to_string(in) + "] -> " + std::to_string(out),
+          [=] { return std::make_unique<Linear>(in, out); }, Shape{rows, in},
+          {{"layer", "linear"}, {"in", in}, {"out", out}}};
+}
+
+// The transformer and RNN layers of the sequence presets at their published widths (--paper-blocks):
+// one BERT-48 / XLNet-36-width encoder layer (post-LN, as BERT), one GPT-2-small layer (pre-LN,
+// causal), GNMT-16's LSTM layer and the big GEMMs around them, at batch 8 (GNMT: 32 sentences).
+std::vector<BenchCase> paper_block_cases() {
+  std::vector<BenchCase> out;
+  TransformerOptions bert{.d_model = 1024, .heads = 16, .d_ff = 4096, .dropout = 0.1,
+                          .activation = ActivationKind::gelu, .layer_norm_eps = 1e-12};
+  out.push_back(encoder_case("BERT-48 layer", bert, 8, 512));
+  TransformerOptions gpt{.d_model = 768, .heads = 12, .d_ff = 3072, .dropout = 0.0,
+                         .activation = ActivationKind::gelu, .norm_first = true, .causal = true};
+  out.push_back(encoder_case("GPT-2 small layer", gpt, 8, 256));
+  out.push_back({"GNMT-16 LSTM", "x[32,35,1024] hidden 1024, 1 layer",
+                 [] { return std::make_unique<LSTM>(LstmOptions{.input_size = 1024, .hidden_size = 1024}); },
+                 Shape{32, 35, 1024}, {{"layer", "lstm"}, {"in", 1024}, {"hidden", 1024}, {"layers", 1}}});
+  out.push_back(linear_case("BERT-48 FFN Linear", 8 * 512, 1024, 4096));
+  out.push_back(linear_case("BERT MLM decoder", 2 * 512, 1024, 30522));
   return out;
 }
 
@@ -342,7 +387,7 @@ CaseTimes time_case(const BenchCase& c, Device device, std::vector<TorchWorker*>
 }
 
 struct LayersBenchOptions {
-  bool json = false, quick = false, conv_shapes = false, best = false;
+  bool json = false, quick = false, conv_shapes = false, paper_blocks = false, best = false;
   int threads = 0, warmup = 2, repeats = 9;
   std::string device = "cpu";             // cpu or cuda (both sides on GPU 0)
   std::string python = "/usr/bin/python3";  // the PyTorch side's interpreter
@@ -368,7 +413,10 @@ void run(const LayersBenchOptions& o) {
   set_num_threads(o.threads > 0 ? o.threads : default_num_threads());
   const Device device = resolve_device_flag(o.device, 0);
   LOOM_CHECK(o.paths.empty() || device.is_cpu(), "bench layers --paths: Conv2d's CPU paths, not with --device ", o.device);
-  const std::vector<BenchCase> list = o.conv_shapes ? model_conv_cases(o.quick ? 2 : 8) : cases(o.quick);
+  LOOM_CHECK(!(o.conv_shapes && o.paper_blocks), "bench layers: --conv-shapes and --paper-blocks are two row sets; give one");
+  const std::vector<BenchCase> list = o.conv_shapes    ? model_conv_cases(o.quick ? 2 : 8)
+                                      : o.paper_blocks ? paper_block_cases()
+                                                       : cases(o.quick);
   std::signal(SIGPIPE, SIG_IGN);  // a worker that died (no torch?) must give our error, not kill us
   std::vector<std::unique_ptr<TorchWorker>> workers;
   workers.push_back(std::make_unique<TorchWorker>(num_threads(), false, o.python, device));
@@ -424,6 +472,10 @@ void add_bench_layers_command(CLI::App& bench) {
   cmd->add_flag("--conv-shapes", o.conv_shapes,
                 "instead of the default rows, every distinct convolution of VGG-19 and ResNet-50 and depthwise "
                 "3x3/5x5/7x7, at batch 8 (LOOM_CONV_PATH=im2col|winograd|onednn forces loom's path)");
+  cmd->add_flag("--paper-blocks", o.paper_blocks,
+                "instead of the default rows, the sequence presets' layers at their published widths: a BERT-48 "
+                "encoder layer (1024 wide, seq 512, batch 8), a GPT-2-small layer (768, causal, seq 256), GNMT's LSTM "
+                "(hidden 1024, 35 steps, batch 32) and the big Linears");
   cmd->callback([] { run(o); });
 }
 

@@ -174,6 +174,12 @@ def build_torch_models(torch):
                 x = y + x if i >= 2 else y
             return self.classifier(x)
 
+    def init_embeddings(*tables):
+        """loom's BERT, GPT and XLNet tables start at N(0, 0.02), not nn.Embedding's N(0, 1): with the
+        decoder tied to the table, N(0, 1) gives logits of deviation sqrt(dim) and a first loss far above ln vocab."""
+        for table in tables:
+            nn.init.normal_(table.weight, 0.0, 0.02)
+
     class Bert(nn.Module):
         """models/src/presets/bert.cpp: word + learned position + token-type row 0, post-LN GELU layers, MLM head."""
         def __init__(self, vocab, seq, dim, heads, ffn, layers, dropout, tie):
@@ -181,6 +187,7 @@ def build_torch_models(torch):
             self.word = nn.Embedding(vocab, dim)
             self.position = nn.Embedding(seq, dim)
             self.token_type = nn.Parameter(torch.randn(2, dim) * 0.02)
+            init_embeddings(self.word, self.position)
             self.norm = nn.LayerNorm(dim, eps=1e-12)
             self.dropout = nn.Dropout(dropout)
             self.layers = nn.ModuleList([
@@ -205,6 +212,7 @@ def build_torch_models(torch):
             super().__init__()
             self.token = nn.Embedding(vocab, dim)
             self.position = nn.Embedding(seq, dim)
+            init_embeddings(self.token, self.position)
             self.dropout = nn.Dropout(dropout)
             self.layers = nn.ModuleList([
                 nn.TransformerEncoderLayer(dim, heads, 4 * dim, dropout, activation="gelu", batch_first=True,
@@ -283,6 +291,7 @@ def build_torch_models(torch):
             super().__init__()
             self.word = nn.Embedding(vocab, dim)
             self.mask_embedding = nn.Parameter(torch.randn(dim) * 0.02)
+            init_embeddings(self.word)
             self.layers = nn.ModuleList([XLNetLayer(dim, heads, ffn, dropout) for _ in range(layers)])
             self.output = nn.Linear(dim, vocab)
             if tie:

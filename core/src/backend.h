@@ -2,6 +2,8 @@
 // cpu:: is always compiled; cuda:: only when LOOM_WITH_CUDA. Arguments are validated by the seam.
 #pragma once
 
+#include <memory>
+
 #include <cstdint>
 #include <vector>
 
@@ -50,6 +52,10 @@ void round_to(const float* source, float* out, std::int64_t count, DType storage
 bool bf16_kernels_supported();
 bool bf16_kernels();
 void use_bf16_kernels(bool use);
+// ops::RepeatedGemm's CPU side (cpu_gemm.cpp): b (f32) reordered once into oneDNN's matmul layout for
+// g's shape (null where this build has no oneDNN), then c = a op(b) + g.beta c on it (a, c contiguous).
+std::shared_ptr<const void> pack_gemm_right(const GemmShape& g, const Tensor& b);
+void gemm_packed_right(const void* packed, const Tensor& a, Tensor& c);
 // Host allocator caching large blocks (cpu_memory.cpp): returns (pointer, rounded block size);
 // new_system_allocation set on a miss. deallocate and release_cache return the bytes given back
 // to the system.

@@ -113,6 +113,30 @@ void gemm(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b, 
   dispatch_gemm(g, a, b, c);
 }
 
+RepeatedGemm::RepeatedGemm(const Tensor& b, bool transpose_b, std::int64_t rows, double beta)
+    : b_(b), transpose_b_(transpose_b), rows_(rows), beta_(beta) {
+  LOOM_CHECK(b.rank() == 2 && rows >= 0, "RepeatedGemm: expected a 2-D b and rows >= 0, got b ", b.shape().str(),
+             " and ", rows, " rows");
+  const GemmShape g{false, transpose_b, rows, op_cols(b, transpose_b), op_rows(b, transpose_b), 1, 0, 0, 0, 1.0, beta};
+  constexpr double kMinMultiplyAdds = 1 << 20;  // smaller products stay on OpenBLAS: too little to win back
+  if (b.device().is_cpu() && b.dtype() == DType::f32 && t_gemm_operands == DType::f32 &&
+      static_cast<double>(g.m) * static_cast<double>(g.n) * static_cast<double>(g.k) >= kMinMultiplyAdds)
+    packed_ = cpu::pack_gemm_right(g, b);
+}
+
+void RepeatedGemm::operator()(const Tensor& a, Tensor& c) const {
+  if (!packed_ || a.dtype() != DType::f32 || a.rank() != 2 || a.size(0) != rows_ || t_gemm_operands != DType::f32) {
+    gemm(a, false, b_, transpose_b_, c, 1.0, beta_);
+    return;
+  }
+  check_same("RepeatedGemm", a, b_);
+  check_same("RepeatedGemm", a, c);
+  LOOM_CHECK(a.rank() == 2 && c.rank() == 2, "RepeatedGemm: expected 2-D tensors, got a ", a.shape().str(), ", c ",
+             c.shape().str());
+  gemm_shape("RepeatedGemm", a, false, b_, transpose_b_, c, 1.0, beta_);  // checks that the shapes compose
+  cpu::gemm_packed_right(packed_.get(), a, c);
+}
+
 Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b) {
   check_same("matmul", a, b);
   LOOM_CHECK(a.rank() == 2 && b.rank() == 2, "matmul: expected 2-D tensors, got ", a.shape().str(), " and ",

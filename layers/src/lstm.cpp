@@ -221,13 +221,14 @@ void LSTM::run_direction(const Direction& dir, const Tensor& input, const Tensor
     bias = Tensor::empty({4 * H}, input.dtype(), input.device());
     ops::add(dir.bias_ih.value, dir.bias_hh.value, bias);
   }
+  const ops::RepeatedGemm recurrent(dir.weight_hh.value, true, N, 1.0);  // gates_t += h_prev W_hh^T
   for (std::int64_t s = 0; s < T; ++s) {
     const std::int64_t t = dir.reverse ? T - 1 - s : s;
     const std::int64_t previous = dir.reverse ? t + 1 : t - 1;
     Tensor gates_t = step(gates, t), c_t = step(c, t), h_t = step(h, t);
     const Tensor h_prev = s == 0 ? h0 : step(h, previous);
     const Tensor c_prev = s == 0 ? c0 : step(c, previous);
-    if (h_prev.defined()) ops::gemm(h_prev, false, dir.weight_hh.value, true, gates_t, 1.0, 1.0);
+    if (h_prev.defined()) recurrent(h_prev, gates_t);
     cell_forward(gates_t, bias, c_prev, c_t, h_t, describe());
   }
   ctx.save(dir.key + ".gates", gates);
@@ -303,6 +304,7 @@ void LSTM::backprop_direction(const Direction& dir, Context& ctx, const Tensor& 
                                      : Tensor::zeros({N, H}, gates.dtype(), gates.device());
   Tensor grad_c = grad_c_n.defined() ? state_slot(grad_c_n, dir.slot)
                                      : Tensor::zeros({N, H}, gates.dtype(), gates.device());
+  const ops::RepeatedGemm recurrent(dir.weight_hh.value, false, N, 0.0);  // grad_h = grad_gates_t W_hh
   for (std::int64_t s = 0; s < T; ++s) {
     const std::int64_t t = dir.reverse ? s : T - 1 - s;
     const bool first_step = s == T - 1;  // the forward's first step: its predecessor is the initial state
@@ -310,7 +312,7 @@ void LSTM::backprop_direction(const Direction& dir, Context& ctx, const Tensor& 
     Tensor grad_gates_t = step(grad_gates, t);
     cell_backward(step(gates, t), step(c, t), c_prev, grad_output, t * N * output_pitch + output_column, output_pitch,
                   grad_h, grad_c, grad_gates_t, describe());
-    if (!first_step || grad_h0.defined()) ops::gemm(grad_gates_t, false, dir.weight_hh.value, false, grad_h);
+    if (!first_step || grad_h0.defined()) recurrent(grad_gates_t, grad_h);
   }
   if (grad_h0.defined()) {
     set_state_slot(grad_h0, dir.slot, grad_h);

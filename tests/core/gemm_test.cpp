@@ -163,6 +163,37 @@ TEST_CASE("gemm split over 3 threads: row and column panels, all transposes, bat
   set_num_threads(1);
 }
 
+// RepeatedGemm: one b for many a. Large enough (2^20 multiply-adds) f32 products on a CPU with
+// oneDNN run on b reordered once; the rest (small, f64, under a rounding scope) is gemm itself.
+TEST_CASE("RepeatedGemm: a op(b) + beta c for many a, packed or not, against the double product", "[gemm]") {
+  const long m = 16, k = 256, n = 320;  // 1.3 M multiply-adds
+  for (DType dtype : {DType::f32, DType::f64})
+    for (bool tb : {false, true})
+      for (double beta : {0.0, 1.0}) {
+        INFO("dtype " << dtype_name(dtype) << " tb " << tb << " beta " << beta);
+        const Tensor b = test::random_tensor(tb ? Shape{n, k} : Shape{k, n}, dtype, 2);
+        const ops::RepeatedGemm product(b, tb, m, beta);
+        if (dtype == DType::f64) CHECK_FALSE(product.packed());
+        if (dtype == DType::f32 && !product.packed()) WARN("SKIPPED packed products: this loom has no oneDNN");
+        for (std::uint64_t step = 0; step < 3; ++step) {  // several a, one b
+          const Tensor a = test::random_tensor({m, k}, dtype, 10 + step);
+          Tensor c = test::random_tensor({m, n}, dtype, 20 + step);
+          const auto expected = test::naive_gemm(a.to_double_vector(), false, b.to_double_vector(), tb,
+                                                 c.to_double_vector(), m, n, k, 1.0, beta);
+          product(a, c);
+          CHECK(test::max_abs_diff(c.to_double_vector(), expected) < (dtype == DType::f32 ? 1e-4 : 1e-12));
+        }
+      }
+  const Tensor b = test::random_tensor({8, 4}, DType::f32, 2);
+  CHECK_FALSE(ops::RepeatedGemm(b, false, 3, 0.0).packed());  // small: gemm itself
+  {
+    const ops::GemmOperandScope rounding(DType::bf16);
+    CHECK_FALSE(ops::RepeatedGemm(test::random_tensor({k, n}, DType::f32, 2), false, m, 0.0).packed());
+  }
+  Tensor a = test::random_tensor({3, 5}, DType::f32, 1), c = Tensor::zeros({3, 4});
+  CHECK_THROWS_WITH(ops::RepeatedGemm(b, false, 3, 0.0)(a, c), Catch::Contains("do not compose"));
+}
+
 TEST_CASE("gemm: degenerate sizes", "[gemm]") {
   Tensor a = Tensor::zeros({3, 0}), b = Tensor::zeros({0, 2});
   Tensor c = Tensor::full({3, 2}, 4.0);

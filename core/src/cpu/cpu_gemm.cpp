@@ -206,6 +206,14 @@ void gemm(const GemmShape& g, const Tensor& a, const Tensor& b, Tensor& c) {
     gemm_typed<double>(g, a.data<double>(), b.data<double>(), c.data<double>());
 }
 
+std::shared_ptr<const void> pack_gemm_right(const GemmShape& g, const Tensor& b) {
+  return onednn::pack_right_f32(g, b.data<float>());
+}
+
+void gemm_packed_right(const void* packed, const Tensor& a, Tensor& c) {
+  onednn::matmul_packed_f32(*static_cast<const onednn::PackedRight*>(packed), a.data<float>(), c.data<float>());
+}
+
 void gemm_pointers(const GemmShape& g, DType dtype, const std::vector<const void*>& a,
                    const std::vector<const void*>& b, const std::vector<void*>& c) {
   GemmShape one = g;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 
 #include "backend.h"
 
@@ -18,5 +19,13 @@ bool bf16_matmul_supported();
 // Scratch memory comes from loom's allocator (MemoryCategory::workspace); oneDNN's OpenMP threads
 // are set to loom::num_threads() for the call.
 void matmul_bf16(const GemmShape& g, const std::uint16_t* a, const std::uint16_t* b, float* c);
+
+// f32 products a op(b) of many a with one b (ops::RepeatedGemm): b reordered once into the layout
+// oneDNN's f32 matmul for g's shape asks for (its own storage, MemoryCategory::workspace), so the
+// products do not pack b again on every call as OpenBLAS does. Null where this build has no oneDNN.
+struct PackedRight;
+std::shared_ptr<const PackedRight> pack_right_f32(const GemmShape& g, const float* b);
+// c = a op(b) + g.beta c for the g given to pack_right_f32; a row-major m x k, c row-major m x n.
+void matmul_packed_f32(const PackedRight& packed, const float* a, float* c);
 
 }  // namespace loom::cpu::onednn

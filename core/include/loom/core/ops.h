@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include <loom/core/tensor.h>
@@ -30,6 +31,27 @@ void gemm_strided_batched(const Tensor& a, bool transpose_a, const Tensor& b, bo
 // Always exact (not affected by GemmOperandScope).
 void gemm_batched(const std::vector<Tensor>& a, bool transpose_a, const std::vector<Tensor>& b,
                   bool transpose_b, std::vector<Tensor>& c, double alpha = 1.0, double beta = 0.0);
+
+// c_t = a_t op(b) + beta c_t for many a_t with one b (an RNN's recurrent weights over its time
+// steps), each as gemm(a_t, false, b, transpose_b, c_t, 1, beta) computes it up to the
+// order of the f32 sums: on the CPU, for f32 tensors outside a rounding GemmOperandScope and products
+// of at least 2^20 multiply-adds, b is reordered once into oneDNN's blocked matmul layout and every
+// product runs on it (OpenBLAS packs b again on every call: at GNMT's width, 32 x 1024 x 4096,
+// 2.7 ms a product against 1.2 ms); elsewhere (GPU, sim, f64, 16-bit operands, a build without
+// oneDNN) each product is gemm. b must not change while this lives.
+class RepeatedGemm {
+ public:
+  RepeatedGemm(const Tensor& b, bool transpose_b, std::int64_t rows, double beta);
+  void operator()(const Tensor& a, Tensor& c) const;
+  bool packed() const { return packed_ != nullptr; }
+
+ private:
+  Tensor b_;
+  bool transpose_b_;
+  std::int64_t rows_;
+  double beta_;
+  std::shared_ptr<const void> packed_;  // the CPU's reordered b, when used
+};
 
 // Reduced-precision compute for f32 tensors: while a GemmOperandScope(bf16) or (f16) is alive on
 // this thread, gemm and gemm_strided_batched of f32 tensors round both operands to that type
