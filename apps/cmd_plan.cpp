@@ -221,10 +221,11 @@ void run_joint(const PlanOptions& o, const planner::Profile& profile, const plan
   if (o.json) {
     nlohmann::json out = r.found ? partition_json(r.partition, r.evaluation) : nlohmann::json::object();
     out.update({{"planner", "joint"}, {"found", r.found}, {"search", r.search}, {"evaluated", r.evaluated},
-                {"planning_ms", ms}});
+                {"nodes", r.nodes}, {"planning_ms", ms}});
     std::cout << out.dump(2) << "\n";
   } else {
-    std::printf("joint: %s search, %ld candidates simulated in %.1f ms\n\n", r.search.c_str(), r.evaluated, ms);
+    std::printf("joint: %s search, %ld candidates simulated, %ld partial ones visited, in %.1f ms\n\n",
+                r.search.c_str(), r.evaluated, r.nodes, ms);
     if (r.found) print_partition(r.partition, r.evaluation);
     else std::printf("no plan fits in device memory (%s)\n", r.why_none.c_str());
     if (o.explain) print_explanation(profile, cluster, o.global_batch, joint);

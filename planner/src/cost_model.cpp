@@ -155,13 +155,15 @@ double state_bytes(double weight_bytes, int replicas, const CostOptions& options
 RangeCost range_cost(const Profile& profile, int first, int last, int rows) {
   RangeCost cost;
   cost.kept_bytes = first > 0 ? profile.cost_at(first - 1, rows).boundary_bytes : 0.0;
-  for (int l = first; l <= last; ++l) {
-    const LayerCost c = profile.cost_at(l, rows);
-    cost.forward_ms += c.forward_ms;
-    cost.backward_ms += c.backward_ms;
-    cost.kept_bytes += c.activation_bytes;
-  }
+  for (int l = first; l <= last; ++l) extend_range_cost(cost, profile, l, rows);
   return cost;
+}
+
+void extend_range_cost(RangeCost& cost, const Profile& profile, int layer, int rows) {
+  const LayerCost c = profile.cost_at(layer, rows);
+  cost.forward_ms += c.forward_ms;
+  cost.backward_ms += c.backward_ms;
+  cost.kept_bytes += c.activation_bytes;
 }
 
 PlanCost evaluate(const Profile& profile, const Cluster& cluster, const Plan& plan, const CostOptions& options) {

@@ -55,6 +55,8 @@ struct CutSearch {
   std::vector<char> ends_with_first_backward;
   // Per rows count: rest[l] = M · Σ (F + B) of layers l.. at those rows (the bound's layers to come).
   std::map<int, std::vector<double>> rest_by_rows;
+  // Per rows count, per first layer: range_cost and parameter_bytes of first..L−2 (below).
+  std::map<int, std::vector<std::pair<RangeCost, double>>> all_but_last_by_rows;
   JointResult& best;
   double& closest_excess;  // bytes over the cap of the closest candidate that did not fit
   double best_ms;
@@ -104,6 +106,19 @@ struct CutSearch {
     return table;
   }
 
+  // For each first layer, the last virtual stage's range from it, all but the profile's last layer
+  // (cut_ranges adds that one): the same sums as range_cost and parameter_bytes, made once per rows
+  // count instead of once per candidate.
+  const std::vector<std::pair<RangeCost, double>>& all_but_last(int at_rows) {
+    auto& table = all_but_last_by_rows[at_rows];
+    if (!table.empty()) return table;
+    const int last = profile.size() - 2;
+    for (int first = 0; first < profile.size(); ++first)
+      table.emplace_back(range_cost(profile, first, last, at_rows),
+                         first <= last ? profile.parameter_bytes(first, last) : 0.0);
+    return table;
+  }
+
   // The fewest rows any stage can still compute at: the stages placed so far, and a stage to come
   // with every device left but one for each other stage to come.
   int fewest_rows() const {
@@ -145,7 +160,8 @@ struct CutSearch {
   }
 
   bool out_of_time() {
-    if (options.time_limit_s > 0 && (nodes++ & 255) == 0 && Clock::now() > deadline) stopped = true;
+    if (options.time_limit_s > 0 && (nodes & 255) == 0 && Clock::now() > deadline) stopped = true;
+    ++nodes;
     return stopped;
   }
 
@@ -172,16 +188,23 @@ struct CutSearch {
     partition.replicas[stage] = 0;
   }
 
-  // The layer ranges of this virtual stage, its stage's replicas chosen.
+  // The layer ranges of this virtual stage, its stage's replicas chosen. Each longer range extends
+  // the last one's sums by a layer, and the last virtual stage's starts from a table: the same
+  // numbers as range_cost and parameter_bytes of the whole range (summing every range afresh was
+  // most of the search's time).
   void cut_ranges(int virtual_stage, int first) {
     const int total = sched.virtual_stages();
     const auto stage = static_cast<std::size_t>(sched.stage_of(virtual_stage));
     const std::vector<double>& to_come = rest(fewest_rows());
     const int last_end = profile.size() - (total - virtual_stage);
     const int last_begin = virtual_stage + 1 == total ? last_end : first;
+    const bool whole_rest = last_begin > first;  // the last virtual stage takes every layer left
+    RangeCost work = whole_rest ? all_but_last(rows[stage])[static_cast<std::size_t>(first)].first
+                                : range_cost(profile, first, first - 1, rows[stage]);
+    double weights = whole_rest ? all_but_last(rows[stage])[static_cast<std::size_t>(first)].second : 0.0;
     for (int last = last_begin; last <= last_end && !stopped; ++last) {
-      const RangeCost work = range_cost(profile, first, last, rows[stage]);
-      const double weights = profile.parameter_bytes(first, last);
+      extend_range_cost(work, profile, last, rows[stage]);
+      weights += profile.layers[static_cast<std::size_t>(last)].parameter_bytes;
       const double compute = partition.microbatches * (work.forward_ms + work.backward_ms);
       // Overlapped, the allreduce may hide entirely: the bound counts none of it.
       const double busy = compute + (options.cost.overlap_allreduce ? 0.0 : allreduce[stage].at(weights));
@@ -298,7 +321,7 @@ JointResult plan_joint(const Profile& profile, const Cluster& cluster, int globa
         CutSearch search{profile, cluster, options, sched,
                          {kind, v, m, global_batch, std::vector<std::pair<int, int>>(count * v), std::vector<int>(count, 0), {}},
                          global_batch / m, devices, std::vector<int>(count, 0), std::vector<LinearCost>(count),
-                         std::vector<double>(count, 0.0), std::vector<double>(count, 0.0), {}, {}, {}, {}, {}, best,
+                         std::vector<double>(count, 0.0), std::vector<double>(count, 0.0), {}, {}, {}, {}, {}, {}, best,
                          closest_excess,
                          best_ms, deadline};
         for (const LayerTie& tie : profile.ties) search.tie_slack += tie.bytes * (1 + options.cost.optimizer_state_factor);
@@ -307,6 +330,7 @@ JointResult plan_joint(const Profile& profile, const Cluster& cluster, int globa
         search.read_schedule();
         search.cut(0, 0);
         best_ms = search.best_ms;
+        best.nodes += search.nodes;
         if (search.stopped) {
           best.search = "time-limited";
           if (best.found) best.why_none.clear();

@@ -78,15 +78,46 @@ double steady_ms_per_microbatch(const std::vector<TimedAction>& timeline, int mi
 
 namespace {
 
-// The state of one simulation: clocks, messages in flight, links.
+constexpr double kNotSent = -1;  // arrival times are >= 0
+
+// The state of one simulation: clocks, messages in flight, links. Flat arrays, not maps: the
+// planners simulate thousands of candidates a second, and the maps' lookups were a third of it.
 struct Simulation {
+  Simulation(const Schedule& schedule, const CostModel& costs, SimulationResult& result)
+      : schedule(schedule),
+        costs(costs),
+        result(result),
+        clock(static_cast<std::size_t>(schedule.stages), 0.0),
+        arrival(2 * static_cast<std::size_t>(std::max(schedule.microbatches, 0)) *
+                    static_cast<std::size_t>(std::max(schedule.virtual_stages(), 0)),
+                kNotSent),
+        link_free(static_cast<std::size_t>(schedule.stages) * static_cast<std::size_t>(schedule.stages), 0.0),
+        holder(detail::holders(schedule)) {}
+
   const Schedule& schedule;
   const CostModel& costs;
   SimulationResult& result;
   std::vector<double> clock;
-  std::map<detail::MessageKey, double> arrival;
-  std::map<std::pair<int, int>, double> link_free;  // (from stage, to stage) -> free at
-  std::vector<int> holder;                          // virtual stage -> its stage
+  std::vector<double> arrival;    // per message (slot()): when it lands, kNotSent before its send
+  std::vector<double> link_free;  // per (from stage, to stage): free at
+  std::vector<int> holder;        // virtual stage -> its stage
+
+  // The message's place in `arrival`; a micro-batch or chunk out of range is the schedule's error.
+  std::size_t slot(const detail::MessageKey& key, int stage, const Action& a) const {
+    if (key.microbatch < 0 || key.microbatch >= schedule.microbatches || key.to_virtual_stage < 0 ||
+        key.to_virtual_stage >= schedule.virtual_stages()) {
+      check(schedule);  // says which action is wrong
+      LOOM_THROW("simulate: schedule '", schedule.name, "' has ", to_string(a, schedule.chunks > 1), " on stage ",
+                 stage, ", outside its ", schedule.microbatches, " micro-batches and ", schedule.chunks, " chunk(s)");
+    }
+    const auto v = static_cast<std::size_t>(schedule.virtual_stages());
+    return ((key.gradient ? 1 : 0) * static_cast<std::size_t>(schedule.microbatches) +
+            static_cast<std::size_t>(key.microbatch)) * v + static_cast<std::size_t>(key.to_virtual_stage);
+  }
+  // When the message a receive waits for lands, or kNotSent.
+  double arrival_of(int s, const Action& receive) const {
+    return arrival[slot(detail::received_message(schedule, s, receive), s, receive)];
+  }
 
   // A send of stage s at time `at`: the transfer starts when its link is free.
   void send(int s, const Action& a, double at) {
@@ -107,13 +138,14 @@ struct Simulation {
       const bool up = !schedule.placement.empty() && consumer == producer - 1;
       const Link link = costs.link(up ? consumer : producer);
       const double bytes = boundary_bytes(key);
-      double& free_at = link_free[{s, to}];
+      double& free_at = link_free[static_cast<std::size_t>(s) * static_cast<std::size_t>(schedule.stages) +
+                                  static_cast<std::size_t>(to)];
       transfer.start_ms = std::max(at, free_at);
       const double wire_ms = std::isinf(link.bandwidth_bytes_per_s) ? 0 : bytes / link.bandwidth_bytes_per_s * 1e3;
       free_at = transfer.start_ms + wire_ms;
       transfer.arrival_ms = free_at + link.latency_ms;
     }
-    arrival[key] = transfer.arrival_ms;
+    arrival[slot(key, s, a)] = transfer.arrival_ms;
     result.transfers.push_back(transfer);
   }
 
@@ -142,9 +174,9 @@ struct Simulation {
     const std::optional<std::size_t> receives[2] = {g.forward_receive, g.backward_receive};
     for (int h = 0; h < 2; ++h) {
       if (!receives[h]) continue;
-      auto found = arrival.find(detail::received_message(schedule, s, program[*receives[h]]));
-      if (found == arrival.end()) return false;
-      ready[h] = std::max(clock[s], found->second);
+      const double lands = arrival_of(s, program[*receives[h]]);
+      if (lands == kNotSent) return false;
+      ready[h] = std::max(clock[s], lands);
       result.timeline.push_back({s, static_cast<int>(*receives[h]), program[*receives[h]], clock[s], ready[h]});
     }
     const StageCost& cost = costs.stage(s);
@@ -193,9 +225,9 @@ struct Simulation {
       const Action& a = program[next];
       TimedAction timed{s, static_cast<int>(next), a, clock[s], clock[s]};
       if (is_receive(a.op)) {
-        auto found = arrival.find(detail::received_message(schedule, s, a));
-        if (found == arrival.end()) break;  // its sender has not got there yet
-        timed.end_ms = std::max(clock[s], found->second);
+        const double lands = arrival_of(s, a);
+        if (lands == kNotSent) break;  // its sender has not got there yet
+        timed.end_ms = std::max(clock[s], lands);
       } else if (is_send(a.op)) {
         send(s, a, clock[s]);
       } else {
@@ -269,13 +301,15 @@ SimulationResult simulate(const Schedule& schedule, const CostModel& costs) {
   const int stages = schedule.stages;
   SimulationResult result;
   result.stages.resize(stages);
-  Simulation sim{schedule, costs, result, std::vector<double>(stages, 0.0), {}, {}, detail::holders(schedule)};
+  Simulation sim(schedule, costs, result);
+  std::size_t actions = 0;
+  for (const auto& program : schedule.programs) actions += program.size();
+  result.timeline.reserve(actions);
   std::vector<std::map<std::size_t, OverlapGroup>> groups(stages);  // per stage, by the group's begin
   for (int s = 0; s < stages; ++s)
     for (const OverlapGroup& g : overlap_groups(schedule.programs[s])) groups[s][g.begin] = g;
   std::vector<std::size_t> next(stages, 0);
-  std::size_t remaining = 0;
-  for (const auto& program : schedule.programs) remaining += program.size();
+  std::size_t remaining = actions;
   bool progress = true;
   while (remaining > 0 && progress) {
     progress = false;

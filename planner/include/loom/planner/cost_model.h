@@ -124,6 +124,9 @@ struct RangeCost {
   double kept_bytes = 0;
 };
 RangeCost range_cost(const Profile& profile, int first, int last, int rows);
+// cost, the range_cost of first..layer − 1, extended to first..layer: the same sums in the same
+// order, so a search that grows a range a layer at a time gets range_cost's numbers exactly.
+void extend_range_cost(RangeCost& cost, const Profile& profile, int layer, int rows);
 // ⌈a / b⌉ for a >= 0, b >= 1, in 64 bits (no overflow at INT_MAX): a micro-batch's rows per replica.
 int ceil_div(int a, int b);
 LinearCost transfer_cost(const Cluster& cluster, const std::vector<int>& from, const std::vector<int>& to, int rows);

@@ -60,6 +60,7 @@ struct JointResult {
   Partition partition;           // the fastest feasible one
   PartitionEvaluation evaluation;
   long evaluated = 0;            // candidates run through the simulator (seeds included)
+  long nodes = 0;                // partial candidates the search visited (replica and cut choices)
   std::string seeded_from;       // the planner whose plan is the result, when no candidate beat it
   std::string search = "exact";  // or "time-limited"
   // When nothing fits: of the candidates simulated, the one closest to fitting (which stage, by
