@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 
 #include <loom/schedule/overlap.h>
@@ -78,7 +79,7 @@ double steady_ms_per_microbatch(const std::vector<TimedAction>& timeline, int mi
 
 namespace {
 
-constexpr double kNotSent = -1;  // arrival times are >= 0
+constexpr double kNotSent = -std::numeric_limits<double>::infinity();  // no message lands then
 
 // The state of one simulation: clocks, messages in flight, links. Flat arrays, not maps: the
 // planners simulate thousands of candidates a second, and the maps' lookups were a third of it.
