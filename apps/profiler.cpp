@@ -17,6 +17,13 @@ namespace loom::apps {
 
 namespace {
 
+// A StageRunner's options: the seed, no recomputation, fp32.
+runtime::StageRunnerOptions seeded(std::uint64_t seed) {
+  runtime::StageRunnerOptions options;
+  options.seed = seed;
+  return options;
+}
+
 std::int64_t live(Device device, MemoryCategory category) { return memory_stats(device).live(category); }
 
 // Wall-clock milliseconds of `work` with the device drained before and after (a GPU's queued
@@ -62,7 +69,7 @@ Microbatch read_microbatch(const ModelSpec& spec, std::int64_t rows, std::uint64
 class BlockRunner {
  public:
   BlockRunner(std::unique_ptr<Chain> block, LayerPtr loss, const Microbatch& mb, std::uint64_t seed)
-      : block_(std::move(block)), loss_(std::move(loss)), runner_(*block_, loss_.get(), {seed, false}), mb_(mb) {}
+      : block_(std::move(block)), loss_(std::move(loss)), runner_(*block_, loss_.get(), seeded(seed)), mb_(mb) {}
 
   // The block's outputs (the logits for the last block, whose loss value the runner keeps).
   TensorList forward(const TensorList& inputs) {
@@ -202,13 +209,13 @@ StageActivations measure_stage_activations(const ModelSpec& spec, std::int64_t f
     MemoryCategoryScope scope(MemoryCategory::communication);
     auto before = spec.build(0, first);
     before->initialize(seed);
-    runtime::StageRunner upstream(*before, nullptr, {seed, false});
+    runtime::StageRunner upstream(*before, nullptr, seeded(seed));
     inputs = upstream.forward(0, inputs, Tensor(), info);
   }
   auto stage = spec.build(first, last);
   stage->initialize(seed);
   LayerPtr loss = last == spec.blocks() ? spec.make_loss() : nullptr;
-  runtime::StageRunner runner(*stage, loss.get(), {seed, false});
+  runtime::StageRunner runner(*stage, loss.get(), seeded(seed));
 
   const std::int64_t before = live(Device::cpu(), MemoryCategory::activations);
   reset_peak_memory();
