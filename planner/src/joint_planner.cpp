@@ -159,8 +159,12 @@ struct CutSearch {
     }
   }
 
+  long node_budget = 0;   // > 0: stop after this many nodes (budget_hit), the deadline not reached
+  bool budget_hit = false;
+
   bool out_of_time() {
     if (options.time_limit_s > 0 && (nodes & 255) == 0 && Clock::now() > deadline) stopped = true;
+    if (node_budget > 0 && nodes >= node_budget) stopped = budget_hit = true;
     ++nodes;
     return stopped;
   }
@@ -291,6 +295,51 @@ std::vector<schedule::ScheduleKind> joint_kinds() {
 
 int joint_chunks(schedule::ScheduleKind kind) { return schedule::is_multi_chunk(kind) ? 2 : 1; }
 
+namespace {
+
+// One (kind, stage count, M) of the joint search.
+struct Combination {
+  schedule::ScheduleKind kind;
+  int stages, microbatches;
+};
+
+enum class Searched { whole, budget_hit, out_of_time };
+
+// Searches one combination's replicas and cuts (CutSearch), at most `node_budget` nodes (0: all).
+Searched search_combination(const Profile& profile, const Cluster& cluster, int global_batch,
+                            const JointOptions& options, const Combination& c, long node_budget,
+                            Clock::time_point deadline, JointResult& best, double& best_ms, double& closest_excess) {
+  const int v = joint_chunks(c.kind);
+  schedule::Schedule sched;
+  try {
+    sched = schedule::make_schedule(c.kind, {std::string(schedule::schedule_kind_name(c.kind)), c.stages,
+                                             c.microbatches, v, 3, {}});
+  } catch (const loom::Error&) {
+    return Searched::whole;  // sizes the kind refuses
+  }
+  for (int k = 0; k < c.stages; ++k)  // stages take their devices in order at their first chunk
+    LOOM_CHECK(sched.stage_of(k) == k, "joint search: virtual stage ", k, " is not stage ", k);
+  const auto count = static_cast<std::size_t>(c.stages);
+  CutSearch search{profile, cluster, options, sched,
+                   {c.kind, v, c.microbatches, global_batch, std::vector<std::pair<int, int>>(count * v),
+                    std::vector<int>(count, 0), {}},
+                   global_batch / c.microbatches, cluster.devices(), std::vector<int>(count, 0),
+                   std::vector<LinearCost>(count), std::vector<double>(count, 0.0), std::vector<double>(count, 0.0),
+                   {}, {}, {}, {}, {}, {}, best, closest_excess, best_ms, deadline};
+  for (const LayerTie& tie : profile.ties) search.tie_slack += tie.bytes * (1 + options.cost.optimizer_state_factor);
+  search.bound_cost = options.cost;
+  search.bound_cost.zero = options.cost.zero || options.search_zero;
+  search.node_budget = node_budget;
+  search.read_schedule();
+  search.cut(0, 0);
+  best_ms = search.best_ms;
+  best.nodes += search.nodes;
+  if (!search.stopped) return Searched::whole;
+  return search.budget_hit ? Searched::budget_hit : Searched::out_of_time;
+}
+
+}  // namespace
+
 JointResult plan_joint(const Profile& profile, const Cluster& cluster, int global_batch, const JointOptions& options) {
   const int devices = cluster.devices();
   PlannerOptions counts;
@@ -305,39 +354,27 @@ JointResult plan_joint(const Profile& profile, const Cluster& cluster, int globa
   const Clock::time_point deadline =
       Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options.time_limit_s));
   if (options.seed) seed(profile, cluster, global_batch, options, best, best_ms);
-  for (const schedule::ScheduleKind kind : options.kinds.empty() ? joint_kinds() : options.kinds) {
-    const int v = joint_chunks(kind);
-    for (int stages = 1; stages <= devices && stages * v <= profile.size(); ++stages) {
-      for (const int m : microbatches) {
-        schedule::Schedule sched;
-        try {
-          sched = schedule::make_schedule(kind, {std::string(schedule::schedule_kind_name(kind)), stages, m, v, 3, {}});
-        } catch (const loom::Error&) {
-          continue;  // sizes the kind refuses
-        }
-        for (int k = 0; k < stages; ++k)  // stages take their devices in order at their first chunk
-          LOOM_CHECK(sched.stage_of(k) == k, "joint search: virtual stage ", k, " is not stage ", k);
-        const auto count = static_cast<std::size_t>(stages);
-        CutSearch search{profile, cluster, options, sched,
-                         {kind, v, m, global_batch, std::vector<std::pair<int, int>>(count * v), std::vector<int>(count, 0), {}},
-                         global_batch / m, devices, std::vector<int>(count, 0), std::vector<LinearCost>(count),
-                         std::vector<double>(count, 0.0), std::vector<double>(count, 0.0), {}, {}, {}, {}, {}, {}, best,
-                         closest_excess,
-                         best_ms, deadline};
-        for (const LayerTie& tie : profile.ties) search.tie_slack += tie.bytes * (1 + options.cost.optimizer_state_factor);
-        search.bound_cost = options.cost;
-        search.bound_cost.zero = options.cost.zero || options.search_zero;
-        search.read_schedule();
-        search.cut(0, 0);
-        best_ms = search.best_ms;
-        best.nodes += search.nodes;
-        if (search.stopped) {
-          best.search = "time-limited";
-          if (best.found) best.why_none.clear();
-          return best;
-        }
+  std::vector<Combination> pending;
+  for (const schedule::ScheduleKind kind : options.kinds.empty() ? joint_kinds() : options.kinds)
+    for (int stages = 1; stages <= devices && stages * joint_chunks(kind) <= profile.size(); ++stages)
+      for (const int m : microbatches) pending.push_back({kind, stages, m});
+  // Under a time limit, two passes (JointOptions::first_pass_nodes); the second searches again,
+  // whole, the combinations the first did not finish.
+  const long first_pass_nodes = options.time_limit_s > 0 ? std::max(options.first_pass_nodes, 0L) : 0;
+  for (const long budget : {first_pass_nodes, 0L}) {
+    std::vector<Combination> unfinished;
+    for (const Combination& c : pending) {
+      const Searched searched = search_combination(profile, cluster, global_batch, options, c, budget, deadline, best,
+                                                   best_ms, closest_excess);
+      if (searched == Searched::out_of_time) {
+        best.search = "time-limited";
+        if (best.found) best.why_none.clear();
+        return best;
       }
+      if (searched == Searched::budget_hit) unfinished.push_back(c);
     }
+    pending = std::move(unfinished);
+    if (budget == 0) break;
   }
   if (best.found) best.why_none.clear();
   return best;

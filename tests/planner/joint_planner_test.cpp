@@ -147,6 +147,14 @@ TEST_CASE("joint: the search's optimum equals exhaustive enumeration, and its pl
       CHECK(again.fits);
       CHECK(again.peak_bytes <= cap);
       CHECK(again.simulation.step_ms == joint.evaluation.simulation.step_ms);
+      // Under a time limit, with a first pass of 3 nodes per combination (so the second pass
+      // searches nearly all of them again, whole): still the exhaustive optimum, and exact.
+      options.time_limit_s = 3600;
+      options.first_pass_nodes = 3;
+      const JointResult two_passes = plan_joint(profile, cluster, global_batch, options);
+      CHECK(two_passes.search == "exact");
+      REQUIRE(two_passes.found);
+      CHECK(two_passes.evaluation.simulation.step_ms == Approx(expected.step_ms).epsilon(1e-12));
     }
   }
 }
