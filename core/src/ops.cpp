@@ -102,15 +102,22 @@ bool cpu_bf16_kernels_supported() { return cpu::bf16_kernels_supported(); }
 bool cpu_bf16_kernels() { return cpu::bf16_kernels(); }
 void use_cpu_bf16_kernels(bool use) { cpu::use_bf16_kernels(use); }
 
+namespace {
+// gemm's checks (devices, dtypes, 2-D operands that compose) and its shape, for gemm and RepeatedGemm.
+GemmShape checked_gemm_shape(const char* op, const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b,
+                             const Tensor& c, double alpha, double beta) {
+  check_same(op, a, b);
+  check_same(op, a, c);
+  check_gemm_dtype(op, a);
+  LOOM_CHECK(a.rank() == 2 && b.rank() == 2 && c.rank() == 2, op, ": expected 2-D tensors, got a ",
+             a.shape().str(), ", b ", b.shape().str(), ", c ", c.shape().str());
+  return gemm_shape(op, a, transpose_a, b, transpose_b, c, alpha, beta);
+}
+}  // namespace
+
 void gemm(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b, Tensor& c, double alpha,
           double beta) {
-  check_same("gemm", a, b);
-  check_same("gemm", a, c);
-  check_gemm_dtype("gemm", a);
-  LOOM_CHECK(a.rank() == 2 && b.rank() == 2 && c.rank() == 2, "gemm: expected 2-D tensors, got a ",
-             a.shape().str(), ", b ", b.shape().str(), ", c ", c.shape().str());
-  const GemmShape g = gemm_shape("gemm", a, transpose_a, b, transpose_b, c, alpha, beta);
-  dispatch_gemm(g, a, b, c);
+  dispatch_gemm(checked_gemm_shape("gemm", a, transpose_a, b, transpose_b, c, alpha, beta), a, b, c);
 }
 
 RepeatedGemm::RepeatedGemm(const Tensor& b, bool transpose_b, std::int64_t rows, double beta)
@@ -129,11 +136,7 @@ void RepeatedGemm::operator()(const Tensor& a, Tensor& c) const {
     gemm(a, false, b_, transpose_b_, c, 1.0, beta_);
     return;
   }
-  check_same("RepeatedGemm", a, b_);
-  check_same("RepeatedGemm", a, c);
-  LOOM_CHECK(a.rank() == 2 && c.rank() == 2, "RepeatedGemm: expected 2-D tensors, got a ", a.shape().str(), ", c ",
-             c.shape().str());
-  gemm_shape("RepeatedGemm", a, false, b_, transpose_b_, c, 1.0, beta_);  // checks that the shapes compose
+  checked_gemm_shape("RepeatedGemm", a, false, b_, transpose_b_, c, 1.0, beta_);
   cpu::gemm_packed_right(packed_.get(), a, c);
 }
 

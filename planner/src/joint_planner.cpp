@@ -203,9 +203,8 @@ struct CutSearch {
     const int last_end = profile.size() - (total - virtual_stage);
     const int last_begin = virtual_stage + 1 == total ? last_end : first;
     const bool whole_rest = last_begin > first;  // the last virtual stage takes every layer left
-    RangeCost work = whole_rest ? all_but_last(rows[stage])[static_cast<std::size_t>(first)].first
-                                : range_cost(profile, first, first - 1, rows[stage]);
-    double weights = whole_rest ? all_but_last(rows[stage])[static_cast<std::size_t>(first)].second : 0.0;
+    auto [work, weights] = whole_rest ? all_but_last(rows[stage])[static_cast<std::size_t>(first)]
+                                      : std::pair{range_cost(profile, first, first - 1, rows[stage]), 0.0};
     for (int last = last_begin; last <= last_end && !stopped; ++last) {
       extend_range_cost(work, profile, last, rows[stage]);
       weights += profile.layers[static_cast<std::size_t>(last)].parameter_bytes;
