@@ -21,10 +21,13 @@ namespace loom::apps {
 
 namespace {
 
-// GFLOP/s of loom's f32 GEMM at 2048^3 with `threads` threads: best of 3 after a warm-up.
-double gemm_gflops(int threads) {
+// GFLOP/s of loom's GEMM of f32 tensors at 2048^3 with `threads` threads, its operands rounded to
+// `operands` as the run's GEMMs round them (bf16 runs: oneDNN's bf16 kernels where the CPU has them):
+// best of 3 after a warm-up.
+double gemm_gflops(int threads, DType operands) {
   const int before = num_threads();
   set_num_threads(threads);
+  const ops::GemmOperandScope math(operands);
   constexpr std::int64_t n = 2048;
   Tensor a = Tensor::empty({n, n}), b = Tensor::empty({n, n}), c = Tensor::zeros({n, n});
   rng::uniform(a, 1, 1, -1, 1);
@@ -60,7 +63,7 @@ double model_flops_per_sample(const ModelSpec& spec) {
   }
 }
 
-PeakRate job_peak(double given, bool cpu, int threads) {
+PeakRate job_peak(double given, bool cpu, int threads, DType operands) {
   LOOM_CHECK(given >= 0, "--peak-gflops must be >= 0 (0: measure), got ", given);
   if (given > 0) return {given, "--peak-gflops"};
   const comm::Topology hosts = comm::Topology::physical();
@@ -75,12 +78,12 @@ PeakRate job_peak(double given, bool cpu, int threads) {
   host_threads = std::min(host_threads, static_cast<int>(std::max(1U, std::thread::hardware_concurrency())));
   const int measured_threads = std::max(1, std::min(host_threads, affinity_cores()));
   double rate = 0;
-  if (comm::world_rank() == 0) rate = gemm_gflops(measured_threads);
+  if (comm::world_rank() == 0) rate = gemm_gflops(measured_threads, operands);
   sleeping_barrier();
   MPI_Bcast(&rate, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
   const double per_host = rate * host_threads / measured_threads;
   return {per_host * hosts.nodes(),
-          loom::detail::concat("f32 GEMM 2048^3 measured with ", measured_threads, measured_threads == 1 ? " thread" : " threads",
+          loom::detail::concat(dtype_name(operands), " GEMM 2048^3 measured with ", measured_threads, measured_threads == 1 ? " thread" : " threads",
                                host_threads != measured_threads ? loom::detail::concat(", scaled to ", host_threads) : "",
                                hosts.nodes() > 1 ? loom::detail::concat(", x ", hosts.nodes(), " hosts") : "")};
 }

@@ -3,8 +3,9 @@
 //
 // FLOPs per sample: `loom describe`'s forward count times 3 (a backward does about twice the
 // forward's work); recomputation is not counted, as MFU defines it (the work the model needs, not
-// the work the run did). The peak: --peak-gflops when given; else, on CPUs, the f32 GEMM rate of
-// loom's own ops::gemm (2048 x 2048 x 2048, best of 3) measured by world rank 0 with as many threads
+// the work the run did). The peak: --peak-gflops when given; else, on CPUs, the GEMM rate of loom's
+// own ops::gemm (2048 x 2048 x 2048, best of 3) in the run's GEMM operand type (f32; bf16 under
+// --precision bf16, on bf16 kernels where the CPU has them) measured by world rank 0 with as many threads
 // as its host's ranks use together (at most the host's cores), times the physical hosts; the other
 // ranks sleep meanwhile. On a GPU without --peak-gflops there is no peak (GFLOP/s only).
 #pragma once
@@ -24,8 +25,8 @@ struct PeakRate {
 
 // Collective over MPI_COMM_WORLD. `given` > 0: that (from --peak-gflops). `cpu`: this rank
 // computes on the CPU (otherwise, without `given`, the peak is unknown). `threads`: this rank's
-// math threads.
-PeakRate job_peak(double given, bool cpu, int threads);
+// math threads. `operands`: the run's GEMM operand type (runtime::value_dtype of its precision).
+PeakRate job_peak(double given, bool cpu, int threads, DType operands = DType::f32);
 
 // "peak 193 GFLOP/s (f32 GEMM 2048^3 measured with 2 threads)", or why there is none.
 std::string peak_text(const PeakRate& peak);

@@ -178,7 +178,10 @@ TrainSummary train(const TrainOptions& o, runtime::ResolvedConfig run, const std
   runtime::Trainer trainer(std::move(run));
   const double flops = model_flops_per_sample(trainer.model());
   // Collective, and only where someone reads it: measuring takes rank 0's cores for a second.
-  const PeakRate peak = o.quiet && o.metrics.empty() ? PeakRate{} : job_peak(o.peak_gflops, trainer.device().is_cpu(), num_threads());
+  const PeakRate peak = o.quiet && o.metrics.empty()
+                            ? PeakRate{}
+                            : job_peak(o.peak_gflops, trainer.device().is_cpu(), num_threads(),
+                                       runtime::value_dtype(trainer.config().precision.precision));
   std::unique_ptr<Progress> progress;
   runtime::TrainerHooks hooks;
   if (comm::world_rank() == 0) {

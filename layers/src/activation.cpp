@@ -2,14 +2,17 @@
 // the f32 CPU path evaluates the same formulas with Eigen's vectorised erf/exp/tanh.
 #include <loom/layers/activation.h>
 
+#include <algorithm>
 #include <type_traits>
 
 #include <Eigen/Core>
 #include <unsupported/Eigen/SpecialFunctions>
 
+#include <loom/core/ops.h>
 #include <loom/core/parallel.h>
 
 #include "activation_math.h"
+#include "cpu/relu_mask.h"
 #include "cuda/kernels.h"
 #include "layer_util.h"
 
@@ -108,6 +111,44 @@ void backward_chunk(activation_math::Kind kind, const T* saved, const T* g, T* d
     cpu_backward(kind, saved, g, dx, n);
 }
 
+// Under a 16-bit GemmOperandScope a ReLU on the CPU keeps a bit mask instead of its f32 output
+// (relu_mask.h): the next layer's copy of the output is then the only one, saved rounded.
+bool keeps_relu_mask(ActivationKind kind, const Tensor& x) {
+  return kind == ActivationKind::relu && !x.device().is_cuda() && x.dtype() == DType::f32 &&
+         ops::gemm_operand_dtype() != DType::f32;
+}
+
+// y = max(x, 0) and its mask, spread over threads by whole mask words.
+Tensor relu_with_mask(const Tensor& x, const Tensor& y) {
+  const std::int64_t n = x.numel(), words = detail::relu_mask::words(n);
+  Tensor mask = Tensor::empty(Shape{words}, DType::i32, x.device());
+  const float* in = x.data<float>();
+  float* out = y.data<float>();
+  auto* bits = reinterpret_cast<std::uint32_t*>(mask.data<std::int32_t>());
+  parallel_for(words, (1 << 14) / detail::relu_mask::kBitsPerWord, [&](std::int64_t begin, std::int64_t end) {
+    const std::int64_t first = begin * detail::relu_mask::kBitsPerWord;
+    const std::int64_t count = std::min(end * detail::relu_mask::kBitsPerWord, n) - first;
+    eigen_forward(activation_math::Kind::relu, in + first, out + first, count);
+    detail::relu_mask::pack_positive(out + first, bits + begin, count);
+  });
+  return mask;
+}
+
+// The input gradient from a kept mask: grad_y where the output was positive.
+Tensor relu_backward_from_mask(const Tensor& mask, const Tensor& grad_y) {
+  Tensor grad_x = detail::empty_like(grad_y);
+  const std::int64_t n = grad_y.numel();
+  const auto* bits = reinterpret_cast<const std::uint32_t*>(mask.data<std::int32_t>());
+  const float* g = grad_y.data<float>();
+  float* dx = grad_x.data<float>();
+  parallel_for(mask.numel(), (1 << 14) / detail::relu_mask::kBitsPerWord, [&](std::int64_t begin, std::int64_t end) {
+    const std::int64_t first = begin * detail::relu_mask::kBitsPerWord;
+    const std::int64_t count = std::min(end * detail::relu_mask::kBitsPerWord, n) - first;
+    detail::relu_mask::select(bits + begin, g + first, dx + first, count);
+  });
+  return grad_x;
+}
+
 }  // namespace
 
 ActivationKind parse_activation(const std::string& name) {
@@ -131,6 +172,11 @@ std::string Activation::type() const {
 Tensor Activation::forward_tensor(const Tensor& x, Context& ctx) {
   LOOM_CHECK(x.defined(), describe(), ": undefined input");
   Tensor y = detail::empty_like(x);
+  if (keeps_relu_mask(kind_, x)) {
+    ctx.save("mask", relu_with_mask(x, y));
+    ctx.save_shape("shape", x.shape());
+    return y;
+  }
   const auto kind = math_kind(kind_);
   if (x.device().is_cuda()) {
     cuda_kernels::activation_forward(static_cast<int>(kind), x, y);
@@ -148,6 +194,14 @@ Tensor Activation::forward_tensor(const Tensor& x, Context& ctx) {
 }
 
 Tensor Activation::backward_input_tensor(const Tensor& grad_y, Context& ctx) {
+  if (ctx.has("mask")) {
+    detail::check_same_shape(*this, "output gradient", grad_y, ctx.get_shape("shape"));
+    LOOM_CHECK(grad_y.dtype() == DType::f32 && !grad_y.device().is_cuda(), describe(),
+               ": the output gradient of a masked ReLU must be f32 in host memory, got ", dtype_name(grad_y.dtype()));
+    Tensor grad_x = relu_backward_from_mask(ctx.get("mask"), grad_y);
+    ctx.clear();
+    return grad_x;
+  }
   const Tensor saved = ctx.get("saved");
   detail::check_same_shape(*this, "output gradient", grad_y, saved.shape());
   detail::check_like(*this, "output gradient", grad_y, saved, "saved activation");

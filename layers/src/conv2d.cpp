@@ -14,6 +14,7 @@
 #include "cpu/onednn_conv.h"
 #include "cpu/winograd.h"
 #include "cuda/conv2d.h"
+#include "gemm_operand_storage.h"
 #include "layer_util.h"
 #include "strided_copy.h"
 
@@ -162,6 +163,14 @@ void check_blocked_path(const Layer& layer, detail::ConvPath path, const Tensor&
              ": a blocked input or gradient needs the oneDNN path");
 }
 
+// The input as the backward needs it: in the GEMMs' 16-bit operand type where the CPU path's weight
+// gradient rounds it to that anyway (gemm_operand_storage.h: the same numbers in half the bytes),
+// else as it is (cuDNN and Winograd compute in f32 under mixed precision).
+Tensor input_to_save(const Conv2dOptions& o, const Tensor& x) {
+  if (x.device().is_cuda() || !detail::conv_path_rounds_input(detail::choose_conv_path(o, x.dtype()))) return x;
+  return detail::as_gemm_operand(x);
+}
+
 }  // namespace
 
 Conv2d::Conv2d(const Conv2dOptions& options) : options_(options) {
@@ -209,7 +218,7 @@ Tensor Conv2d::forward_tensor(const Tensor& x, Context& ctx) {
     MemoryCategoryScope scope(MemoryCategory::activations);
     const Shape out{batch, o.out_channels, g.out_height, g.out_width};
     y = Tensor::empty(blocked ? detail::blocked::blocked_shape(out) : out, x.dtype(), x.device());
-    ctx.save("input", x);
+    ctx.save("input", input_to_save(o, x));
   }
   if (x.device().is_cuda()) {
     cuda_kernels::conv2d_forward(x, weight_.value, bias_.value, y, o);
@@ -351,7 +360,7 @@ Tensor Conv2d::backward_input_tensor(const Tensor& grad_y, Context& ctx) {
 }
 
 void Conv2d::backward_weight(Context& ctx) {
-  accumulate_weight_gradient(ctx.get("input"), ctx.get("grad_output"));
+  accumulate_weight_gradient(detail::widened_gemm_operand(ctx.get("input")), ctx.get("grad_output"));
   ctx.clear();
 }
 

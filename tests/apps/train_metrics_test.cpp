@@ -178,7 +178,7 @@ TEST_CASE("loom train's metrics: the fp16 loss scale and skipped steps", "[train
   CHECK_FALSE(fp32[0].contains("skipped"));
 }
 
-TEST_CASE("a measured peak for MFU: rank 0's f32 GEMM rate, the same on every rank", "[train][mpi]") {
+TEST_CASE("a measured peak for MFU: rank 0's GEMM rate in the run's operand type, the same on every rank", "[train][mpi]") {
   comm::ensure_mpi();
   const apps::PeakRate peak = apps::job_peak(0, true, 1);
   CHECK(peak.gflops > 0);
@@ -187,6 +187,10 @@ TEST_CASE("a measured peak for MFU: rank 0's f32 GEMM rate, the same on every ra
   MPI_Allreduce(MPI_IN_PLACE, everywhere, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
   CHECK(everywhere[0] == -everywhere[1]);
   CHECK(apps::job_peak(7.5, true, 1).gflops == 7.5);
+  // A bf16 run's peak is its own GEMMs' (oneDNN's bf16 kernels where the CPU has them).
+  const apps::PeakRate bf16 = apps::job_peak(0, true, 1, DType::bf16);
+  CHECK(bf16.gflops > 0);
+  CHECK_THAT(bf16.source, Catch::StartsWith("bf16 GEMM 2048^3 measured with"));
   CHECK_THROWS_WITH(apps::job_peak(-1, true, 1), Catch::Contains("--peak-gflops must be >= 0"));
   CHECK(apps::flops_text(2e9, 10, apps::PeakRate{80, "x"}) == "20 GFLOP/s, 25% MFU");
   CHECK(apps::flops_text(2e9, 10, apps::PeakRate{}) == "20 GFLOP/s");

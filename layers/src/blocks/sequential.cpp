@@ -27,8 +27,11 @@ const std::string& Sequential::layer_name(std::size_t index) const {
 
 TensorList Sequential::forward(const TensorList& inputs, Context& ctx) {
   MemoryCategoryScope scope(MemoryCategory::activations);
-  TensorList x = inputs;
-  for (std::size_t i = 0; i < layers_.size(); ++i) x = layers_[i]->forward(x, ctx.child(i));
+  if (layers_.empty()) return inputs;
+  // The first layer reads the caller's list itself: a copy of it here would be a second holder of
+  // the input, and a layer saves a 16-bit copy only of an input it holds alone (gemm_operand_storage.h).
+  TensorList x = layers_[0]->forward(inputs, ctx.child(0));
+  for (std::size_t i = 1; i < layers_.size(); ++i) x = layers_[i]->forward(x, ctx.child(i));
   return x;
 }
 

@@ -52,6 +52,15 @@ ConvPath choose_conv_path(const Conv2dOptions& o, DType dtype) {
   return winograd_applies(o) ? ConvPath::winograd : ConvPath::im2col;
 }
 
+bool conv_path_rounds_input(ConvPath path) {
+  switch (path) {
+    case ConvPath::im2col: return true;
+    case ConvPath::winograd: return false;
+    case ConvPath::onednn: return onednn::bf16_operands();
+  }
+  return false;
+}
+
 const char* conv_path_name(ConvPath path) {
   switch (path) {
     case ConvPath::im2col: return "im2col";

@@ -14,5 +14,9 @@ enum class ConvPath { im2col, winograd, onednn };
 
 ConvPath choose_conv_path(const Conv2dOptions& o, DType dtype);
 const char* conv_path_name(ConvPath path);
+// Whether the path's weight gradient rounds the input to ops::gemm_operand_dtype() (so an input
+// saved in that type computes the same numbers): im2col (its GEMMs round), oneDNN where its
+// primitives take bf16 operands; not Winograd (it computes in f32 under any scope).
+bool conv_path_rounds_input(ConvPath path);
 
 }  // namespace loom::detail

@@ -47,10 +47,7 @@ memory::desc any_desc(const memory::dims& dims, memory::data_type type = memory:
 // The type the primitives multiply in: bf16 under GemmOperandScope(bf16) where the CPU has bf16
 // kernels (the reorders from loom's f32 tensors round to nearest even, as ops::round_to_ does), else
 // f32. Results and gradients stay f32 either way.
-memory::data_type operand_type() {
-  const bool bf16 = ops::gemm_operand_dtype() == DType::bf16 && ops::cpu_bf16_kernels();
-  return bf16 ? memory::data_type::bf16 : memory::data_type::f32;
-}
+memory::data_type operand_type() { return bf16_operands() ? memory::data_type::bf16 : memory::data_type::f32; }
 
 // Weight [O, C/G, kh, kw] as oneDNN sees it: with groups, [G, O/G, C/G, kh, kw].
 memory::dims weight_dims(const Tensor& w, const Conv2dOptions& o) {
@@ -158,6 +155,8 @@ void check_f32(const Tensor& t, const char* what) {
 }  // namespace
 
 bool available() { return true; }
+
+bool bf16_operands() { return ops::gemm_operand_dtype() == DType::bf16 && ops::cpu_bf16_kernels(); }
 
 void convolve(const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& y, const Conv2dOptions& o) {
   check_f32(x, "input");

@@ -15,6 +15,9 @@
 namespace loom::detail::onednn {
 
 bool available();
+// Whether the primitives take bf16 operands now (GemmOperandScope(bf16) on a CPU with bf16 kernels):
+// then they round x to bf16 themselves, and Conv2d may save x in bf16 (gemm_operand_storage.h).
+bool bf16_operands();
 
 // y [N, O, H', W'] = conv(x, weight) (+ bias when defined).
 void convolve(const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& y, const Conv2dOptions& o);

@@ -8,6 +8,7 @@
 namespace loom::detail::onednn {
 
 bool available() { return false; }
+bool bf16_operands() { return false; }
 
 void convolve(const Tensor&, const Tensor&, const Tensor&, Tensor&, const Conv2dOptions&) {
   LOOM_THROW("Conv2d: this loom was built without oneDNN");
