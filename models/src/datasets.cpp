@@ -170,8 +170,15 @@ class Synthetic final : public Dataset {
 
   void read_features(std::uint64_t sample, float* x, std::int64_t* label, std::int64_t features) const {
     const std::uint64_t key = rng::stream_key("synthetic.inputs");
-    for (std::int64_t f = 0; f < features; ++f)
-      x[f] = philox::normal(seed_, key, sample * features + f, 0.0f, 1.0f);
+    // x[f] = philox::normal(seed_, key, i = sample * features + f): words 2i and 2i + 1, lanes 0-1 of
+    // block i / 2 for an even i and lanes 2-3 for an odd one, so one block serves a pair of features.
+    const std::uint64_t first = sample * static_cast<std::uint64_t>(features);
+    for (std::int64_t f = 0; f < features;) {
+      const std::uint64_t i = first + static_cast<std::uint64_t>(f);
+      const philox::Block block = philox::block(seed_, key, i >> 1);
+      for (unsigned lane = static_cast<unsigned>(i & 1) * 2; lane < 4 && f < features; lane += 2, ++f)
+        x[f] = philox::normal_from_words(block.v[lane], block.v[lane + 1], 0.0f, 1.0f);
+    }
     // Each class's score sums its features in order (f = 0, 1, ...), all classes at once.
     const std::int64_t used = label_features(), classes = shape_.classes;
     std::vector<double> score(static_cast<std::size_t>(classes), 0.0);

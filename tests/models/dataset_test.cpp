@@ -8,6 +8,8 @@
 #include <fstream>
 #include <numeric>
 
+#include <loom/core/philox.h>
+#include <loom/core/rng.h>
 #include <loom/models/dataset.h>
 
 using namespace loom;
@@ -104,6 +106,23 @@ TEST_CASE("synthetic data depends only on the seed and the sample index", "[data
   std::vector<int> counts(4);
   for (int i = 0; i < 200; ++i) counts[y.data<std::int64_t>()[i]]++;
   for (int c : counts) CHECK(c > 10);
+}
+
+TEST_CASE("synthetic features are element sample * features + f of the seed's normal stream", "[data]") {
+  // An odd feature count, so that samples start on both halves of a Philox block (the generator
+  // makes a pair of features from one block).
+  for (std::int64_t features : {std::int64_t{7}, std::int64_t{16}}) {
+    const DataShape shape{{features}, DType::f32, {}, 3};
+    auto data = open_dataset("synthetic", DatasetSplit::train, shape, 11);
+    Tensor x, y;
+    data->read(std::vector<std::int64_t>{0, 1, 2, 5}, x, y);
+    const std::uint64_t key = rng::stream_key("synthetic.inputs");
+    const std::int64_t samples[] = {0, 1, 2, 5};
+    for (std::int64_t r = 0; r < 4; ++r)
+      for (std::int64_t f = 0; f < features; ++f)
+        REQUIRE(x.data<float>()[r * features + f] ==
+                philox::normal(11, key, static_cast<std::uint64_t>(samples[r] * features + f), 0.0f, 1.0f));
+  }
 }
 
 TEST_CASE("epoch order is a seeded permutation", "[data]") {
