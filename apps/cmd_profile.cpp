@@ -1,6 +1,9 @@
 // `loom profile`: measure each block of one of loom's models on this machine (see profiler.h),
 // print a table and write the profile JSON that `loom plan --profile` reads.
+#include <algorithm>
 #include <cstdio>
+#include <functional>
+#include <vector>
 
 #include <loom/planner/profile_json.h>
 
@@ -32,16 +35,44 @@ void print_profile(const planner::Profile& profile, const ModelSpec& spec) {
   std::printf("%5s  %-14s %10.3f %10.3f %14.0f %14s %14.0f\n", "", "total", forward, backward, kept, "", parameters);
 }
 
+// --also-at's sizes, checked before anything is measured.
+void check_also_at(const std::vector<std::int64_t>& sizes, std::int64_t microbatch) {
+  for (std::int64_t size : sizes) {
+    LOOM_CHECK(size >= 1 && size <= (1 << 20), "--also-at: a micro-batch size must be in [1, 2^20], got ", size);
+    LOOM_CHECK(size != microbatch && std::count(sizes.begin(), sizes.end(), size) == 1, "--also-at: micro-batch ",
+               size, " is given twice (or equals --microbatch)");
+  }
+}
+
+// Each size in `sizes` measured (or estimated) as the primary one was, added to every layer as an
+// extra measurement: the planners then interpolate between measured sizes (planner/profile.h)
+// instead of scaling the primary one linearly to the micro-batches a plan picks.
+void add_measurements(planner::Profile& profile, const std::vector<std::int64_t>& sizes,
+                      const std::function<planner::Profile(std::int64_t)>& measure) {
+  for (std::int64_t size : sizes) {
+    const planner::Profile other = measure(size);
+    LOOM_CHECK(other.size() == profile.size(), "loom profile: the model has ", other.size(), " blocks at micro-batch ",
+               size, " and ", profile.size(), " at ", profile.microbatch);
+    for (int l = 0; l < profile.size(); ++l)
+      profile.layers[l].extra.push_back({static_cast<double>(size), other.layers[l].cost});
+  }
+}
+
 }  // namespace
 
 void add_profile_command(CLI::App& app) {
   static ProfileOptions o;
   static std::string out, device_model;
+  static std::vector<std::int64_t> also_at;
   static bool half_precision = false;
   CLI::App* cmd = app.add_subcommand("profile", "Measure each block of a model on this machine; write profile JSON");
   add_model_options(cmd, o.model, o.size, o.overrides);
   cmd->add_option("--microbatch", o.microbatch, "samples per micro-batch the costs are measured at")
       ->capture_default_str();
+  cmd->add_option("--also-at", also_at,
+                  "more micro-batch sizes to measure, e.g. 1,2,4: kept in the profile beside --microbatch's, so "
+                  "the planners interpolate between measured sizes instead of scaling one linearly")
+      ->delimiter(',');
   cmd->add_option("--out", out, "write the profile JSON here (the format `loom plan --profile` reads)");
   cmd->add_option("--threads", o.threads, "CPU math threads (default: LOOM_NUM_THREADS or all cores)");
   cmd->add_option("--repeats", o.repeats, "timed runs per block; the median is reported")->capture_default_str();
@@ -59,11 +90,23 @@ void add_profile_command(CLI::App& app) {
   cmd->callback([] {
     const ModelSpec spec = make_model(o.model, o.overrides, parse_model_size(o.size));
     LOOM_CHECK(o.microbatch >= 1 && o.microbatch <= (1 << 20), "--microbatch must be in [1, 2^20], got ", o.microbatch);
-    planner::Profile profile =
-        device_model.empty() ? profile_model(o)
-                             : analytic_profile(spec, o.microbatch, planner::find_device_model(device_model), half_precision);
+    check_also_at(also_at, o.microbatch);
+    auto measure = [&spec](std::int64_t microbatch) {
+      ProfileOptions at = o;
+      at.microbatch = microbatch;
+      return device_model.empty()
+                 ? profile_model(at)
+                 : analytic_profile(spec, microbatch, planner::find_device_model(device_model), half_precision);
+    };
+    planner::Profile profile = measure(o.microbatch);
+    add_measurements(profile, also_at, measure);
     profile.ties = profile_ties(spec);
     print_profile(profile, spec);
+    if (!also_at.empty()) {
+      std::printf("also measured at micro-batch");
+      for (std::size_t i = 0; i < also_at.size(); ++i) std::printf("%s %lld", i ? "," : "", static_cast<long long>(also_at[i]));
+      std::printf(" (in the profile's per-layer \"measurements\")\n");
+    }
     if (!out.empty()) {
       planner::write_profile_json(profile, out);
       std::printf("wrote %s\n", out.c_str());

@@ -49,17 +49,19 @@ bool valid_microbatch(double size) {
 LayerCost Profile::cost_at(int layer, double size) const {
   const LayerProfile& lp = layers[layer];
   if (lp.extra.empty()) return scaled(lp.cost, size / microbatch);
-  std::vector<Measurement> points = lp.extra;
-  points.push_back({microbatch, lp.cost});
-  std::sort(points.begin(), points.end(),
-            [](const Measurement& a, const Measurement& b) { return a.microbatch < b.microbatch; });
-  if (size <= points.front().microbatch)
-    return scaled(points.front().cost, size / points.front().microbatch);
-  if (size >= points.back().microbatch)
-    return scaled(points.back().cost, size / points.back().microbatch);
-  auto upper = std::upper_bound(points.begin(), points.end(), size,
-                                [](double s, const Measurement& m) { return s < m.microbatch; });
-  auto lower = upper - 1;
+  // The measured sizes nearest below and above `size` (the primary one and the extras, in any
+  // order; a few points, so a scan, with nothing allocated: the planners call this in their loops).
+  const Measurement primary{microbatch, lp.cost};
+  const Measurement *lower = nullptr, *upper = nullptr;
+  auto consider = [&](const Measurement& m) {
+    if (m.microbatch <= size && (!lower || m.microbatch > lower->microbatch)) lower = &m;
+    if (m.microbatch >= size && (!upper || m.microbatch < upper->microbatch)) upper = &m;
+  };
+  consider(primary);
+  for (const Measurement& m : lp.extra) consider(m);
+  if (!lower) return scaled(upper->cost, size / upper->microbatch);  // below every measured size
+  if (!upper) return scaled(lower->cost, size / lower->microbatch);  // above every measured size
+  if (upper->microbatch == lower->microbatch) return lower->cost;
   const double t = (size - lower->microbatch) / (upper->microbatch - lower->microbatch);
   return mix(lower->cost, upper->cost, t);
 }

@@ -2,8 +2,9 @@
 # Issue 29's calibration: the joint planner's predictions against real runs on this machine.
 #
 # For gpt, bert48, gnmt16 and vgg19 at --size cpu: `loom profile` measures the model here (one
-# thread, micro-batch 8), `loom plan --planner joint` plans it for a 1x2 cluster of this machine
-# (one rank per core, the measured shared-memory link) under two memory caps, and `loom train --plan`
+# thread, micro-batch 8 and --also-at every other power of two up to the batch), `loom plan
+# --planner joint` plans it for a 1x2 cluster of this machine (one rank per core, the measured
+# shared-memory link) under two memory caps, and `loom train --plan`
 # runs each chosen plan (--threads 1). The caps: a loose one (4 GB, nothing binds) and a tight one,
 # 0.6 x the loose plan's largest predicted per-stage peak (so the search must recompute or choose
 # another schedule or layout; 0.8 x when nothing fits under 0.6 x). Compared per plan: the
@@ -32,7 +33,11 @@ ranks() { "$python" -c 'import json,sys; print(sum(len(s["ranks"]) for s in json
 
 for entry in "${models[@]}"; do
   read -r name batch <<<"$entry"
-  "$loom" profile --model "$name" --size cpu --microbatch 8 --threads 1 --repeats 5 --out "$work/$name.profile" >/dev/null
+  # Measured at every micro-batch size a plan for this batch can pick (the powers of two up to it),
+  # so the search interpolates between measurements instead of scaling micro-batch 8 linearly.
+  also=$(for ((s = 1; s <= batch; s *= 2)); do [ $s = 8 ] || printf '%s,' $s; done)
+  "$loom" profile --model "$name" --size cpu --microbatch 8 --also-at "${also%,}" --threads 1 --repeats 5 \
+    --out "$work/$name.profile" >/dev/null
   plan "$name" 4GB "$work/$name-loose.json"
   tight=$(( $(largest_peak "$work/$name-loose.json") * 6 / 10 ))
   plan "$name" "$tight" "$work/$name-tight.json" || {

@@ -115,6 +115,10 @@ expect_single_failure("partition: the ranges end at layer 0, but the profile has
                       plan --profile ${WORK_DIR}/two_layers.json --cluster 1x2 --global-batch 8 --partition 0-0)
 expect_single_failure("--partition: '1' is not a layer range"
                       plan --profile ${WORK_DIR}/two_layers.json --cluster 1x2 --global-batch 8 --partition 0-0,1)
+expect_single_failure("--also-at: micro-batch 4 is given twice (or equals --microbatch)"
+                      profile --model mlp --size tiny --microbatch 4 --also-at 2,4)
+expect_single_failure("--also-at: a micro-batch size must be in [1, 2^20], got 0"
+                      profile --model mlp --size tiny --microbatch 4 --also-at 0)
 expect_single_failure("--microbatches: give one count with --partition"
                       plan --profile ${WORK_DIR}/two_layers.json --cluster 1x2 --global-batch 8 --partition 0-0,1-1
                       --microbatches 2,4)
