@@ -60,15 +60,20 @@ int affinity_cores() {
   return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));  // more CPUs than cpu_set_t holds
 }
 
+int local_rank_count() {
+  int local_ranks = 0;
+  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "MV2_COMM_WORLD_LOCAL_SIZE"})
+    if (local_ranks <= 0) local_ranks = env_int(name);
+  return local_ranks;
+}
+
 int default_num_threads() {
   if (const int requested = env_int("LOOM_NUM_THREADS"); requested > 0) {
     LOOM_CHECK(requested <= kMaxThreads, "LOOM_NUM_THREADS=", requested, " is more than ", kMaxThreads, " threads");
     warn_if_oversubscribed(requested, "LOOM_NUM_THREADS");
     return requested;
   }
-  int local_ranks = 0;
-  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "MV2_COMM_WORLD_LOCAL_SIZE"})
-    if (local_ranks <= 0) local_ranks = env_int(name);
+  const int local_ranks = local_rank_count();
   // Bound ranks (each its own cores) get their affinity; unbound ones share the machine's cores.
   const int machine = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   return std::max(1, std::min(affinity_cores(), machine / std::max(1, local_ranks)));

@@ -118,18 +118,25 @@ bool keeps_relu_mask(ActivationKind kind, const Tensor& x) {
          ops::gemm_operand_dtype() != DType::f32;
 }
 
-// y = max(x, 0) and its mask, spread over threads by whole mask words.
+// fn(first word, first element, elements) over n elements' mask words, spread over threads by
+// whole words.
+template <typename Fn>
+void over_mask_words(std::int64_t n, Fn fn) {
+  constexpr std::int64_t bits = detail::relu_mask::kBitsPerWord;
+  parallel_for(detail::relu_mask::words(n), (1 << 14) / bits, [&](std::int64_t begin, std::int64_t end) {
+    fn(begin, begin * bits, std::min(end * bits, n) - begin * bits);
+  });
+}
+
+// y = max(x, 0) and its mask.
 Tensor relu_with_mask(const Tensor& x, const Tensor& y) {
-  const std::int64_t n = x.numel(), words = detail::relu_mask::words(n);
-  Tensor mask = Tensor::empty(Shape{words}, DType::i32, x.device());
+  Tensor mask = Tensor::empty(Shape{detail::relu_mask::words(x.numel())}, DType::i32, x.device());
   const float* in = x.data<float>();
   float* out = y.data<float>();
   auto* bits = reinterpret_cast<std::uint32_t*>(mask.data<std::int32_t>());
-  parallel_for(words, (1 << 14) / detail::relu_mask::kBitsPerWord, [&](std::int64_t begin, std::int64_t end) {
-    const std::int64_t first = begin * detail::relu_mask::kBitsPerWord;
-    const std::int64_t count = std::min(end * detail::relu_mask::kBitsPerWord, n) - first;
+  over_mask_words(x.numel(), [&](std::int64_t word, std::int64_t first, std::int64_t count) {
     eigen_forward(activation_math::Kind::relu, in + first, out + first, count);
-    detail::relu_mask::pack_positive(out + first, bits + begin, count);
+    detail::relu_mask::pack_positive(out + first, bits + word, count);
   });
   return mask;
 }
@@ -137,14 +144,11 @@ Tensor relu_with_mask(const Tensor& x, const Tensor& y) {
 // The input gradient from a kept mask: grad_y where the output was positive.
 Tensor relu_backward_from_mask(const Tensor& mask, const Tensor& grad_y) {
   Tensor grad_x = detail::empty_like(grad_y);
-  const std::int64_t n = grad_y.numel();
   const auto* bits = reinterpret_cast<const std::uint32_t*>(mask.data<std::int32_t>());
   const float* g = grad_y.data<float>();
   float* dx = grad_x.data<float>();
-  parallel_for(mask.numel(), (1 << 14) / detail::relu_mask::kBitsPerWord, [&](std::int64_t begin, std::int64_t end) {
-    const std::int64_t first = begin * detail::relu_mask::kBitsPerWord;
-    const std::int64_t count = std::min(end * detail::relu_mask::kBitsPerWord, n) - first;
-    detail::relu_mask::select(bits + begin, g + first, dx + first, count);
+  over_mask_words(grad_y.numel(), [&](std::int64_t word, std::int64_t first, std::int64_t count) {
+    detail::relu_mask::select(bits + word, g + first, dx + first, count);
   });
   return grad_x;
 }

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include <loom/core/error.h>
+#include <loom/core/threads.h>
 
 #include "backend.h"
 
@@ -36,16 +37,13 @@ std::size_t round_block(std::size_t bytes) {
   return (aligned + step - 1) / step * step;
 }
 
-// A quarter of the host's physical memory over the ranks that share it (MPI launchers' local size
-// variables; 1 without one), and at least 2 GiB.
+// A quarter of the host's physical memory over the ranks that share it (local_rank_count(); 1
+// without one), and at least 2 GiB.
 std::int64_t default_cache_limit_bytes() {
   constexpr std::int64_t kAtLeast = std::int64_t{2048} << 20;
   const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
   if (pages <= 0 || page <= 0) return kAtLeast;
-  long long local_ranks = 0;
-  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "MV2_COMM_WORLD_LOCAL_SIZE"})
-    if (const char* value = std::getenv(name); local_ranks <= 0 && value != nullptr) local_ranks = std::atoll(value);
-  const std::int64_t share = static_cast<std::int64_t>(pages) * page / 4 / std::max<long long>(1, local_ranks);
+  const std::int64_t share = static_cast<std::int64_t>(pages) * page / 4 / std::max(1, local_rank_count());
   return std::max(kAtLeast, share);
 }
 

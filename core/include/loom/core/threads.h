@@ -12,8 +12,11 @@ void set_num_threads(int threads);
 int num_threads();
 // Cores this process may run on (sched_getaffinity), at least 1.
 int affinity_cores();
-// LOOM_NUM_THREADS if set, else min(affinity_cores(), hardware cores / ranks on this node (from
-// the MPI launcher's environment)), at least 1.
+// Ranks on this node as the MPI launcher's environment says (Open MPI, MPICH, MVAPICH local size
+// variables); 0 when none is set.
+int local_rank_count();
+// LOOM_NUM_THREADS if set, else min(affinity_cores(), hardware cores / local_rank_count()), at
+// least 1.
 int default_num_threads();
 
 }  // namespace loom
