@@ -248,6 +248,7 @@ void run(const PlanOptions& o) {
   planner::PlannerOptions options;
   options.cost.optimizer_state_factor = optimizer_state_tensors(parse_optimizer_kind(o.optimizer));
   options.cost.zero = o.zero == 1;
+  options.cost.step_ms_per_mb = profile.step_ms_per_mb_of(o.optimizer);
   options.cost.overlap_allreduce = o.overlap;
   if (!o.microbatches.empty()) options.microbatch_counts = positive_counts(o.microbatches, "--microbatches");
   if (o.simulate_candidates < 0 || o.simulate_candidates > 1000)

@@ -113,6 +113,7 @@ void run_partition(const PartitionOptions& o) {
   planner::CostOptions options;
   options.optimizer_state_factor = optimizer_state_tensors(parse_optimizer_kind(o.optimizer));
   options.zero = o.zero == 1;
+  options.step_ms_per_mb = profile.step_ms_per_mb_of(o.optimizer);
   const planner::PartitionEvaluation e = planner::evaluate_partition(profile, cluster, p, options);
   if (o.json)
     std::cout << partition_json(p, e).dump(2) << "\n";

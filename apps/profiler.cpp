@@ -9,6 +9,7 @@
 #include <loom/core/memory.h>
 #include <loom/core/threads.h>
 #include <loom/core/timer.h>
+#include <loom/layers/optimizer.h>
 #include <loom/models/dataset.h>
 #include <loom/runtime/stage_runner.h>
 #include "median.h"
@@ -78,6 +79,9 @@ class BlockRunner {
   // Backward from the gradient of the block's outputs (ignored by the last block, which starts
   // from its loss); returns the gradient of its inputs.
   TensorList backward(const TensorList& grad_outputs) { return runner_.backward(0, grad_outputs); }
+  // The two halves a zero-bubble schedule runs apart: the input gradient, then the weight gradient.
+  TensorList backward_input(const TensorList& grad_outputs) { return runner_.backward_input(0, grad_outputs); }
+  void backward_weight() { runner_.backward_weight(0); }
   void release() { runner_.release_all(); }
   Chain& block() { return *block_; }
 
@@ -120,6 +124,119 @@ BlockMemory probe_block(BlockRunner& runner, const TensorList& inputs, Device de
   return m;
 }
 
+using Runners = std::vector<std::unique_ptr<BlockRunner>>;
+
+// Milliseconds per block of each kind of pass, one entry per timed pass.
+struct BlockTimes {
+  explicit BlockTimes(std::size_t blocks) : forward(blocks), backward(blocks), input(blocks), weight(blocks) {}
+  std::vector<std::vector<double>> forward, backward, input, weight;
+};
+
+// A pass: every block's forward, then every backward (fused), or, `split`, every BI and then every BW (as a
+// zero-bubble kind runs a chunk). `times` null: a warm-up pass.
+void run_pass(Runners& runners, const Microbatch& mb, Device device, bool split, BlockTimes* times) {
+  const std::size_t blocks = runners.size();
+  auto keep = [&](std::vector<std::vector<double>>& into, std::size_t i, double ms) {
+    if (times) into[i].push_back(ms);
+  };
+  TensorList x = {mb.inputs};
+  for (std::size_t i = 0; i < blocks; ++i) {
+    const double ms = timed_ms(device, [&] { x = runners[i]->forward(x); });
+    if (times) keep(times->forward, i, ms);
+  }
+  TensorList grad;
+  for (std::size_t i = blocks; i-- > 0;) {
+    if (!split) {
+      const double ms = timed_ms(device, [&] { grad = runners[i]->backward(grad); });
+      if (times) keep(times->backward, i, ms);
+      continue;
+    }
+    const double ms = timed_ms(device, [&] { grad = runners[i]->backward_input(grad); });
+    if (times) keep(times->input, i, ms);
+  }
+  for (std::size_t i = blocks; split && i-- > 0;) {
+    const double ms = timed_ms(device, [&] { runners[i]->backward_weight(); });
+    if (times) keep(times->weight, i, ms);
+  }
+}
+
+// What each block holds only while it runs, and between its BI and BW.
+struct BlockWork {
+  std::int64_t forward = 0, backward = 0, input = 0, weight = 0, split_held = 0;
+};
+
+std::int64_t live_total(Device device) { return memory_stats(device).live_bytes; }
+
+// One fused pass and one split pass, reading the ledger's peak around every block: its forward's peak above
+// what is live after it (its kept bytes and outputs included), its backward's, BI's and BW's peaks above what
+// was live before each (its kept bytes and output gradient included), and what its BI leaves live beyond its
+// input gradient, less what it freed (at least 0).
+std::vector<BlockWork> probe_work(Runners& runners, const Microbatch& mb, Device device) {
+  std::vector<BlockWork> work(runners.size());
+  for (bool split : {false, true}) {
+    TensorList x = {mb.inputs};
+    for (std::size_t i = 0; i < runners.size(); ++i) {
+      reset_peak_memory(device);
+      x = runners[i]->forward(x);
+      if (!split) work[i].forward = std::max<std::int64_t>(0, memory_stats(device).peak_bytes - live_total(device));
+    }
+    x.clear();
+    TensorList grad;
+    for (std::size_t i = runners.size(); i-- > 0;) {
+      const std::int64_t before = live_total(device), grad_out = bytes_of(grad);
+      reset_peak_memory(device);
+      grad = split ? runners[i]->backward_input(grad) : runners[i]->backward(grad);
+      (split ? work[i].input : work[i].backward) = std::max<std::int64_t>(0, memory_stats(device).peak_bytes - before);
+      if (split)
+        work[i].split_held = std::max<std::int64_t>(0, live_total(device) - before - bytes_of(grad) + grad_out);
+    }
+    grad.clear();
+    for (std::size_t i = runners.size(); split && i-- > 0;) {
+      const std::int64_t before = live_total(device);
+      reset_peak_memory(device);
+      runners[i]->backward_weight();
+      work[i].weight = std::max<std::int64_t>(0, memory_stats(device).peak_bytes - before);
+    }
+  }
+  for (auto& runner : runners) runner->release();
+  return work;
+}
+
+// Milliseconds of one step of `optimizer` per MB of the model's parameters (median of `repeats`).
+double step_ms_per_mb(Runners& runners, const std::string& optimizer, int repeats, Device device) {
+  std::vector<NamedParameter> parameters;
+  double bytes = 0;
+  for (std::size_t i = 0; i < runners.size(); ++i)
+    for (NamedParameter& p : runners[i]->block().parameters("b" + std::to_string(i) + ".")) {
+      if (!p.parameter->trainable) continue;
+      bytes += static_cast<double>(p.parameter->value.nbytes());
+      parameters.push_back(p);
+    }
+  if (parameters.empty() || bytes <= 0) return 0;
+  std::unique_ptr<Optimizer> step;
+  if (optimizer == "adam")
+    step = std::make_unique<Adam>(parameters);
+  else
+    step = std::make_unique<Sgd>(parameters, SgdOptions{0.9});  // loom train's default momentum
+  std::vector<double> ms;
+  for (int r = 0; r < repeats + 1; ++r) {
+    const double t = timed_ms(device, [&] { step->step(0.0); });  // lr 0: the weights stay as they are
+    if (r > 0) ms.push_back(t);
+  }
+  return median(ms) / (bytes / 1e6);
+}
+
+// The data's share: bytes of a micro-batch's inputs and targets, and the median time to read one.
+void profile_data(const ModelSpec& spec, const ProfileOptions& o, const Microbatch& mb, Device device,
+                  planner::Profile& profile) {
+  profile.input_bytes = static_cast<double>(mb.inputs.nbytes());
+  profile.target_bytes = mb.targets.defined() ? static_cast<double>(mb.targets.nbytes()) : 0.0;
+  std::vector<double> ms;
+  for (int r = 0; r < std::max(3, o.repeats); ++r)
+    ms.push_back(timed_ms(device, [&] { (void)read_microbatch(spec, o.microbatch, o.seed + 1 + r, device); }));
+  profile.data_ms = median(ms);
+}
+
 }  // namespace
 
 planner::Profile profile_model(const ProfileOptions& o) {
@@ -148,23 +265,9 @@ planner::Profile profile_model(const ProfileOptions& o) {
     if (loss) loss->to(device);
     runners.push_back(std::make_unique<BlockRunner>(std::move(block), std::move(loss), mb, o.seed));
   }
-  // Blocks are timed inside whole passes (every forward, then every backward), as a stage runs
-  // them: a block timed alone, over and over, finds its weights in cache and looks faster.
-  std::vector<std::vector<double>> forward_ms(blocks), backward_ms(blocks);
-  auto pass = [&](bool timed) {
-    TensorList x = {mb.inputs};
-    for (std::int64_t i = 0; i < blocks; ++i) {
-      const double ms = timed_ms(device, [&] { x = runners[i]->forward(x); });
-      if (timed) forward_ms[i].push_back(ms);
-    }
-    TensorList grad;
-    for (std::int64_t i = blocks; i-- > 0;) {
-      const double ms = timed_ms(device, [&] { grad = runners[i]->backward(grad); });
-      if (timed) backward_ms[i].push_back(ms);
-    }
-  };
-  for (int w = 0; w < std::max(o.warmup, 1); ++w) pass(false);
-
+  // Blocks are timed inside whole passes (every forward, then every backward), as a stage runs them: a block
+  // timed alone, over and over, finds its weights in cache and looks faster.
+  for (int w = 0; w < std::max(o.warmup, 1); ++w) run_pass(runners, mb, device, w % 2 == 1, nullptr);
   std::vector<BlockMemory> memory;
   TensorList inputs = {mb.inputs};
   for (std::int64_t i = 0; i < blocks; ++i) {
@@ -172,14 +275,28 @@ planner::Profile profile_model(const ProfileOptions& o) {
     inputs = runners[i]->forward(inputs);
     runners[i]->release();
   }
-  for (int r = 0; r < o.repeats; ++r) pass(true);
-
+  inputs.clear();
+  const std::vector<BlockWork> work = probe_work(runners, mb, device);
+  BlockTimes times(static_cast<std::size_t>(blocks));
+  for (int r = 0; r < o.repeats; ++r) {
+    run_pass(runners, mb, device, false, &times);
+    run_pass(runners, mb, device, true, &times);
+  }
   for (std::int64_t i = 0; i < blocks; ++i) {
     planner::LayerProfile layer;
     layer.name = spec.block_names.at(static_cast<std::size_t>(i));
-    layer.cost.forward_ms = median(forward_ms[i]);
-    layer.cost.backward_ms = median(backward_ms[i]);
-    layer.cost.boundary_bytes = static_cast<double>(memory[i].output_bytes);
+    const auto b = static_cast<std::size_t>(i);
+    layer.cost = {median(times.forward[b]),
+                  median(times.backward[b]),
+                  0,
+                  static_cast<double>(memory[b].output_bytes),
+                  median(times.input[b]),
+                  median(times.weight[b]),
+                  static_cast<double>(work[b].forward),
+                  static_cast<double>(work[b].backward),
+                  static_cast<double>(work[b].split_held),
+                  static_cast<double>(work[b].input),
+                  static_cast<double>(work[b].weight)};
     layer.parameter_bytes = static_cast<double>(runners[i]->block().parameter_bytes());
     profile.layers.push_back(layer);
   }
@@ -192,6 +309,9 @@ planner::Profile profile_model(const ProfileOptions& o) {
       kept += std::max<std::int64_t>(0, memory[static_cast<std::size_t>(i + 1)].input_kept - m.outputs_kept_by_self);
     profile.layers[static_cast<std::size_t>(i)].cost.activation_bytes = static_cast<double>(kept);
   }
+  profile_data(spec, o, mb, device, profile);
+  for (const char* optimizer : {"sgd", "adam"})
+    profile.step_ms_per_mb[optimizer] = step_ms_per_mb(runners, optimizer, o.repeats, device);
   for (auto& runner : runners) runner->block().zero_grad();
   planner::validate(profile);
   return profile;

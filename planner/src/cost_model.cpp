@@ -152,6 +152,24 @@ double state_bytes(double weight_bytes, int replicas, const CostOptions& options
   return weight_bytes * (2 + options.optimizer_state_factor / (options.zero ? replicas : 1)) + buckets;
 }
 
+double communicator_scratch_bytes(const Cluster& cluster, const std::vector<int>& devices, double weight_bytes) {
+  if (devices.size() < 2 || weight_bytes <= 0) return 0;
+  constexpr double kSegment = 1 << 20, kBucket = 25.0 * (1 << 20);
+  const auto window = [&](double bucket, int group) {
+    if (group < 2) return 0.0;
+    const double part = (group & (group - 1)) == 0 ? bucket / 2 : bucket / group;
+    return std::min(4.0, std::ceil(part / kSegment)) * kSegment;
+  };
+  std::vector<int> nodes;
+  int local = 0;
+  for (int d : devices) {
+    if (std::find(nodes.begin(), nodes.end(), cluster.node_of(d)) == nodes.end()) nodes.push_back(cluster.node_of(d));
+    local += cluster.node_of(d) == cluster.node_of(devices.front()) ? 1 : 0;
+  }
+  const double bucket = std::min(weight_bytes, kBucket);
+  return window(bucket, local) + window(bucket / local, static_cast<int>(nodes.size()));
+}
+
 RangeCost range_cost(const Profile& profile, int first, int last, int rows) {
   RangeCost cost;
   cost.kept_bytes = first > 0 ? profile.cost_at(first - 1, rows).boundary_bytes : 0.0;

@@ -1,5 +1,6 @@
 #include "json_input.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -111,12 +112,15 @@ std::string string_field_or(const nlohmann::json& object, const char* key, const
 
 void reject_unknown_fields(const nlohmann::json& object, std::initializer_list<const char*> known,
                            const std::string& source, const std::string& where) {
+  reject_unknown_fields(object, std::vector<std::string>(known.begin(), known.end()), source, where);
+}
+
+void reject_unknown_fields(const nlohmann::json& object, const std::vector<std::string>& known,
+                           const std::string& source, const std::string& where) {
   if (!object.is_object()) LOOM_THROW(source, ": ", where.empty() ? "the document" : where, " must be a JSON object");
-  for (auto it = object.begin(); it != object.end(); ++it) {
-    bool found = false;
-    for (const char* k : known) found = found || it.key() == k;
-    if (!found) LOOM_THROW(source, ": unknown field ", dotted(where, excerpt(it.key()).c_str()));
-  }
+  for (auto it = object.begin(); it != object.end(); ++it)
+    if (std::find(known.begin(), known.end(), it.key()) == known.end())
+      LOOM_THROW(source, ": unknown field ", dotted(where, excerpt(it.key()).c_str()));
 }
 
 }  // namespace loom::planner::detail

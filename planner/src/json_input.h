@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -35,6 +36,8 @@ int int_field(const nlohmann::json& object, const char* key, const std::string& 
 std::string string_field_or(const nlohmann::json& object, const char* key, const std::string& fallback,
                             const std::string& source, const std::string& where);
 void reject_unknown_fields(const nlohmann::json& object, std::initializer_list<const char*> known,
+                           const std::string& source, const std::string& where);
+void reject_unknown_fields(const nlohmann::json& object, const std::vector<std::string>& known,
                            const std::string& source, const std::string& where);
 
 }  // namespace loom::planner::detail

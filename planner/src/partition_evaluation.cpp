@@ -131,39 +131,61 @@ double overlapped_allreduce_ms(const Profile& profile, int first, int last, int 
   return std::max(0.0, done - ready);
 }
 
-// Pipeline stage s's costs, chunk by chunk, and its static bytes.
-schedule::StageCost stage_costs(const Profile& profile, const Cluster& cluster, const Partition& p,
-                                const schedule::Schedule& sched, const std::vector<int>& devices, int s,
-                                const CostOptions& options, double& static_bytes) {
-  const int b = p.global_batch / p.microbatches;
-  const int rows = ceil_div(b, static_cast<int>(devices.size()));
-  const LinearCost ar = allreduce_cost(cluster, devices);
-  schedule::StageCost cost;
-  static_bytes = 0;
-  const std::vector<int> none;
-  const std::vector<int>& recompute = p.recompute.empty() ? none : p.recompute[static_cast<std::size_t>(s)];
-  for (int c = 0; c < sched.chunks; ++c) {
-    const auto [first, last] = p.layers[static_cast<std::size_t>(sched.virtual_stage(s, c))];
-    const RangeCost work = range_cost(profile, first, last, rows);
-    const ChunkRecompute again = chunk_recompute(profile, first, last, rows, recompute);
-    const double weights = profile.parameter_bytes(first, last);
-    static_bytes += state_bytes(weights, static_cast<int>(devices.size()), options);
-    cost.allreduce_ms += options.overlap_allreduce ? overlapped_allreduce_ms(profile, first, last, rows, ar) : ar.at(weights);
-    cost.forward_ms += work.forward_ms;
-    cost.backward_ms += work.backward_ms + again.forward_ms;
-    cost.chunk_forward_ms.push_back(work.forward_ms);
-    cost.chunk_backward_ms.push_back(work.backward_ms + again.forward_ms);
-    cost.chunk_activation_bytes.push_back(work.kept_bytes - again.saved_bytes + again.input_bytes);
-    cost.forward_transient_bytes = std::max(cost.forward_transient_bytes, again.saved_bytes);
-    cost.chunk_boundary_bytes.push_back(last + 1 < profile.size() ? profile.cost_at(last, b).boundary_bytes : 0.0);
+// What a chunk holds beyond its kept bytes while its forward, B, BI or BW runs, and from its BI to its BW
+// (schedule::StageCost::ChunkMemory's first five), from its layers' working sets. Block j's forward peaks at
+// the kept bytes of the chunk's blocks up to j (its input included) plus its forward workspace; its B, after
+// the later blocks have freed theirs, at that prefix plus its backward workspace; its BI with nothing freed
+// and the later blocks' split holds added; its BW with the later blocks' kept bytes and split holds freed.
+schedule::StageCost::ChunkMemory chunk_work(const Profile& profile, int first, int last, int rows) {
+  schedule::StageCost::ChunkMemory m;
+  double prefix = first > 0 ? profile.cost_at(first - 1, rows).boundary_bytes : 0.0;
+  double forward_peak = 0, backward_peak = 0;
+  for (int l = first; l <= last; ++l) {
+    const LayerCost c = profile.cost_at(l, rows);
+    prefix += c.activation_bytes;
+    forward_peak = std::max(forward_peak, prefix + c.forward_workspace_bytes);
+    backward_peak = std::max(backward_peak, prefix + c.backward_workspace_bytes);
   }
-  static_bytes -= shared_tie_bytes(profile, p, sched, s, static_cast<int>(devices.size()), options);
-  return cost;
+  m.forward_extra = std::max(0.0, forward_peak - prefix);
+  m.backward_extra = std::max(0.0, backward_peak - prefix);
+  double later_split = 0, freed = 0;  // BI and BW run last layer first
+  for (int l = last; l >= first; --l) {
+    const LayerCost c = profile.cost_at(l, rows);
+    m.input_extra = std::max(m.input_extra, later_split + c.input_workspace_bytes);
+    later_split += c.split_held_bytes;
+  }
+  m.split_held = later_split;
+  for (int l = last; l >= first; --l) {
+    const LayerCost c = profile.cost_at(l, rows);
+    m.weight_extra = std::max(m.weight_extra, c.weight_workspace_bytes - freed);
+    freed += c.activation_bytes + c.split_held_bytes;
+  }
+  return m;
 }
 
-// The tie groups' allreduce (runtime/tied_parameters.h): where a tie's two layers are on different
-// stages, both stages' devices sum the copy's gradient before the step, after their replicas'
-// allreduce; each of the two stages waits for it, as for its own allreduce.
+// The BI and BW times of layers first..last (each known, or half the layer's B).
+std::pair<double, double> split_backward_ms(const Profile& profile, int first, int last, int rows) {
+  double input = 0, weight = 0;
+  for (int l = first; l <= last; ++l) {
+    const LayerCost c = profile.cost_at(l, rows);
+    input += c.input_ms();
+    weight += c.weight_ms();
+  }
+  return {input, weight};
+}
+
+// The output gradient chunk c of stage s receives from another stage's chunk, if any.
+void gradient_receive(const Profile& profile, const Partition& p, const schedule::Schedule& sched, int s, int c,
+                      int rows, schedule::StageCost::ChunkMemory& m) {
+  const int v = sched.virtual_stage(s, c);
+  const int last = p.layers[static_cast<std::size_t>(v)].second;
+  if (v + 1 < sched.virtual_stages() && sched.stage_of(v + 1) != s)
+    m.gradient_receive = profile.cost_at(last, rows).boundary_bytes;
+}
+
+// The tie groups' allreduce (runtime/tied_parameters.h): where a tie's two layers are on different stages,
+// both stages' devices sum the copy's gradient before the step, after their replicas' allreduce; each of the
+// two stages waits for it, as for its own allreduce.
 void add_tie_allreduce(const Profile& profile, const Cluster& cluster, const Partition& p,
                        const schedule::Schedule& sched, const Placed& placed, schedule::CostModel& costs) {
   const auto stage_of = [&](int layer) {
@@ -185,6 +207,48 @@ void add_tie_allreduce(const Profile& profile, const Cluster& cluster, const Par
 }
 
 }  // namespace
+
+schedule::StageCost stage_costs(const Profile& profile, const Cluster& cluster, const Partition& p,
+                                const schedule::Schedule& sched, const std::vector<int>& devices, int s,
+                                const CostOptions& options, double& static_bytes) {
+  const int b = p.global_batch / p.microbatches;
+  const int rows = ceil_div(b, static_cast<int>(devices.size()));
+  const double data_share = rows / profile.microbatch;  // the profile's data costs are per micro-batch
+  const LinearCost ar = allreduce_cost(cluster, devices);
+  schedule::StageCost cost;
+  static_bytes = 0;
+  const std::vector<int> none;
+  const std::vector<int>& recompute = p.recompute.empty() ? none : p.recompute[static_cast<std::size_t>(s)];
+  for (int c = 0; c < sched.chunks; ++c) {
+    const auto [first, last] = p.layers[static_cast<std::size_t>(sched.virtual_stage(s, c))];
+    const RangeCost work = range_cost(profile, first, last, rows);
+    const ChunkRecompute again = chunk_recompute(profile, first, last, rows, recompute);
+    const double weights = profile.parameter_bytes(first, last);
+    const bool reads_inputs = first == 0, reads_targets = last + 1 == profile.size();
+    static_bytes += state_bytes(weights, static_cast<int>(devices.size()), options) +
+                    communicator_scratch_bytes(cluster, devices, weights);
+    cost.allreduce_ms +=
+        options.overlap_allreduce ? overlapped_allreduce_ms(profile, first, last, rows, ar) : ar.at(weights);
+    cost.step_ms += weights / 1e6 * options.step_ms_per_mb / (options.zero && devices.size() > 1 ? devices.size() : 1);
+    const double forward_ms = work.forward_ms + (reads_inputs ? profile.data_ms * data_share : 0.0);
+    cost.forward_ms += forward_ms;
+    cost.backward_ms += work.backward_ms + again.forward_ms;
+    cost.chunk_forward_ms.push_back(forward_ms);
+    cost.chunk_backward_ms.push_back(work.backward_ms + again.forward_ms);
+    const auto [input_ms, weight_ms] = split_backward_ms(profile, first, last, rows);
+    cost.chunk_backward_input_ms.push_back(input_ms + again.forward_ms);  // BI recomputes what it needs
+    cost.chunk_backward_weight_ms.push_back(weight_ms);
+    cost.chunk_activation_bytes.push_back(work.kept_bytes - again.saved_bytes + again.input_bytes +
+                                          (reads_inputs ? profile.input_bytes * data_share : 0.0) +
+                                          (reads_targets ? profile.target_bytes * data_share : 0.0));
+    cost.forward_transient_bytes = std::max(cost.forward_transient_bytes, again.saved_bytes);
+    cost.chunk_boundary_bytes.push_back(last + 1 < profile.size() ? profile.cost_at(last, b).boundary_bytes : 0.0);
+    cost.chunk_memory.push_back(chunk_work(profile, first, last, rows));
+    gradient_receive(profile, p, sched, s, c, rows, cost.chunk_memory.back());
+  }
+  static_bytes -= shared_tie_bytes(profile, p, sched, s, static_cast<int>(devices.size()), options);
+  return cost;
+}
 
 PartitionEvaluation evaluate_partition(const Profile& profile, const Cluster& cluster, const Partition& p,
                                        const CostOptions& options, const schedule::Schedule* made) {

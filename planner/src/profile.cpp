@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
+#include <utility>
 
 #include <loom/schedule/text.h>
 
@@ -12,16 +14,34 @@ namespace loom::planner {
 
 namespace {
 
+// Every field of LayerCost that grows with the micro-batch (all of them).
+constexpr double LayerCost::*kScaledFields[] = {&LayerCost::forward_ms,
+                                                &LayerCost::backward_ms,
+                                                &LayerCost::activation_bytes,
+                                                &LayerCost::boundary_bytes,
+                                                &LayerCost::backward_input_ms,
+                                                &LayerCost::backward_weight_ms,
+                                                &LayerCost::forward_workspace_bytes,
+                                                &LayerCost::backward_workspace_bytes,
+                                                &LayerCost::split_held_bytes,
+                                                &LayerCost::input_workspace_bytes,
+                                                &LayerCost::weight_workspace_bytes};
+
 LayerCost scaled(const LayerCost& cost, double factor) {
-  return {cost.forward_ms * factor, cost.backward_ms * factor, cost.activation_bytes * factor,
-          cost.boundary_bytes * factor};
+  LayerCost out = cost;
+  for (double LayerCost::*field : kScaledFields) out.*field = cost.*field * factor;
+  return out;  // an unknown BI/BW (< 0) stays unknown
 }
 
+// Between two measurements; a BI/BW time known at one of them only is taken as the other's half B.
 LayerCost mix(const LayerCost& a, const LayerCost& b, double t) {
-  return {a.forward_ms + t * (b.forward_ms - a.forward_ms),
-          a.backward_ms + t * (b.backward_ms - a.backward_ms),
-          a.activation_bytes + t * (b.activation_bytes - a.activation_bytes),
-          a.boundary_bytes + t * (b.boundary_bytes - a.boundary_bytes)};
+  LayerCost out = a;
+  for (double LayerCost::*field : kScaledFields) out.*field = a.*field + t * (b.*field - a.*field);
+  if (a.backward_input_ms >= 0 || b.backward_input_ms >= 0) {
+    out.backward_input_ms = a.input_ms() + t * (b.input_ms() - a.input_ms());
+    out.backward_weight_ms = a.weight_ms() + t * (b.weight_ms() - a.weight_ms());
+  }
+  return out;
 }
 
 bool within(double x, double most) { return std::isfinite(x) && x >= 0 && x <= most; }
@@ -38,6 +58,15 @@ void check_cost(const Profile& profile, int layer, const LayerCost& cost) {
   check_value(profile, layer, "backward_ms", cost.backward_ms, kMaxLayerMs, "ms");
   check_value(profile, layer, "activation_bytes", cost.activation_bytes, kMaxLayerBytes, "bytes");
   check_value(profile, layer, "boundary_bytes", cost.boundary_bytes, kMaxLayerBytes, "bytes");
+  if (cost.backward_input_ms >= 0 || cost.backward_weight_ms >= 0) {
+    check_value(profile, layer, "backward_input_ms", cost.backward_input_ms, kMaxLayerMs, "ms");
+    check_value(profile, layer, "backward_weight_ms", cost.backward_weight_ms, kMaxLayerMs, "ms");
+  }
+  check_value(profile, layer, "forward_workspace_bytes", cost.forward_workspace_bytes, kMaxLayerBytes, "bytes");
+  check_value(profile, layer, "backward_workspace_bytes", cost.backward_workspace_bytes, kMaxLayerBytes, "bytes");
+  check_value(profile, layer, "split_held_bytes", cost.split_held_bytes, kMaxLayerBytes, "bytes");
+  check_value(profile, layer, "input_workspace_bytes", cost.input_workspace_bytes, kMaxLayerBytes, "bytes");
+  check_value(profile, layer, "weight_workspace_bytes", cost.weight_workspace_bytes, kMaxLayerBytes, "bytes");
 }
 
 bool valid_microbatch(double size) {
@@ -72,6 +101,12 @@ double Profile::parameter_bytes(int first, int last) const {
   return sum;
 }
 
+double Profile::step_ms_per_mb_of(const std::string& optimizer) const {
+  const std::string measured = optimizer == "momentum" ? "sgd" : optimizer == "adamw" ? "adam" : optimizer;
+  const auto it = step_ms_per_mb.find(measured);
+  return it == step_ms_per_mb.end() ? 0.0 : it->second;
+}
+
 double Profile::total_parameter_bytes() const { return layers.empty() ? 0 : parameter_bytes(0, size() - 1); }
 
 void validate(const Profile& profile) {
@@ -96,6 +131,15 @@ void validate(const Profile& profile) {
       check_cost(profile, l, m.cost);
     }
   }
+  for (const auto& [what, value] : std::initializer_list<std::pair<const char*, double>>{
+           {"input_bytes", profile.input_bytes}, {"target_bytes", profile.target_bytes}, {"data_ms", profile.data_ms}})
+    if (!within(value, what[0] == 'd' ? kMaxLayerMs : kMaxLayerBytes))
+      LOOM_THROW(profile.source, ": ", what, " is ", value, "; it must be finite, non-negative and at most ",
+                 what[0] == 'd' ? kMaxLayerMs : kMaxLayerBytes);
+  for (const auto& [optimizer, ms] : profile.step_ms_per_mb)
+    if (!within(ms, kMaxLayerMs))
+      LOOM_THROW(profile.source, ": step_ms_per_mb.", schedule::excerpt(optimizer), " is ", ms,
+                 "; it must be finite, non-negative and at most ", kMaxLayerMs);
   for (std::size_t t = 0; t < profile.ties.size(); ++t) {
     const LayerTie& tie = profile.ties[t];
     if (tie.canonical_layer < 0 || tie.canonical_layer >= profile.size() || tie.copy_layer < 0 ||

@@ -22,14 +22,61 @@ LayerCost read_cost(const nlohmann::json& object, const std::string& source, con
   cost.backward_ms = detail::number_field(object, "backward_ms", source, where);
   cost.activation_bytes = detail::number_field(object, "activation_bytes", source, where);
   cost.boundary_bytes = detail::number_field_or(object, "boundary_bytes", cost.activation_bytes, source, where);
+  const bool split = detail::find_field(object, "backward_input_ms", source, where, false) ||
+                     detail::find_field(object, "backward_weight_ms", source, where, false);
+  if (split) {  // both or neither
+    cost.backward_input_ms = detail::number_field(object, "backward_input_ms", source, where);
+    cost.backward_weight_ms = detail::number_field(object, "backward_weight_ms", source, where);
+  }
+  cost.forward_workspace_bytes = detail::number_field_or(object, "forward_workspace_bytes", 0, source, where);
+  cost.backward_workspace_bytes = detail::number_field_or(object, "backward_workspace_bytes", 0, source, where);
+  cost.split_held_bytes = detail::number_field_or(object, "split_held_bytes", 0, source, where);
+  cost.input_workspace_bytes = detail::number_field_or(object, "input_workspace_bytes", 0, source, where);
+  cost.weight_workspace_bytes = detail::number_field_or(object, "weight_workspace_bytes", 0, source, where);
   return cost;
 }
 
+// The cost fields a layer or measurement may carry (version 2 added the last seven).
+const std::vector<std::string> kCostFields = {
+    "forward_ms",        "backward_ms",           "activation_bytes",        "boundary_bytes",
+    "backward_input_ms", "backward_weight_ms",    "forward_workspace_bytes", "backward_workspace_bytes",
+    "split_held_bytes",  "input_workspace_bytes", "weight_workspace_bytes"};
+
+std::vector<std::string> with(std::vector<std::string> fields, std::initializer_list<std::string> more) {
+  fields.insert(fields.end(), more);
+  return fields;
+}
+
 nlohmann::json cost_json(const LayerCost& cost) {
-  return {{"forward_ms", cost.forward_ms},
-          {"backward_ms", cost.backward_ms},
-          {"activation_bytes", cost.activation_bytes},
-          {"boundary_bytes", cost.boundary_bytes}};
+  nlohmann::json out = {{"forward_ms", cost.forward_ms},
+                        {"backward_ms", cost.backward_ms},
+                        {"activation_bytes", cost.activation_bytes},
+                        {"boundary_bytes", cost.boundary_bytes},
+                        {"forward_workspace_bytes", cost.forward_workspace_bytes},
+                        {"backward_workspace_bytes", cost.backward_workspace_bytes},
+                        {"split_held_bytes", cost.split_held_bytes},
+                        {"input_workspace_bytes", cost.input_workspace_bytes},
+                        {"weight_workspace_bytes", cost.weight_workspace_bytes}};
+  if (cost.backward_input_ms >= 0) {
+    out["backward_input_ms"] = cost.backward_input_ms;
+    out["backward_weight_ms"] = cost.backward_weight_ms;
+  }
+  return out;
+}
+
+// Version 2's data and optimizer costs (all optional).
+void read_data_costs(const nlohmann::json& doc, const std::string& source, Profile& profile) {
+  profile.input_bytes = detail::number_field_or(doc, "input_bytes", 0, source, "");
+  profile.target_bytes = detail::number_field_or(doc, "target_bytes", 0, source, "");
+  profile.data_ms = detail::number_field_or(doc, "data_ms", 0, source, "");
+  const nlohmann::json* steps = detail::find_field(doc, "step_ms_per_mb", source, "", false);
+  if (!steps) return;
+  if (!steps->is_object())
+    LOOM_THROW(source,
+               ": step_ms_per_mb must be an object (optimizer: ms per "
+               "MB of parameters)");
+  for (const auto& [optimizer, value] : steps->items())
+    profile.step_ms_per_mb[optimizer] = detail::number_field(*steps, optimizer.c_str(), source, "step_ms_per_mb");
 }
 
 // "ties": [{"layers": [canonical, copy], "bytes": B}, ...] (optional).
@@ -55,11 +102,14 @@ void read_ties(const nlohmann::json& doc, const std::string& source, Profile& pr
 
 Profile parse_profile_json(const std::string& text, const std::string& source) {
   const nlohmann::json doc = detail::parse_json(text, source);
-  detail::reject_unknown_fields(doc, {"format", "version", "model", "microbatch", "device", "layers", "ties"}, source,
-                                "");
+  detail::reject_unknown_fields(doc,
+                                {"format", "version", "model", "microbatch", "device", "layers", "ties", "input_bytes",
+                                 "target_bytes", "data_ms", "step_ms_per_mb"},
+                                source, "");
   const std::string format = detail::string_field_or(doc, "format", "", source, "");
   if (format != kFormat) LOOM_THROW(source, ": format must be \"", kFormat, "\"");
-  if (detail::int_field(doc, "version", source, "", 0, INT_MAX) != 1) LOOM_THROW(source, ": unsupported version (expected 1)");
+  const int version = detail::int_field(doc, "version", source, "", 0, INT_MAX);
+  if (version != 1 && version != 2) LOOM_THROW(source, ": unsupported version ", version, " (expected 1 or 2)");
   Profile profile;
   profile.source = source;
   profile.model = detail::string_field_or(doc, "model", "", source, "");
@@ -72,9 +122,7 @@ Profile parse_profile_json(const std::string& text, const std::string& source) {
   for (std::size_t i = 0; i < layers->size(); ++i) {
     const std::string where = "layers[" + std::to_string(i) + "]";
     const nlohmann::json& entry = (*layers)[i];
-    detail::reject_unknown_fields(entry, {"name", "forward_ms", "backward_ms", "activation_bytes", "boundary_bytes",
-                                          "parameter_bytes", "measurements"},
-                                  source, where);
+    detail::reject_unknown_fields(entry, with(kCostFields, {"name", "parameter_bytes", "measurements"}), source, where);
     LayerProfile layer;
     layer.name = detail::string_field_or(entry, "name", "layer" + std::to_string(i), source, where);
     layer.cost = read_cost(entry, source, where);
@@ -83,9 +131,7 @@ Profile parse_profile_json(const std::string& text, const std::string& source) {
       if (!extra->is_array()) LOOM_THROW(source, ": ", where, ".measurements must be an array");
       for (std::size_t k = 0; k < extra->size(); ++k) {
         const std::string at = where + ".measurements[" + std::to_string(k) + "]";
-        detail::reject_unknown_fields((*extra)[k], {"microbatch", "forward_ms", "backward_ms", "activation_bytes",
-                                                    "boundary_bytes"},
-                                      source, at);
+        detail::reject_unknown_fields((*extra)[k], with(kCostFields, {"microbatch"}), source, at);
         Measurement m;
         m.microbatch = detail::number_field((*extra)[k], "microbatch", source, at);
         m.cost = read_cost((*extra)[k], source, at);
@@ -95,6 +141,7 @@ Profile parse_profile_json(const std::string& text, const std::string& source) {
     profile.layers.push_back(std::move(layer));
   }
   read_ties(doc, source, profile);
+  read_data_costs(doc, source, profile);
   validate(profile);
   return profile;
 }
@@ -120,12 +167,13 @@ nlohmann::json profile_to_json(const Profile& profile) {
     }
     layers.push_back(entry);
   }
-  nlohmann::json out = {{"format", kFormat},
-                        {"version", 1},
-                        {"model", profile.model},
-                        {"microbatch", profile.microbatch},
-                        {"device", profile.device},
-                        {"layers", layers}};
+  nlohmann::json out = {{"format", kFormat},        {"version", 2},
+                        {"model", profile.model},   {"microbatch", profile.microbatch},
+                        {"device", profile.device}, {"layers", layers}};
+  out["input_bytes"] = profile.input_bytes;
+  out["target_bytes"] = profile.target_bytes;
+  out["data_ms"] = profile.data_ms;
+  if (!profile.step_ms_per_mb.empty()) out["step_ms_per_mb"] = profile.step_ms_per_mb;
   for (const LayerTie& tie : profile.ties)
     out["ties"].push_back({{"layers", {tie.canonical_layer, tie.copy_layer}}, {"bytes", tie.bytes}});
   return out;

@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <set>
 
 #include <loom/core/error.h>
 
@@ -12,24 +11,8 @@ namespace loom::planner {
 
 namespace {
 
-bool holds(const std::vector<int>& blocks, int layer) { return std::binary_search(blocks.begin(), blocks.end(), layer); }
-
-// Every distinct count of in-flight micro-batches per chunk the stage's program passes through, in
-// its order (the walk of the simulator's peak_chunk_bytes: F adds, B or BW releases).
-std::vector<std::vector<int>> inflight_counts(const std::vector<schedule::Action>& program, int chunks) {
-  std::vector<std::vector<int>> seen;
-  std::vector<int> count(static_cast<std::size_t>(chunks), 0);
-  std::set<std::pair<int, int>> inflight;
-  for (const schedule::Action& a : program) {
-    if (a.op == schedule::Op::Forward) {
-      inflight.insert({a.microbatch, a.chunk});
-      ++count[static_cast<std::size_t>(a.chunk)];
-    }
-    if (schedule::ends_backward(a.op) && inflight.erase({a.microbatch, a.chunk}) == 1)
-      --count[static_cast<std::size_t>(a.chunk)];
-    if (std::find(seen.begin(), seen.end(), count) == seen.end()) seen.push_back(count);
-  }
-  return seen;
+bool holds(const std::vector<int>& blocks, int layer) {
+  return std::binary_search(blocks.begin(), blocks.end(), layer);
 }
 
 // One stage's choices that fit: the recomputed layers and the time each chunk's backward gains.
@@ -50,36 +33,32 @@ bool dominates(const Choice& a, const Choice& b) {
 
 // The stage's sets under which it fits the cap, none beaten on every chunk by another, least time first.
 std::vector<Choice> stage_choices(const Profile& profile, const Cluster& cluster, const Partition& p,
-                                  const PartitionEvaluation& e, int s) {
+                                  const PartitionEvaluation& e, int s, const CostOptions& options) {
   const schedule::Schedule& sched = e.schedule;
   const StageEvaluation& stage = e.stages[static_cast<std::size_t>(s)];
   const int rows = ceil_div(p.global_batch / p.microbatches, static_cast<int>(stage.devices.size()));
   std::vector<std::pair<int, int>> chunks;
-  std::vector<double> kept;
-  for (int c = 0; c < sched.chunks; ++c) {
+  for (int c = 0; c < sched.chunks; ++c)
     chunks.push_back(p.layers[static_cast<std::size_t>(sched.virtual_stage(s, c))]);
-    kept.push_back(range_cost(profile, chunks.back().first, chunks.back().second, rows).kept_bytes);
-  }
-  const std::vector<std::vector<int>> counts = inflight_counts(sched.programs[static_cast<std::size_t>(s)], sched.chunks);
+  CostOptions memory = options;
+  memory.zero = options.zero || p.zero;
+  Partition trial = p;
+  trial.recompute.assign(static_cast<std::size_t>(sched.stages), {});
   std::vector<Choice> fits;
   for (std::vector<int>& blocks : recompute_candidates(chunks)) {
     Choice choice{std::move(blocks), {}, 0};
-    std::vector<double> bytes(chunks.size());
-    double transient = 0;
-    for (std::size_t c = 0; c < chunks.size(); ++c) {
-      const ChunkRecompute r = chunk_recompute(profile, chunks[c].first, chunks[c].second, rows, choice.blocks);
-      bytes[c] = kept[c] - r.saved_bytes + r.input_bytes;
-      transient = std::max(transient, r.saved_bytes);
+    for (const auto& [first, last] : chunks) {
+      const ChunkRecompute r = chunk_recompute(profile, first, last, rows, choice.blocks);
       choice.added_ms.push_back(r.forward_ms);
       choice.total_ms += r.forward_ms;
     }
-    double peak = 0;
-    for (const std::vector<int>& n : counts) {
-      double held = 0;
-      for (std::size_t c = 0; c < chunks.size(); ++c) held += n[c] * bytes[c];
-      peak = std::max(peak, held);
-    }
-    if (stage.static_bytes + peak + transient <= cluster.device_memory) fits.push_back(std::move(choice));
+    // The stage's peak as evaluate_partition counts it: it depends on this stage's set alone.
+    trial.recompute[static_cast<std::size_t>(s)] = choice.blocks;
+    double static_bytes = 0;
+    const schedule::StageCost cost =
+        stage_costs(profile, cluster, trial, sched, stage.devices, s, memory, static_bytes);
+    if (static_bytes + schedule::stage_peak_activation_bytes(sched, s, cost) <= cluster.device_memory)
+      fits.push_back(std::move(choice));
   }
   std::vector<Choice> front;
   for (const Choice& a : fits)
@@ -142,7 +121,7 @@ bool fit_by_recomputation(const Profile& profile, const Cluster& cluster, Partit
       choices[static_cast<std::size_t>(s)] = {Choice{}};
       continue;
     }
-    choices[static_cast<std::size_t>(s)] = stage_choices(profile, cluster, p, e, s);
+    choices[static_cast<std::size_t>(s)] = stage_choices(profile, cluster, p, e, s, options);
     if (choices[static_cast<std::size_t>(s)].empty()) {
       why = loom::detail::concat("stage ", s, " does not fit under any recomputation");
       return false;

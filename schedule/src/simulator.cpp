@@ -47,9 +47,11 @@ namespace {
 double duration_ms(const Action& action, const StageCost& cost, int chunks) {
   if (cost.per_chunk() && is_compute(action.op)) {
     const auto c = static_cast<std::size_t>(action.chunk);
-    return action.op == Op::Forward    ? cost.chunk_forward_ms.at(c)
-           : action.op == Op::Backward ? cost.chunk_backward_ms.at(c)
-                                       : cost.chunk_backward_ms.at(c) / 2;
+    if (action.op == Op::Forward) return cost.chunk_forward_ms.at(c);
+    if (action.op == Op::Backward) return cost.chunk_backward_ms.at(c);
+    if (!cost.chunk_backward_input_ms.empty())
+      return action.op == Op::BackwardInput ? cost.chunk_backward_input_ms.at(c) : cost.chunk_backward_weight_ms.at(c);
+    return cost.chunk_backward_ms.at(c) / 2;
   }
   const double half = cost.backward_ms / 2;
   switch (action.op) {
@@ -271,20 +273,40 @@ void check_inputs(const Schedule& schedule, const CostModel& costs) {
                  "entry per chunk)");
       for (double x : *v) LOOM_CHECK(x >= 0, "cost model: negative per-chunk cost for stage ", s);
     }
+    for (const std::vector<double>* v : {&c.chunk_backward_input_ms, &c.chunk_backward_weight_ms})
+      LOOM_CHECK(v->empty() || static_cast<int>(v->size()) == schedule.chunks, "cost model: stage ", s,
+                 " has per-chunk BI/BW times for ", v->size(), " chunks, but the schedule has ", schedule.chunks);
+    LOOM_CHECK(c.chunk_backward_input_ms.size() == c.chunk_backward_weight_ms.size(), "cost model: stage ", s,
+               " has per-chunk BI times without BW times or the other way round");
+    LOOM_CHECK(c.chunk_memory.empty() || static_cast<int>(c.chunk_memory.size()) == schedule.chunks,
+               "cost model: stage ", s, " has per-chunk memory for ", c.chunk_memory.size(),
+               " chunks, but the schedule has ", schedule.chunks);
   }
 }
 
-// The most bytes the in-flight (micro-batch, chunk) pairs of `program` hold at once, each chunk
-// keeping `chunk_bytes[chunk]` per micro-batch (stage_memory()'s count, weighted).
-double peak_chunk_bytes(const std::vector<Action>& program, const std::vector<double>& chunk_bytes) {
+// The most bytes the in-flight (micro-batch, chunk) pairs of `program` hold at once, each chunk keeping
+// `chunk_bytes[chunk]` per micro-batch (stage_memory()'s count, weighted), and with `extra` (one per chunk,
+// or empty) what else the stage holds around them (StageCost::ChunkMemory): what a BI leaves for its BW, and
+// each action's own peak while it runs (a B or BI with the output gradient it received). In program order, so
+// it depends neither on timing nor on other stages.
+double peak_chunk_bytes(const std::vector<Action>& program, const std::vector<double>& chunk_bytes,
+                        const std::vector<StageCost::ChunkMemory>& extra) {
+  static const StageCost::ChunkMemory kNone;
   std::map<std::pair<int, int>, double> inflight;
   double held = 0, peak = 0;
   for (const Action& a : program) {
+    const StageCost::ChunkMemory& m = extra.empty() ? kNone : extra.at(static_cast<std::size_t>(a.chunk));
     if (a.op == Op::Forward) {
       const double bytes = chunk_bytes.at(static_cast<std::size_t>(a.chunk));
       inflight[{a.microbatch, a.chunk}] = bytes;
       held += bytes;
+      peak = std::max(peak, held + m.forward_extra);
     }
+    if (a.op == Op::Backward) peak = std::max(peak, held + m.gradient_receive + m.backward_extra);
+    if (a.op == Op::BackwardInput) peak = std::max(peak, held + m.gradient_receive + m.input_extra);
+    if (a.op == Op::BackwardWeight) peak = std::max(peak, held + m.weight_extra);
+    if (a.op == Op::BackwardInput) held += m.split_held;
+    if (a.op == Op::BackwardWeight) held -= m.split_held;
     if (ends_backward(a.op))
       if (auto it = inflight.find({a.microbatch, a.chunk}); it != inflight.end()) {
         held -= it->second;
@@ -296,6 +318,14 @@ double peak_chunk_bytes(const std::vector<Action>& program, const std::vector<do
 }
 
 }  // namespace
+
+double stage_peak_activation_bytes(const Schedule& schedule, int s, const StageCost& cost) {
+  const auto& program = schedule.programs.at(static_cast<std::size_t>(s));
+  const StageMemory memory = stage_memory(program);
+  return (cost.per_chunk() ? peak_chunk_bytes(program, cost.chunk_activation_bytes, cost.chunk_memory)
+                           : static_cast<double>(memory.peak_inflight) / schedule.chunks * cost.activation_bytes) +
+         (memory.peak_inflight > 0 ? cost.forward_transient_bytes : 0);
+}
 
 SimulationResult simulate(const Schedule& schedule, const CostModel& costs) {
   check_inputs(schedule, costs);
@@ -339,11 +369,7 @@ SimulationResult simulate(const Schedule& schedule, const CostModel& costs) {
     stats.peak_inflight = memory.peak_inflight;
     stats.peak_weight_versions = memory.peak_weight_versions;
     stats.peak_activation_units = static_cast<double>(memory.peak_inflight) / schedule.chunks;
-    const StageCost& cost = costs.stage(s);
-    stats.peak_activation_bytes =
-        (cost.per_chunk() ? peak_chunk_bytes(schedule.programs[s], cost.chunk_activation_bytes)
-                          : stats.peak_activation_units * cost.activation_bytes) +
-        (memory.peak_inflight > 0 ? cost.forward_transient_bytes : 0);
+    stats.peak_activation_bytes = stage_peak_activation_bytes(schedule, s, costs.stage(s));
   }
   result.bubble_fraction = result.step_ms > 0 ? 1.0 - busy / (stages * result.step_ms) : 0.0;
   result.ms_per_microbatch = schedule.microbatches > 0 ? result.step_ms / schedule.microbatches : 0;

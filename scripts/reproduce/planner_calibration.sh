@@ -26,7 +26,7 @@ steps=$([ "$quick" = 1 ] && echo 6 || echo 12)
 
 plan() {  # plan NAME CAP OUT: the joint plan for a 1x2 cluster with CAP bytes per device
   "$loom" plan --profile "$work/$1.profile" --cluster "1x2:intra=$link,inter=$link,mem=$2" \
-    --global-batch "$batch" --planner joint --time-limit 60 --out "$3" >"$3.log" 2>&1
+    --global-batch "$batch" --optimizer adam --planner joint --time-limit 60 --out "$3" >"$3.log" 2>&1
 }
 largest_peak() { "$python" -c 'import json,sys; print(int(max(s["predicted_peak_bytes"] for s in json.load(open(sys.argv[1]))["stages"])))' "$1"; }
 ranks() { "$python" -c 'import json,sys; print(sum(len(s["ranks"]) for s in json.load(open(sys.argv[1]))["stages"]))' "$1"; }
@@ -48,7 +48,7 @@ for entry in "${models[@]}"; do
     p=$work/$name-$cap.json
     echo "$name $cap: $(head -3 "$p.log" | tail -1)"
     "${mpi[@]}" -n "$(ranks "$p")" "$loom" train --model "$name" --size cpu --plan "$p" --data synthetic \
-      --steps "$steps" --threads 1 --peak-gflops 1 --quiet --metrics "$work/$name-$cap.jsonl"
+      --optimizer adam --steps "$steps" --threads 1 --peak-gflops 1 --quiet --metrics "$work/$name-$cap.jsonl"
     echo "$name $cap $([ $cap = tight ] && echo "$tight" || echo 4GB) $p $work/$name-$cap.jsonl" >>"$work/runs.txt"
   done
 done

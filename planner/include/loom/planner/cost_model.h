@@ -61,6 +61,9 @@ struct CostOptions {
   // it not hidden behind that backward. The DAPPLE and PipeDream planners take it from
   // PlannerOptions::overlap_allreduce.
   bool overlap_allreduce = false;
+  // One optimizer step's milliseconds per MB of a stage's parameters (Profile::step_ms_per_mb of the run's
+  // optimizer; 0: free). evaluate_partition and the joint search count it as the STEP.
+  double step_ms_per_mb = 0;
 };
 
 // Weights, gradients and optimizer state of `weight_bytes` of parameters on one of `replicas`, and
@@ -68,6 +71,12 @@ struct CostOptions {
 // reduce-scatter works on: comm/gradient_bucketer.h). The joint search and evaluate_partition use
 // it; the DAPPLE and PipeDream planners count weights x (2 + optimizer state).
 double state_bytes(double weight_bytes, int replicas, const CostOptions& options);
+// The receive window a replicated chunk's allreduce keeps once it has run (comm/mpi_ring.cpp: min(4, ⌈part /
+// 1 MiB⌉) segments of 1 MiB, where part is what a reduce-scatter step receives of a bucket: half of it in a
+// power-of-two group, which halves recursively, 1/R of it in a ring), for the replicas on one node and,
+// across nodes, for one replica per node on the node's share. Buckets hold at most 25 MiB (`loom train
+// --bucket-mb`'s default).
+double communicator_scratch_bytes(const Cluster& cluster, const std::vector<int>& devices, double weight_bytes);
 
 struct StageCost {
   double forward_ms = 0;     // one micro-batch, the replica with the most rows

@@ -65,6 +65,12 @@ struct PartitionEvaluation {
 PartitionEvaluation evaluate_partition(const Profile& profile, const Cluster& cluster, const Partition& partition,
                                        const CostOptions& options = {}, const schedule::Schedule* schedule = nullptr);
 
+// Pipeline stage s's costs under `p` (its chunks' times and bytes, as evaluate_partition simulates them)
+// on `devices`, and its static bytes (weights, gradients, optimizer state, buckets).
+schedule::StageCost stage_costs(const Profile& profile, const Cluster& cluster, const Partition& p,
+                                const schedule::Schedule& sched, const std::vector<int>& devices, int s,
+                                const CostOptions& options, double& static_bytes);
+
 // "0-3,4-7,8-11" -> {{0, 3}, {4, 7}, {8, 11}}; a bad range is a loom::Error naming `source`.
 std::vector<std::pair<int, int>> parse_layer_ranges(const std::string& text, const std::string& source);
 

@@ -7,6 +7,7 @@
 // them they are scaled in proportion to the nearest measurement. Parameter bytes never scale.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,17 @@ struct LayerCost {
   double backward_ms = 0;
   double activation_bytes = 0;  // output activations kept until backward (memory)
   double boundary_bytes = 0;    // bytes crossing the cut right after this layer (communication)
+  // Version 2 of the JSON profile (`loom profile` measures them; older profiles lack them):
+  double backward_input_ms = -1;        // its BI alone (zero-bubble kinds); < 0: unknown, backward_ms / 2
+  double backward_weight_ms = -1;       // its BW alone; < 0: unknown, backward_ms / 2
+  double forward_workspace_bytes = 0;   // held only while its forward runs, above what it keeps and outputs
+  double backward_workspace_bytes = 0;  // held only while its backward runs, above what it kept
+  double input_workspace_bytes = 0;     // held only while its BI runs, above what was held before
+  double weight_workspace_bytes = 0;    // held only while its BW runs, above what was held before
+  double split_held_bytes = 0;          // held from its BI to its BW above activation_bytes (for BW)
+
+  double input_ms() const { return backward_input_ms >= 0 ? backward_input_ms : backward_ms / 2; }
+  double weight_ms() const { return backward_weight_ms >= 0 ? backward_weight_ms : backward_ms / 2; }
 };
 
 struct Measurement {
@@ -48,12 +60,21 @@ struct Profile {
   double microbatch = 1;  // the micro-batch size the layer costs were measured at
   std::vector<LayerProfile> layers;
   std::vector<LayerTie> ties;  // from `loom profile` of loom's models; graph.txt profiles have none
+  // Version 2, per micro-batch of `microbatch` samples (scaled linearly; 0 where a profile lacks them):
+  double input_bytes = 0;   // the data's inputs, which the stage holding layer 0 keeps while in flight
+  double target_bytes = 0;  // its targets, which the stage holding the last layer keeps
+  double data_ms = 0;       // reading one micro-batch, part of the first stage's forward
+  // One optimizer step's milliseconds per MB of parameters, by optimizer ("sgd": with momentum, as `loom
+  // train` runs it; "adam"); an optimizer missing here costs nothing.
+  std::map<std::string, double> step_ms_per_mb;
 
   int size() const { return static_cast<int>(layers.size()); }
   // The costs of `layer` at micro-batch size `microbatch` (see the scaling rule above).
   LayerCost cost_at(int layer, double microbatch) const;
   double parameter_bytes(int first, int last) const;  // sum over layers first..last
   double total_parameter_bytes() const;
+  // step_ms_per_mb of `optimizer` (a loom train --optimizer: momentum counts as sgd, adamw as adam), or 0.
+  double step_ms_per_mb_of(const std::string& optimizer) const;
 };
 
 // The ranges validate() accepts. Wide enough for any real model (a layer of 10^7 ms is 2.8 hours

@@ -35,6 +35,23 @@ struct StageCost {
   // they replace forward_ms, backward_ms (BI = BW = half a chunk's B), activation_bytes and
   // boundary_bytes (the chunk's output, sent to the next virtual stage).
   std::vector<double> chunk_forward_ms, chunk_backward_ms, chunk_activation_bytes, chunk_boundary_bytes;
+  // Optional with the per-chunk costs, one entry per chunk each (empty: BI = BW = half a B).
+  std::vector<double> chunk_backward_input_ms, chunk_backward_weight_ms;
+  // Optional with the per-chunk costs, one per chunk (empty: a stage's peak is its in-flight activations plus
+  // forward_transient_bytes). What else a stage holds at some moment, so that its peak is close to the
+  // executor's (the joint planner's memory model).
+  struct ChunkMemory {
+    double forward_extra = 0;   // a forward's peak above what is held once it is done
+    double backward_extra = 0;  // a B's peak above what was held before it
+    double input_extra = 0;     // a BI's
+    double weight_extra = 0;    // a BW's
+    double split_held = 0;      // held from a BI to its BW on top of the chunk's activations
+    // The output gradient a B or BI received from another stage (its input, received, is part of the chunk's
+    // activations). A payload that landed early and waits for its turn is not counted: that depends on
+    // timing, and the peak here must not (the planner's search relies on it).
+    double gradient_receive = 0;
+  };
+  std::vector<ChunkMemory> chunk_memory;
   bool per_chunk() const { return !chunk_forward_ms.empty(); }
 };
 
@@ -93,6 +110,9 @@ struct SimulationResult {
   std::vector<TimedAction> timeline;  // every action of every stage
   std::vector<Transfer> transfers;
 };
+
+// Stage s's peak_activation_bytes (StageStats): from its program and costs alone, in program order.
+double stage_peak_activation_bytes(const Schedule& schedule, int s, const StageCost& cost);
 
 // Throws loom::Error if the schedule deadlocks, the cost model does not fit it, or it is larger
 // than check_size() allows (validator.h).
