@@ -14,6 +14,15 @@
 //                            so a stage's blocks add up to the stage; at a cut the sender then
 //                            counts an output that in fact only the receiver keeps, as a copy)
 //   parameter_bytes          Layer::parameter_bytes (trainable parameters and buffers)
+//   backward_input_ms, backward_weight_ms   medians of split passes (every forward, every BI, then
+//                            every BW, as a zero-bubble kind runs a chunk), alternating with the
+//                            fused ones; an Adam step with learning rate 0 runs before every pass, so
+//                            the caches are as a training step leaves them
+//   forward/backward/input/weight_workspace_bytes   the ledger's peak while the block's F, B, BI or
+//                            BW runs, above what is live after the F or before the others
+//   split_held_bytes         what its BI leaves live for its BW (beyond its input gradient)
+// and for the model: input_bytes and target_bytes of one micro-batch, data_ms (reading one), and
+// step_ms_per_mb (an sgd-with-momentum and an Adam step over every parameter, per MB).
 // On a device (ProfileOptions::device) the bytes are that device's ledger, the same numbers as on
 // the CPU for the same model (tests/apps/profiler_test.cpp proves it on the sim device).
 #pragma once

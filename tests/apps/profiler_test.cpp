@@ -1,7 +1,7 @@
 // `loom profile`'s measurements (apps/profiler.h): the profile of a small mlp round-trips through
 // the planner's JSON reader with one entry per block, positive times, the exact parameter and
-// output bytes of Chain::describe_blocks, and activation bytes worked out by hand; a stage's blocks
-// add up to what the stage keeps when measured as a whole.
+// output bytes of Chain::describe_blocks, and activation bytes, working sets and split holds worked
+// out by hand; a stage's blocks add up to what the stage keeps when measured as a whole.
 #include <catch2/catch.hpp>
 
 #include <cstdio>
@@ -68,6 +68,26 @@ TEST_CASE("the profile of a small mlp loads back with one entry per block and ex
   CHECK(profile.layers[0].parameter_bytes == (20 * hidden + hidden) * 4);
   for (int i = 0; i + 1 < profile.size(); ++i) CHECK(profile.layers[i].cost.activation_bytes == rows * hidden * 4);
   CHECK(profile.layers.back().cost.activation_bytes == rows * classes * 4 + 4);
+  // Version 2, by hand: a hidden block's forward briefly holds its Linear's output (which the ReLU
+  // replaces); its B holds its input gradient; its BI makes that too and keeps the gradient at the
+  // Linear's output, which its BW needs (the split hold); its BW adds to the gradients it already has.
+  const double activation = rows * hidden * 4;
+  for (int i = 1; i + 1 < profile.size(); ++i) {
+    const planner::LayerCost& c = profile.layers[i].cost;
+    INFO("block " << i);
+    CHECK(c.forward_workspace_bytes == activation);
+    CHECK(c.backward_workspace_bytes == activation);
+    CHECK(c.input_workspace_bytes == 2 * activation);
+    CHECK(c.split_held_bytes == activation);
+    CHECK(c.weight_workspace_bytes == 0);
+    CHECK(c.backward_input_ms > 0);
+    CHECK(c.backward_weight_ms > 0);
+  }
+  CHECK(profile.input_bytes == rows * 20 * 4);  // f32 features
+  CHECK(profile.target_bytes == rows * 8);      // int64 class indices
+  CHECK(profile.data_ms >= 0);
+  CHECK(profile.step_ms_per_mb_of("sgd") > 0);
+  CHECK(profile.step_ms_per_mb_of("adam") > 0);
 }
 
 TEST_CASE("a stage's profiled blocks add up to the activations the stage keeps", "[profile]") {

@@ -195,3 +195,20 @@ TEST_CASE("round trip: with K_0 = 2 < M a slow boundary caps the first stage's l
   plan.microbatches = 2;
   CHECK_FALSE(evaluate(p, c, plan).pivot_is_round_trip);
 }
+
+// Issue 29: the reduce-scatter's receive window a replicated chunk keeps (comm/mpi_ring.cpp): up to 4
+// segments of 1 MiB, as many as the part a step receives needs.
+TEST_CASE("the allreduce's receive window: halving, ring, and across nodes") {
+  constexpr double MiB = 1 << 20;
+  const Cluster one_node = make_cluster(1, 4, 1e9, 1e9, 1e12);
+  CHECK(communicator_scratch_bytes(one_node, {0}, 10 * MiB) == 0);  // not replicated
+  // Two replicas halve: a step receives half of the 3 MB bucket, 1.5 MB: two segments.
+  CHECK(communicator_scratch_bytes(one_node, {0, 1}, 3e6) == 2 * MiB);
+  CHECK(communicator_scratch_bytes(one_node, {0, 1}, 1e3) == 1 * MiB);
+  // Three replicas run a ring: a third of a bucket, which holds at most 25 MiB (8.3 MiB: capped at 4).
+  CHECK(communicator_scratch_bytes(one_node, {0, 1, 2}, 30 * MiB) == 4 * MiB);
+  CHECK(communicator_scratch_bytes(one_node, {0, 1, 2}, 6 * MiB) == 2 * MiB);
+  // Two nodes of two: the node's pair halves 8 MiB (4 segments), then the two nodes halve its 4 MiB share (2).
+  const Cluster two_nodes = make_cluster(2, 2, 1e9, 1e9, 1e12);
+  CHECK(communicator_scratch_bytes(two_nodes, {0, 1, 2, 3}, 8 * MiB) == 6 * MiB);
+}

@@ -79,3 +79,66 @@ TEST_CASE("profile JSON carries ties") {
   bad["ties"][0] = {{"layers", {0, 1}}, {"bytes", -1}};
   CHECK_THROWS_WITH(parse_profile_json(bad.dump(), "tied.json"), Catch::StartsWith("tied.json: ties[0].bytes must be in"));
 }
+
+// Issue 29: version 2 carries what the joint search's time and memory model needs (BI and BW
+// times, working sets, what a BI holds for its BW; the data and the optimizer step); version 1
+// still reads, with BI = BW = half of B and nothing else held.
+TEST_CASE("profile JSON version 2 round-trips the split backward, the working sets and the data") {
+  Profile p;
+  p.model = "v2";
+  p.microbatch = 4;
+  // forward, backward, activation, boundary, BI, BW, then the forward, backward, BI and BW working
+  // sets and the split hold.
+  LayerCost cost{1.0, 3.0, 300, 100, 1.25, 2.0, 40, 50, 70, 80, 60};
+  p.layers.push_back({"only", cost, 1000, {{8, {2.0, 6.0, 600, 200, 2.5, 4.0, 80, 100, 140, 160, 120}}}});
+  p.input_bytes = 512;
+  p.target_bytes = 16;
+  p.data_ms = 0.5;
+  p.step_ms_per_mb = {{"sgd", 0.04}, {"adam", 0.25}};
+  const nlohmann::json doc = profile_to_json(p);
+  CHECK(doc["version"] == 2);
+  const Profile q = parse_profile_json(doc.dump(), "v2.json");
+  const LayerCost& c = q.layers[0].cost;
+  CHECK(c.backward_input_ms == 1.25);
+  CHECK(c.backward_weight_ms == 2.0);
+  CHECK(c.forward_workspace_bytes == 40);
+  CHECK(c.backward_workspace_bytes == 50);
+  CHECK(c.split_held_bytes == 60);
+  CHECK(c.input_workspace_bytes == 70);
+  CHECK(c.weight_workspace_bytes == 80);
+  CHECK(q.input_bytes == 512);
+  CHECK(q.target_bytes == 16);
+  CHECK(q.data_ms == 0.5);
+  CHECK(q.step_ms_per_mb_of("momentum") == 0.04);  // loom train's sgd and momentum: the sgd measurement
+  CHECK(q.step_ms_per_mb_of("adamw") == 0.25);
+  // Interpolated between the measurements like the other costs (halfway: 6 samples).
+  const LayerCost mid = q.cost_at(0, 6);
+  CHECK(mid.backward_input_ms == Approx(1.875));
+  CHECK(mid.weight_workspace_bytes == Approx(120));
+  CHECK(mid.split_held_bytes == Approx(90));
+}
+
+TEST_CASE("profile JSON version 1 reads with the stated defaults; bad version-2 fields are named") {
+  const Profile p = parse_profile_json(
+      R"({"format": "loom-profile", "version": 1, "microbatch": 2,
+          "layers": [{"forward_ms": 1, "backward_ms": 3, "activation_bytes": 64, "parameter_bytes": 8}]})",
+      "v1.json");
+  const LayerCost c = p.cost_at(0, 4);
+  CHECK(c.input_ms() == Approx(3.0));  // half of the B at 4 samples (6 ms)
+  CHECK(c.weight_ms() == Approx(3.0));
+  CHECK(c.backward_workspace_bytes == 0);
+  CHECK(p.step_ms_per_mb_of("adam") == 0);
+  const std::string head = R"({"format": "loom-profile", "version": 2, "microbatch": 2, )";
+  const std::string layer = R"("layers": [{"forward_ms": 1, "backward_ms": 3, "activation_bytes": 64, "parameter_bytes": 8)";
+  CHECK_THROWS_WITH(parse_profile_json(head + layer + R"(, "backward_input_ms": 1}]})", "s.json"),
+                    Catch::StartsWith("s.json") && Catch::Contains("backward_weight_ms"));
+  CHECK_THROWS_WITH(parse_profile_json(head + layer + R"(, "split_held_bytes": -5}]})", "h.json"),
+                    Catch::StartsWith("h.json: layer 0") && Catch::Contains("split_held_bytes is -5"));
+  CHECK_THROWS_WITH(parse_profile_json(head + R"("data_ms": -1, )" + layer + "}]}", "d.json"),
+                    Catch::StartsWith("d.json: data_ms is -1"));
+  CHECK_THROWS_WITH(parse_profile_json(head + R"("step_ms_per_mb": 3, )" + layer + "}]}", "o.json"),
+                    Catch::StartsWith("o.json: step_ms_per_mb must be an object"));
+  CHECK_THROWS_WITH(parse_profile_json(R"({"format": "loom-profile", "version": 3, "microbatch": 2, )" + layer + "}]}",
+                                       "3.json"),
+                    Catch::StartsWith("3.json: unsupported version 3 (expected 1 or 2)"));
+}

@@ -164,6 +164,50 @@ TEST_CASE("peak activation memory per stage, in micro-batches and bytes") {
   CHECK(interleaved_result.stages[0].peak_activation_bytes == Approx(550));
 }
 
+// Issue 29: what a stage holds besides its in-flight activations (StageCost::ChunkMemory), walked in
+// program order. zb-h1, S = 2, M = 2; each micro-batch keeps 10 bytes; a forward peaks 5 above what
+// it leaves, a BI 4 above what was held (plus the output gradient it received: 3 on stage 0), a BW 6;
+// a BI leaves 2 for its BW.
+//   stage 0: F0 F1 BI0 BW0 BI1 BW1 -> 15, 25, 20+3+4, 22+6 = 28 (then 10), 10+3+4, 12+6: peak 28
+//   stage 1: F0 BI0 F1 BI1 BW0 BW1 -> 15, 10+4 (then 12), 22+5 = 27, 22+4 (then 24), 24+6 = 30: peak 30
+TEST_CASE("peak activation memory with working sets, received gradients and BI holds") {
+  CostModel costs;
+  for (int s = 0; s < 2; ++s) {
+    StageCost c;
+    c.chunk_forward_ms = {1};
+    c.chunk_backward_ms = {2};
+    c.chunk_activation_bytes = {10};
+    c.chunk_boundary_bytes = {0};
+    StageCost::ChunkMemory m;
+    m.forward_extra = 5;
+    m.input_extra = 4;
+    m.weight_extra = 6;
+    m.backward_extra = 100;  // a fused B: zb-h1 runs none
+    m.split_held = 2;
+    m.gradient_receive = s == 0 ? 3 : 0;
+    c.chunk_memory = {m};
+    costs.stages.push_back(c);
+  }
+  const Schedule schedule = zb_h1(2, 2);
+  const SimulationResult result = simulate(schedule, costs);
+  CHECK(result.stages[0].peak_activation_bytes == Approx(28));
+  CHECK(result.stages[1].peak_activation_bytes == Approx(30));
+  CHECK(stage_peak_activation_bytes(schedule, 1, costs.stages[1]) == Approx(30));
+  // Without them, the in-flight activations alone: two micro-batches.
+  for (StageCost& c : costs.stages) c.chunk_memory.clear();
+  CHECK(simulate(schedule, costs).stages[0].peak_activation_bytes == Approx(20));
+  // Per-chunk BI and BW times replace the half-B split: stage 1's BI 0.5, BW 1.5.
+  costs.stages[1].chunk_backward_input_ms = {0.5};
+  costs.stages[1].chunk_backward_weight_ms = {1.5};
+  const SimulationResult split = simulate(schedule, costs);
+  double input = 0, weight = 0;
+  for (const TimedAction& t : split.timeline)
+    if (t.stage == 1 && t.action.op == Op::BackwardInput) input += t.end_ms - t.start_ms;
+    else if (t.stage == 1 && t.action.op == Op::BackwardWeight) weight += t.end_ms - t.start_ms;
+  CHECK(input == Approx(1.0));
+  CHECK(weight == Approx(3.0));
+}
+
 TEST_CASE("pipedream steady state: one minibatch per F + B, stashed versions = minibatches in flight") {
   const SimulationResult result = simulate(pipedream(4, 32), uniform_costs(1, 2));
   CHECK(result.ms_per_microbatch == Approx(3));
