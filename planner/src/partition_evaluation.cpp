@@ -163,6 +163,17 @@ schedule::StageCost::ChunkMemory chunk_work(const Profile& profile, int first, i
   return m;
 }
 
+// A chunk's working sets with recomputation: its B or BI first runs the recomputed blocks again, then holds
+// their activations through the backward; a BI leaves them for its BW (StageRunner: the contexts are cleared
+// after BW), so each micro-batch between its BI and its BW holds them.
+schedule::StageCost::ChunkMemory with_recomputation(schedule::StageCost::ChunkMemory m, const ChunkRecompute& again) {
+  if (again.saved_bytes <= 0) return m;
+  m.backward_extra = std::max(again.recompute_peak_bytes, again.saved_bytes + m.backward_extra);
+  m.input_extra = std::max(again.recompute_peak_bytes, again.saved_bytes + m.input_extra);
+  m.split_held += again.saved_bytes;
+  return m;
+}
+
 // The BI and BW times of layers first..last (each known, or half the layer's B).
 std::pair<double, double> split_backward_ms(const Profile& profile, int first, int last, int rows) {
   double input = 0, weight = 0;
@@ -241,9 +252,8 @@ schedule::StageCost stage_costs(const Profile& profile, const Cluster& cluster, 
     cost.chunk_activation_bytes.push_back(work.kept_bytes - again.saved_bytes + again.input_bytes +
                                           (reads_inputs ? profile.input_bytes * data_share : 0.0) +
                                           (reads_targets ? profile.target_bytes * data_share : 0.0));
-    cost.forward_transient_bytes = std::max(cost.forward_transient_bytes, again.saved_bytes);
     cost.chunk_boundary_bytes.push_back(last + 1 < profile.size() ? profile.cost_at(last, b).boundary_bytes : 0.0);
-    cost.chunk_memory.push_back(chunk_work(profile, first, last, rows));
+    cost.chunk_memory.push_back(with_recomputation(chunk_work(profile, first, last, rows), again));
     gradient_receive(profile, p, sched, s, c, rows, cost.chunk_memory.back());
   }
   static_bytes -= shared_tie_bytes(profile, p, sched, s, static_cast<int>(devices.size()), options);

@@ -78,6 +78,7 @@ ChunkRecompute chunk_recompute(const Profile& profile, int first, int last, int 
     const LayerCost c = profile.cost_at(l, rows);
     r.forward_ms += c.forward_ms;
     r.saved_bytes += c.activation_bytes;
+    r.recompute_peak_bytes = std::max(r.recompute_peak_bytes, r.saved_bytes + c.forward_workspace_bytes);
     if (l > first && !holds(blocks, l - 1)) r.input_bytes += profile.cost_at(l - 1, rows).boundary_bytes;
   }
   return r;

@@ -2,12 +2,17 @@
 # Issue 29's calibration: the joint planner's predictions against real runs on this machine.
 #
 # For gpt, bert48, gnmt16 and vgg19 at --size cpu: `loom profile` measures the model here (one
-# thread, micro-batch 8 and --also-at every other power of two up to the batch), `loom plan
+# thread, micro-batch 8 and --also-at every other power of two up to the batch; on both cores at
+# once, as the runs use them, and once more after the runs: the CSV's profile_drift is how far the
+# machine's speed moved meanwhile), `loom plan
 # --planner joint` plans it for a 1x2 cluster of this machine (one rank per core, the measured
 # shared-memory link) under two memory caps, and `loom train --plan`
-# runs each chosen plan (--threads 1). The caps: a loose one (4 GB, nothing binds) and a tight one,
-# 0.6 x the loose plan's largest predicted per-stage peak (so the search must recompute or choose
-# another schedule or layout; 0.8 x when nothing fits under 0.6 x). Compared per plan: the
+# runs each chosen plan (--threads 1), all with Adam. The caps: a loose one (4 GB, nothing binds), a
+# tight one, 0.6 x the loose plan's largest predicted per-stage peak (so the search must choose
+# another schedule, layout or M, or recompute; 0.8 x when nothing fits under 0.6 x), and
+# "recompute": 0.7 x the tight plan's largest peak with the tight plan's M fixed (--microbatches),
+# where more micro-batches cannot help (0.8 x when nothing fits; skipped when nothing fits then
+# either). Compared per plan: the
 # simulated step time against the median of the measured steps after the first 3, and per stage
 # the plan's predicted_peak_bytes against the run's peak_bytes_by_stage total. Plans with more ranks
 # than cores would be calibrated for memory only; on 1x2 there are none.
@@ -24,10 +29,11 @@ models=("gpt 64" "vgg19 64")
 [ "$quick" = 1 ] || models+=("bert48 32" "gnmt16 64")
 steps=$([ "$quick" = 1 ] && echo 6 || echo 12)
 
-plan() {  # plan NAME CAP OUT: the joint plan for a 1x2 cluster with CAP bytes per device
+plan() {  # plan NAME CAP OUT [FLAGS]: the joint plan for a 1x2 cluster with CAP bytes per device
   "$loom" plan --profile "$work/$1.profile" --cluster "1x2:intra=$link,inter=$link,mem=$2" \
-    --global-batch "$batch" --optimizer adam --planner joint --time-limit 60 --out "$3" >"$3.log" 2>&1
+    --global-batch "$batch" --optimizer adam --planner joint --time-limit 60 --out "$3" "${@:4}" >"$3.log" 2>&1
 }
+microbatches() { "$python" -c 'import json,sys; print(json.load(open(sys.argv[1]))["microbatches"])' "$1"; }
 largest_peak() { "$python" -c 'import json,sys; print(int(max(s["predicted_peak_bytes"] for s in json.load(open(sys.argv[1]))["stages"])))' "$1"; }
 ranks() { "$python" -c 'import json,sys; print(sum(len(s["ranks"]) for s in json.load(open(sys.argv[1]))["stages"]))' "$1"; }
 
@@ -36,21 +42,44 @@ for entry in "${models[@]}"; do
   # Measured at every micro-batch size a plan for this batch can pick (the powers of two up to it),
   # so the search interpolates between measurements instead of scaling micro-batch 8 linearly.
   also=$(for ((s = 1; s <= batch; s *= 2)); do [ $s = 8 ] || printf '%s,' $s; done)
-  "$loom" profile --model "$name" --size cpu --microbatch 8 --also-at "${also%,}" --threads 1 --repeats 5 \
-    --out "$work/$name.profile" >/dev/null
+  # On both cores at once, as the runs use them: on this shared machine a core's speed can drop by a
+  # fifth while the other is busy too, which one profile alone on an idle neighbour would not see.
+  profile() {
+    local twin pids=()
+    for twin in "$1.twin" "$1"; do
+      "$loom" profile --model "$name" --size cpu --microbatch 8 --also-at "${also%,}" --threads 1 --repeats 5 \
+        --out "$twin" >/dev/null &
+      pids+=($!)
+    done
+    wait "${pids[0]}" && wait "${pids[1]}"
+  }
+  profile "$work/$name.profile"
   plan "$name" 4GB "$work/$name-loose.json"
   tight=$(( $(largest_peak "$work/$name-loose.json") * 6 / 10 ))
   plan "$name" "$tight" "$work/$name-tight.json" || {
     tight=$(( $(largest_peak "$work/$name-loose.json") * 8 / 10 ))
     plan "$name" "$tight" "$work/$name-tight.json"
   }
-  for cap in loose tight; do
+  m=$(microbatches "$work/$name-tight.json")
+  caps=("loose 4GB" "tight $tight")
+  again=$(( $(largest_peak "$work/$name-tight.json") * 7 / 10 ))
+  if plan "$name" "$again" "$work/$name-recompute.json" --microbatches "$m" ||
+     { again=$(( $(largest_peak "$work/$name-tight.json") * 8 / 10 )); plan "$name" "$again" "$work/$name-recompute.json" --microbatches "$m"; }; then
+    caps+=("recompute $again")
+  else
+    echo "$name recompute: no plan fits 0.8 x the tight plan's peak at M=$m (skipped)"
+  fi
+  for entry in "${caps[@]}"; do
+    read -r cap cap_bytes <<<"$entry"
     p=$work/$name-$cap.json
     echo "$name $cap: $(head -3 "$p.log" | tail -1)"
     "${mpi[@]}" -n "$(ranks "$p")" "$loom" train --model "$name" --size cpu --plan "$p" --data synthetic \
       --optimizer adam --steps "$steps" --threads 1 --peak-gflops 1 --quiet --metrics "$work/$name-$cap.jsonl"
-    echo "$name $cap $([ $cap = tight ] && echo "$tight" || echo 4GB) $p $work/$name-$cap.jsonl" >>"$work/runs.txt"
+    echo "$name $cap $cap_bytes $p $work/$name-$cap.jsonl" >>"$work/runs.txt"
   done
+  # The same measurement after the runs: how far this machine's speed moved meanwhile (shared, so it
+  # does), which bounds how close a prediction from the first profile can be.
+  profile "$work/$name.after.profile"
 done
 
 "$python" - "$work/runs.txt" "$csv" "$png" <<'EOF'
@@ -61,9 +90,18 @@ import matplotlib.pyplot as plt
 
 runs, out, png = sys.argv[1:]
 rows = []
+
+def profile_ms(path):  # forward + backward of every layer at every measured micro-batch size
+    layers = json.load(open(path))["layers"]
+    return sum(m["forward_ms"] + m["backward_ms"] for l in layers for m in [l] + l.get("measurements", []))
+
+drift = {}
 for line in open(runs):
     model, cap, cap_bytes, plan_path, metrics_path = line.split()
     plan = json.load(open(plan_path))
+    if model not in drift:
+        stem = plan_path.rsplit("-", 1)[0]  # $work/NAME, from $work/NAME-CAP.json
+        drift[model] = profile_ms(stem + ".after.profile") / profile_ms(stem + ".profile") - 1
     records = [json.loads(l) for l in open(metrics_path) if '"step"' in l]
     measured_ms = 1000 * statistics.median(r["step_seconds"] for r in records[3:])
     peaks = [s["total"] for s in records[-1]["peak_bytes_by_stage"]]
@@ -75,16 +113,17 @@ for line in open(runs):
                      "predicted_step_ms": plan["simulated_step_ms"], "measured_step_ms": measured_ms,
                      "step_error": plan["simulated_step_ms"] / measured_ms - 1, "stage": s,
                      "predicted_peak_bytes": stage["predicted_peak_bytes"], "measured_peak_bytes": peaks[s],
-                     "peak_error": stage["predicted_peak_bytes"] / peaks[s] - 1})
+                     "peak_error": stage["predicted_peak_bytes"] / peaks[s] - 1, "profile_drift": drift[model]})
 with open(out, "w", newline="") as f:
     w = csv.DictWriter(f, fieldnames=list(rows[0]))
     w.writeheader()
     w.writerows(rows)
 for r in rows:
     print("%-7s %-5s %-11s M=%-3d stage %d [%s] x%d recompute [%s]: step %.1f predicted / %.1f measured ms (%+.1f%%), "
-          "peak %.1f / %.1f MB (%+.1f%%)" % (r["model"], r["cap"], r["schedule"], r["microbatches"], r["stage"],
-          r["layers"], r["replicas"], r["recompute"], r["predicted_step_ms"], r["measured_step_ms"],
-          100 * r["step_error"], r["predicted_peak_bytes"] / 1e6, r["measured_peak_bytes"] / 1e6, 100 * r["peak_error"]))
+          "peak %.1f / %.1f MB (%+.1f%%); profile after the runs %+.1f%%" % (r["model"], r["cap"], r["schedule"],
+          r["microbatches"], r["stage"], r["layers"], r["replicas"], r["recompute"], r["predicted_step_ms"],
+          r["measured_step_ms"], 100 * r["step_error"], r["predicted_peak_bytes"] / 1e6, r["measured_peak_bytes"] / 1e6,
+          100 * r["peak_error"], 100 * r["profile_drift"]))
 
 keys = []
 for r in rows:
@@ -100,7 +139,7 @@ for ax, (pred, meas, unit, scale, band, title) in zip(axes, [
         if pred.endswith("_ms") and (r["model"], r["cap"]) in seen:
             continue
         seen.add((r["model"], r["cap"]))
-        marker = "o" if r["cap"] == "loose" else "s"
+        marker = {"loose": "o", "tight": "s"}.get(r["cap"], "^")
         ax.scatter(r[meas] / scale, r[pred] / scale, marker=marker, color=colour[(r["model"], r["cap"])],
                    label="%s %s" % (r["model"], r["cap"]))
         ax.annotate(r["model"], (r[meas] / scale, r[pred] / scale), fontsize=7, xytext=(3, 3), textcoords="offset points")

@@ -151,6 +151,19 @@ TEST_CASE("partition: recomputation keeps the runs' inputs and one working set, 
   CHECK_THROWS_WITH(evaluate_partition(four_layers(5), cluster, p), Catch::Contains("recomputes layer 1 after 2"));
 }
 
+// Under a split backward the recomputed activations live from BI to BW (StageRunner clears the contexts after
+// BW). ZB-H1 on 2 stages and 2 micro-batches; stage 1 (layers 2-3, input 5 bytes) runs F0 BI0 F1 BI1 BW0 BW1
+// and recomputes layer 3: it keeps 5 + 30 + 10 (the run's input, layer 2's output) = 45 per micro-batch, and
+// each BI brings layer 3's 40 back until its BW: F0 45, BI0 85, F1 130, BI1 170 (one working set on top of
+// 2 x 45 would say 130).
+TEST_CASE("partition: a split backward holds the recomputed activations until its BW") {
+  const Cluster cluster = make_cluster(1, 2, 1e9, 1e9, 1e12);
+  Partition p{ScheduleKind::zb_h1, 1, 2, 2, {{0, 1}, {2, 3}}, {}};
+  CHECK(evaluate_partition(four_layers(5), cluster, p).stages[1].activation_bytes == Approx(2 * 75));
+  p.recompute = {{}, {3}};
+  CHECK(evaluate_partition(four_layers(5), cluster, p).stages[1].activation_bytes == Approx(170));
+}
+
 // Two replicas also hold the gradient buckets' flat copy of the gradients (10e3 more each) and the
 // reduce-scatter's window: one segment of 1 MiB for the 5e3 bytes a step receives.
 TEST_CASE("partition: under ZeRO-1 each replica keeps 1/R of its stage's optimizer state") {

@@ -3,16 +3,15 @@
 // loom's StageRunner does (runtime/stage_runner.h). Per chunk and micro-batch in flight the stage
 // then keeps its chunk's input, the activations of its blocks not in R and, for each run of
 // consecutive blocks of R that does not start the chunk, the run's input (the boundary bytes of the
-// block before it); the micro-batch being backwarded holds the recomputed blocks' activations of one
-// chunk once more (the simulator's forward_transient_bytes: the largest over the stage's chunks).
-// The chunk's backward lasts its recomputed blocks' forward longer (split backwards: half of that
-// in BI, half in BW, as the simulator splits B).
+// block before it). A B or BI runs the recomputed blocks again first (their working sets on top) and
+// holds their activations through its backward; a BI leaves them for its BW, so every micro-batch
+// between its BI and its BW holds them (ChunkMemory::split_held). The chunk's B, or its BI, lasts
+// its recomputed blocks' forward longer.
 //
 // The search (fit_by_recomputation) recomputes only where a candidate does not fit without it
 // (recomputation never makes a step faster). Per stage over the cap it keeps the recomputation sets
-// that fit it — its peak is the schedule's in-flight count per chunk (program order, independent
-// of timing and of other stages) times each chunk's kept bytes — and of those the ones no other
-// beats on every chunk's added time; it simulates every combination of the stages' choices and
+// that fit it — its peak is the simulator's walk over its own program (independent of timing and
+// of other stages) — and of those the ones no other beats on every chunk's added time; it simulates every combination of the stages' choices and
 // keeps the fastest. The family of sets (recompute_candidates): every subset of the stage's blocks
 // when it holds at most kExactRecomputeBlocks, else the prefixes of its chunks (the first k blocks
 // of each: a prefix keeps no input beyond the chunk's own, which its first block keeps anyway, so
@@ -39,6 +38,9 @@ struct ChunkRecompute {
   double forward_ms = 0;   // added to the chunk's backward
   double saved_bytes = 0;  // activations no longer kept per micro-batch in flight (and held once)
   double input_bytes = 0;  // inputs kept for the runs that do not start the chunk
+  // The peak of running them again at the start of a B or BI, above what the micro-batch held: the
+  // recomputed activations up to each block plus that block's forward workspace.
+  double recompute_peak_bytes = 0;
 };
 ChunkRecompute chunk_recompute(const Profile& profile, int first, int last, int rows, const std::vector<int>& blocks);
 
