@@ -311,13 +311,18 @@ planner::Profile profile_model(const ProfileOptions& o) {
     profile.layers.push_back(layer);
   }
   // Each block is charged what it made and something keeps: its own kept bytes, plus its outputs
-  // when only the next block keeps them.
+  // when only the next block keeps them; of that, what the next block keeps stays when this one is
+  // recomputed and the next one is not.
   for (std::int64_t i = 0; i < blocks; ++i) {
     const BlockMemory& m = memory[static_cast<std::size_t>(i)];
-    std::int64_t kept = m.kept_own;
-    if (i + 1 < blocks)
-      kept += std::max<std::int64_t>(0, memory[static_cast<std::size_t>(i + 1)].input_kept - m.outputs_kept_by_self);
+    std::int64_t kept = m.kept_own, next_kept = 0;
+    if (i + 1 < blocks) {
+      const std::int64_t next = memory[static_cast<std::size_t>(i + 1)].input_kept;
+      kept += std::max<std::int64_t>(0, next - m.outputs_kept_by_self);
+      next_kept = std::clamp<std::int64_t>(next, 0, std::min(m.output_bytes, kept));
+    }
     profile.layers[static_cast<std::size_t>(i)].cost.activation_bytes = static_cast<double>(kept);
+    profile.layers[static_cast<std::size_t>(i)].cost.next_kept_bytes = static_cast<double>(next_kept);
   }
   profile_data(spec, o, mb, device, profile);
   for (const char* optimizer : {"sgd", "adam"})

@@ -25,7 +25,8 @@ constexpr double LayerCost::*kScaledFields[] = {&LayerCost::forward_ms,
                                                 &LayerCost::backward_workspace_bytes,
                                                 &LayerCost::split_held_bytes,
                                                 &LayerCost::input_workspace_bytes,
-                                                &LayerCost::weight_workspace_bytes};
+                                                &LayerCost::weight_workspace_bytes,
+                                                &LayerCost::next_kept_bytes};
 
 LayerCost scaled(const LayerCost& cost, double factor) {
   LayerCost out = cost;
@@ -67,6 +68,10 @@ void check_cost(const Profile& profile, int layer, const LayerCost& cost) {
   check_value(profile, layer, "split_held_bytes", cost.split_held_bytes, kMaxLayerBytes, "bytes");
   check_value(profile, layer, "input_workspace_bytes", cost.input_workspace_bytes, kMaxLayerBytes, "bytes");
   check_value(profile, layer, "weight_workspace_bytes", cost.weight_workspace_bytes, kMaxLayerBytes, "bytes");
+  check_value(profile, layer, "next_kept_bytes", cost.next_kept_bytes, kMaxLayerBytes, "bytes");
+  if (cost.next_kept_bytes > cost.activation_bytes)
+    LOOM_THROW(profile.source, ": layer ", layer, " (", schedule::excerpt(profile.layers[layer].name),
+               "): next_kept_bytes is ", cost.next_kept_bytes, ", more than its activation_bytes ", cost.activation_bytes);
 }
 
 bool valid_microbatch(double size) {

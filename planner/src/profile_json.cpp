@@ -33,14 +33,15 @@ LayerCost read_cost(const nlohmann::json& object, const std::string& source, con
   cost.split_held_bytes = detail::number_field_or(object, "split_held_bytes", 0, source, where);
   cost.input_workspace_bytes = detail::number_field_or(object, "input_workspace_bytes", 0, source, where);
   cost.weight_workspace_bytes = detail::number_field_or(object, "weight_workspace_bytes", 0, source, where);
+  cost.next_kept_bytes = detail::number_field_or(object, "next_kept_bytes", 0, source, where);
   return cost;
 }
 
-// The cost fields a layer or measurement may carry (version 2 added the last seven).
+// The cost fields a layer or measurement may carry (version 2 added the last eight).
 const std::vector<std::string> kCostFields = {
     "forward_ms",        "backward_ms",           "activation_bytes",        "boundary_bytes",
     "backward_input_ms", "backward_weight_ms",    "forward_workspace_bytes", "backward_workspace_bytes",
-    "split_held_bytes",  "input_workspace_bytes", "weight_workspace_bytes"};
+    "split_held_bytes",  "input_workspace_bytes", "weight_workspace_bytes",  "next_kept_bytes"};
 
 std::vector<std::string> with(std::vector<std::string> fields, std::initializer_list<std::string> more) {
   fields.insert(fields.end(), more);
@@ -56,7 +57,8 @@ nlohmann::json cost_json(const LayerCost& cost) {
                         {"backward_workspace_bytes", cost.backward_workspace_bytes},
                         {"split_held_bytes", cost.split_held_bytes},
                         {"input_workspace_bytes", cost.input_workspace_bytes},
-                        {"weight_workspace_bytes", cost.weight_workspace_bytes}};
+                        {"weight_workspace_bytes", cost.weight_workspace_bytes},
+                        {"next_kept_bytes", cost.next_kept_bytes}};
   if (cost.backward_input_ms >= 0) {
     out["backward_input_ms"] = cost.backward_input_ms;
     out["backward_weight_ms"] = cost.backward_weight_ms;

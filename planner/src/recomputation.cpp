@@ -77,9 +77,14 @@ ChunkRecompute chunk_recompute(const Profile& profile, int first, int last, int 
     if (!holds(blocks, l)) continue;
     const LayerCost c = profile.cost_at(l, rows);
     r.forward_ms += c.forward_ms;
-    r.saved_bytes += c.activation_bytes;
+    // The next block of the chunk, kept, still holds this one's output (its input).
+    const bool next_kept = l < last && !holds(blocks, l + 1);
+    r.saved_bytes += c.activation_bytes - (next_kept ? c.next_kept_bytes : 0.0);
     r.recompute_peak_bytes = std::max(r.recompute_peak_bytes, r.saved_bytes + c.forward_workspace_bytes);
-    if (l > first && !holds(blocks, l - 1)) r.input_bytes += profile.cost_at(l - 1, rows).boundary_bytes;
+    if (l > first && !holds(blocks, l - 1)) {  // the run's input, less what block l - 1 counts of it already
+      const LayerCost before = profile.cost_at(l - 1, rows);
+      r.input_bytes += std::max(0.0, before.boundary_bytes - before.next_kept_bytes);
+    }
   }
   return r;
 }

@@ -36,8 +36,10 @@ schedule::TraceEvent event_from_row(const nlohmann::json& row, int track) {
 
 std::string track_name(int rank, const comm::ParallelLayout& layout, int stages) {
   std::string name = "rank " + std::to_string(rank);
-  for (const auto& p : layout.positions(rank))
-    name += " (stage " + std::to_string(p.stage % stages) + ", replica " + std::to_string(p.replica) + ")";
+  for (const auto& p : layout.positions(rank)) {  // a rank's chunks of one stage (v > 1) share a label
+    const std::string label = " (stage " + std::to_string(p.stage % stages) + ", replica " + std::to_string(p.replica) + ")";
+    if (name.find(label) == std::string::npos) name += label;
+  }
   return name;
 }
 

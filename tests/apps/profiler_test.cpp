@@ -68,6 +68,9 @@ TEST_CASE("the profile of a small mlp loads back with one entry per block and ex
   CHECK(profile.layers[0].parameter_bytes == (20 * hidden + hidden) * 4);
   for (int i = 0; i + 1 < profile.size(); ++i) CHECK(profile.layers[i].cost.activation_bytes == rows * hidden * 4);
   CHECK(profile.layers.back().cost.activation_bytes == rows * classes * 4 + 4);
+  // The next block's Linear keeps a hidden block's ReLU output too: recomputing the block alone saves none of it.
+  for (int i = 0; i + 1 < profile.size(); ++i) CHECK(profile.layers[i].cost.next_kept_bytes == rows * hidden * 4);
+  CHECK(profile.layers.back().cost.next_kept_bytes == 0);
   // Version 2, by hand: a hidden block's forward briefly holds its Linear's output (which the ReLU
   // replaces); its B holds its input gradient; its BI makes that too and keeps the gradient at the
   // Linear's output, which its BW needs (the split hold); its BW adds to the gradients it already has.

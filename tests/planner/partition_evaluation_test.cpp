@@ -144,6 +144,14 @@ TEST_CASE("partition: recomputation keeps the runs' inputs and one working set, 
   CHECK(again.simulation.step_ms == Approx(66));
   p.recompute = {{0, 1}};  // a prefix keeps no extra input: 2 x 70 + 30
   CHECK(evaluate_partition(four_layers(5), cluster, p).stages[0].activation_bytes == Approx(170));
+  // Where layer 3 keeps 20 of layer 2's 30 bytes (its input), recomputing layer 2 saves 10 and keeps the
+  // run's input 5: 2 x 95, and 10 held again in the backward: 200, no better than keeping it.
+  Profile shared = four_layers(5);
+  shared.layers[2].cost.next_kept_bytes = 20;
+  p.recompute = {{2}};
+  CHECK(evaluate_partition(shared, cluster, p).stages[0].activation_bytes == Approx(200));
+  p.recompute = {{2, 3}};  // layer 3 recomputed too: its context no longer holds layer 2's output (2 x 35 + 70)
+  CHECK(evaluate_partition(shared, cluster, p).stages[0].activation_bytes == Approx(140));
   p.recompute = {{4}};
   CHECK_THROWS_WITH(evaluate_partition(four_layers(5), cluster, p),
                     Catch::Contains("stage 0 recomputes layer 4, which it does not hold"));

@@ -88,9 +88,9 @@ TEST_CASE("profile JSON version 2 round-trips the split backward, the working se
   p.model = "v2";
   p.microbatch = 4;
   // forward, backward, activation, boundary, BI, BW, then the forward, backward, BI and BW working
-  // sets and the split hold.
-  LayerCost cost{1.0, 3.0, 300, 100, 1.25, 2.0, 40, 50, 70, 80, 60};
-  p.layers.push_back({"only", cost, 1000, {{8, {2.0, 6.0, 600, 200, 2.5, 4.0, 80, 100, 140, 160, 120}}}});
+  // sets, the split hold and what the next block keeps.
+  LayerCost cost{1.0, 3.0, 300, 100, 1.25, 2.0, 40, 50, 70, 80, 60, 30};
+  p.layers.push_back({"only", cost, 1000, {{8, {2.0, 6.0, 600, 200, 2.5, 4.0, 80, 100, 140, 160, 120, 60}}}});
   p.input_bytes = 512;
   p.target_bytes = 16;
   p.data_ms = 0.5;
@@ -106,6 +106,7 @@ TEST_CASE("profile JSON version 2 round-trips the split backward, the working se
   CHECK(c.split_held_bytes == 60);
   CHECK(c.input_workspace_bytes == 70);
   CHECK(c.weight_workspace_bytes == 80);
+  CHECK(c.next_kept_bytes == 30);
   CHECK(q.input_bytes == 512);
   CHECK(q.target_bytes == 16);
   CHECK(q.data_ms == 0.5);
@@ -116,6 +117,7 @@ TEST_CASE("profile JSON version 2 round-trips the split backward, the working se
   CHECK(mid.backward_input_ms == Approx(1.875));
   CHECK(mid.weight_workspace_bytes == Approx(120));
   CHECK(mid.split_held_bytes == Approx(90));
+  CHECK(mid.next_kept_bytes == Approx(45));
 }
 
 TEST_CASE("profile JSON version 1 reads with the stated defaults; bad version-2 fields are named") {
@@ -134,6 +136,8 @@ TEST_CASE("profile JSON version 1 reads with the stated defaults; bad version-2 
                     Catch::StartsWith("s.json") && Catch::Contains("backward_weight_ms"));
   CHECK_THROWS_WITH(parse_profile_json(head + layer + R"(, "split_held_bytes": -5}]})", "h.json"),
                     Catch::StartsWith("h.json: layer 0") && Catch::Contains("split_held_bytes is -5"));
+  CHECK_THROWS_WITH(parse_profile_json(head + layer + R"(, "next_kept_bytes": 65}]})", "n.json"),
+                    Catch::StartsWith("n.json: layer 0") && Catch::Contains("next_kept_bytes is 65, more than its activation_bytes 64"));
   CHECK_THROWS_WITH(parse_profile_json(head + R"("data_ms": -1, )" + layer + "}]}", "d.json"),
                     Catch::StartsWith("d.json: data_ms is -1"));
   CHECK_THROWS_WITH(parse_profile_json(head + R"("step_ms_per_mb": 3, )" + layer + "}]}", "o.json"),

@@ -27,6 +27,9 @@ struct LayerCost {
   double input_workspace_bytes = 0;     // held only while its BI runs, above what was held before
   double weight_workspace_bytes = 0;    // held only while its BW runs, above what was held before
   double split_held_bytes = 0;          // held from its BI to its BW above activation_bytes (for BW)
+  // The part of activation_bytes that is its output kept by the next block's context (as its input): what
+  // stays when this block is recomputed and the next one is not.
+  double next_kept_bytes = 0;
 
   double input_ms() const { return backward_input_ms >= 0 ? backward_input_ms : backward_ms / 2; }
   double weight_ms() const { return backward_weight_ms >= 0 ? backward_weight_ms : backward_ms / 2; }

@@ -36,8 +36,10 @@ inline constexpr int kMaxRecomputeCombinations = 64;
 // in the chunk of layers first..last at `rows` rows per micro-batch.
 struct ChunkRecompute {
   double forward_ms = 0;   // added to the chunk's backward
-  double saved_bytes = 0;  // activations no longer kept per micro-batch in flight (and held once)
-  double input_bytes = 0;  // inputs kept for the runs that do not start the chunk
+  // Activations no longer kept per micro-batch in flight (what they were, less the outputs the next
+  // block keeps where it is not recomputed: LayerCost::next_kept_bytes), held again in its backward.
+  double saved_bytes = 0;
+  double input_bytes = 0;  // inputs kept for the runs that do not start the chunk (beyond what is kept anyway)
   // The peak of running them again at the start of a B or BI, above what the micro-batch held: the
   // recomputed activations up to each block plus that block's forward workspace.
   double recompute_peak_bytes = 0;
