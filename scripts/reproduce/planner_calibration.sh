@@ -87,6 +87,7 @@ import csv, json, statistics, sys
 import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+import matplotlib.ticker
 
 runs, out, png = sys.argv[1:]
 rows = []
@@ -150,6 +151,9 @@ for ax, (pred, meas, unit, scale, band, title) in zip(axes, [
                     label="±%d%%" % round(band * 100), zorder=0)
     ax.set_xscale("log")
     ax.set_yscale("log")
+    for axis in (ax.xaxis, ax.yaxis):  # plain numbers on the log scales
+        axis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
+        axis.set_minor_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
     ax.set_xlabel("measured (%s)" % unit)
     ax.set_ylabel("predicted (%s)" % unit)
     ax.set_title(title)

@@ -188,7 +188,24 @@ def schedule_memory(rows):
             check(int(r["simulated_inflight_chunks"]) == expected, f"{case}: simulated in flight {expected}")
 
 
+def planner_calibration(rows):
+    check({r["cap"] for r in rows} >= {"loose", "tight"}, "a loose and a tight cap present")
+    for r in rows:
+        case = f"{r['model']} {r['cap']} ({r['schedule']}, M={r['microbatches']}) stage {r['stage']}"
+        check(number(r, "predicted_peak_bytes") > 0 and number(r, "measured_peak_bytes") > 0, f"{case}: peaks present")
+        # Memory is counted exactly on both sides; the target is 5% (docs/REPRODUCING.md has the
+        # runs, -4.9..+2.5%), checked here at 10%, which the model before recomputation's holds (-35%) and
+        # next_kept_bytes (-15%) missed. Step times are the machine's and not checked.
+        check(abs(number(r, "peak_error")) <= 0.10, f"{case}: predicted peak {r['predicted_peak_bytes']} B within 10% "
+              f"of the run's {r['measured_peak_bytes']} B")
+        if r["cap"] != "loose":
+            check(number(r, "predicted_peak_bytes") <= number(r, "cap_bytes"), f"{case}: the plan fits its cap")
+
+
 COLUMNS = {
+    "planner_calibration": "model cap cap_bytes schedule microbatches stages layers replicas recompute predicted_step_ms "
+                           "measured_step_ms step_error stage predicted_peak_bytes measured_peak_bytes peak_error "
+                           "profile_drift",
     "schedule_memory": "schedule chunks stages microbatches microbatch_rows stage repeats split_backward block_output_bytes "
                        "chunk_activation_bytes stage_microbatch_bytes measured_min_bytes measured_max_bytes "
                        "simulated_inflight_chunks simulated_inflight_microbatches simulated_bytes model_lower_bytes "
