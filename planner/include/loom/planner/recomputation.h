@@ -11,8 +11,8 @@
 // The search (fit_by_recomputation) recomputes only where a candidate does not fit without it
 // (recomputation never makes a step faster). Per stage over the cap it keeps the recomputation sets
 // that fit it — its peak is the simulator's walk over its own program (independent of timing and
-// of other stages) — and of those the ones no other beats on every chunk's added time; it simulates every combination of the stages' choices and
-// keeps the fastest. The family of sets (recompute_candidates): every subset of the stage's blocks
+// of other stages) — and of those the ones no other beats on every chunk's added time; it
+// simulates every combination of the stages' choices and keeps the fastest. The family of sets (recompute_candidates): every subset of the stage's blocks
 // when it holds at most kExactRecomputeBlocks, else the prefixes of its chunks (the first k blocks
 // of each: a prefix keeps no input beyond the chunk's own, which its first block keeps anyway, so
 // it saves exactly its blocks' activations; n + 1 choices per chunk instead of 2^n).
