@@ -8,5 +8,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/build.sh" loom
 mpi_flags=(--oversubscribe)
 [ "$(id -u)" -eq 0 ] && mpi_flags+=(--allow-run-as-root)
+epochs=(--epochs 3)  # unless the arguments give their own (loom train takes each flag once)
+for arg in "$@"; do [[ $arg == --epochs || $arg == --epochs=* ]] && epochs=(); done
 exec mpirun "${mpi_flags[@]}" -np 4 "$root/build/apps/loom" train --model cnn --data fashion-mnist \
-  --stages 2 --replicas 2 --schedule dapple --epochs 3 "$@"
+  --stages 2 --replicas 2 --schedule dapple "${epochs[@]}" "$@"
