@@ -102,7 +102,7 @@ Exhaustive exhaustive(const Profile& profile, const Cluster& cluster, int global
             bool rows_for_all = true;
             for (int r : replicas) rows_for_all = rows_for_all && r <= global_batch / m;
             if (!rows_for_all) continue;
-            Partition p{kind, v, m, global_batch, {}, replicas};
+            Partition p{kind, v, m, global_batch, {}, replicas, {}};
             int first = 0;
             for (int size : sizes) {
               p.layers.emplace_back(first, first + size - 1);

@@ -134,7 +134,7 @@ TEST_CASE("partition: what is not a partition is refused in one line") {
 // Each backward gains layer 2's forward: 2 x 10 + 2 x (20 + 3) = 66 ms.
 TEST_CASE("partition: recomputation keeps the runs' inputs and one working set, and adds the forwards") {
   const Cluster cluster = make_cluster(1, 1, 1e9, 1e9, 1e12);
-  Partition p{ScheduleKind::gpipe, 1, 2, 2, {{0, 3}}, {}};
+  Partition p{ScheduleKind::gpipe, 1, 2, 2, {{0, 3}}, {}, {}};
   const PartitionEvaluation kept = evaluate_partition(four_layers(5), cluster, p);
   CHECK(kept.stages[0].activation_bytes == Approx(200));
   CHECK(kept.simulation.step_ms == Approx(60));
@@ -166,7 +166,7 @@ TEST_CASE("partition: recomputation keeps the runs' inputs and one working set, 
 // 2 x 45 would say 130).
 TEST_CASE("partition: a split backward holds the recomputed activations until its BW") {
   const Cluster cluster = make_cluster(1, 2, 1e9, 1e9, 1e12);
-  Partition p{ScheduleKind::zb_h1, 1, 2, 2, {{0, 1}, {2, 3}}, {}};
+  Partition p{ScheduleKind::zb_h1, 1, 2, 2, {{0, 1}, {2, 3}}, {}, {}};
   CHECK(evaluate_partition(four_layers(5), cluster, p).stages[1].activation_bytes == Approx(2 * 75));
   p.recompute = {{}, {3}};
   CHECK(evaluate_partition(four_layers(5), cluster, p).stages[1].activation_bytes == Approx(170));
@@ -176,7 +176,7 @@ TEST_CASE("partition: a split backward holds the recomputed activations until it
 // reduce-scatter's window: one segment of 1 MiB for the 5e3 bytes a step receives.
 TEST_CASE("partition: under ZeRO-1 each replica keeps 1/R of its stage's optimizer state") {
   const Cluster cluster = make_cluster(1, 2, 1e9, 1e9, 1e12);
-  const Partition p{ScheduleKind::dapple, 1, 2, 4, {{0, 3}}, {2}};
+  const Partition p{ScheduleKind::dapple, 1, 2, 4, {{0, 3}}, {2}, {}};
   CostOptions options;  // Adam: 2 states per parameter byte
   CHECK(evaluate_partition(four_layers(5), cluster, p, options).stages[0].static_bytes == Approx(10e3 * 5 + (1 << 20)));
   options.zero = true;
@@ -189,9 +189,9 @@ TEST_CASE("partition: a tie with both layers on one stage is held once, across s
   Profile profile = four_layers(5);
   profile.ties.push_back({0, 3, 1e3});
   const Cluster cluster = make_cluster(1, 2, 1e9, 1e9, 1e12);
-  const Partition one{ScheduleKind::dapple, 1, 2, 2, {{0, 3}}, {}};
+  const Partition one{ScheduleKind::dapple, 1, 2, 2, {{0, 3}}, {}, {}};
   CHECK(evaluate_partition(profile, cluster, one).stages[0].static_bytes == Approx(10e3 * 4 - 1e3 * 3));
-  const Partition two{ScheduleKind::dapple, 1, 2, 2, {{0, 1}, {2, 3}}, {}};
+  const Partition two{ScheduleKind::dapple, 1, 2, 2, {{0, 1}, {2, 3}}, {}, {}};
   const PartitionEvaluation split = evaluate_partition(profile, cluster, two);
   CHECK(split.stages[0].static_bytes == Approx(3e3 * 4));
   CHECK(split.stages[1].static_bytes == Approx(7e3 * 4));
@@ -206,14 +206,14 @@ TEST_CASE("partition: a tie with both layers on one stage is held once, across s
 TEST_CASE("partition: a tie across stages adds its group's allreduce to both stages") {
   Profile profile = four_layers(5);
   const Cluster cluster = make_cluster(1, 2, 1e6, 1e6, 1e12);  // 1 MB/s: 1 kB takes milliseconds
-  const Partition two{ScheduleKind::dapple, 1, 2, 2, {{0, 1}, {2, 3}}, {}};
+  const Partition two{ScheduleKind::dapple, 1, 2, 2, {{0, 1}, {2, 3}}, {}, {}};
   const double untied = evaluate_partition(profile, cluster, two).simulation.step_ms;
   profile.ties.push_back({0, 3, 1e3});
   const double tied = evaluate_partition(profile, cluster, two).simulation.step_ms;
   const double group = allreduce_cost(cluster, {0, 1}).at(1e3);
   CHECK(group > 0.5);
   CHECK(tied - untied == Approx(group));
-  const Partition one{ScheduleKind::dapple, 1, 2, 2, {{0, 3}}, {}};
+  const Partition one{ScheduleKind::dapple, 1, 2, 2, {{0, 3}}, {}, {}};
   Profile untied_one = four_layers(5);
   CHECK(evaluate_partition(profile, cluster, one).simulation.step_ms ==
         Approx(evaluate_partition(untied_one, cluster, one).simulation.step_ms));
@@ -226,7 +226,7 @@ TEST_CASE("partition: a tie across stages adds its group's allreduce to both sta
 TEST_CASE("partition: an overlapped allreduce leaves only what outlasts the backward") {
   const Profile profile = four_layers(5);
   const Cluster cluster = make_cluster(1, 2, 1e9, 1e9, 1e12);
-  const Partition dp{ScheduleKind::dapple, 1, 1, 2, {{0, 3}}, {2}};
+  const Partition dp{ScheduleKind::dapple, 1, 1, 2, {{0, 3}}, {2}, {}};
   CostOptions overlapped;
   overlapped.overlap_allreduce = true;
   const double after = evaluate_partition(profile, cluster, dp).simulation.step_ms;
