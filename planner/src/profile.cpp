@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cmath>
 #include <initializer_list>
-#include <utility>
 
 #include <loom/schedule/text.h>
 
@@ -14,30 +13,16 @@ namespace loom::planner {
 
 namespace {
 
-// Every field of LayerCost that grows with the micro-batch (all of them).
-constexpr double LayerCost::*kScaledFields[] = {&LayerCost::forward_ms,
-                                                &LayerCost::backward_ms,
-                                                &LayerCost::activation_bytes,
-                                                &LayerCost::boundary_bytes,
-                                                &LayerCost::backward_input_ms,
-                                                &LayerCost::backward_weight_ms,
-                                                &LayerCost::forward_workspace_bytes,
-                                                &LayerCost::backward_workspace_bytes,
-                                                &LayerCost::split_held_bytes,
-                                                &LayerCost::input_workspace_bytes,
-                                                &LayerCost::weight_workspace_bytes,
-                                                &LayerCost::next_kept_bytes};
-
 LayerCost scaled(const LayerCost& cost, double factor) {
   LayerCost out = cost;
-  for (double LayerCost::*field : kScaledFields) out.*field = cost.*field * factor;
+  for (const LayerCostField& f : kLayerCostFields) out.*f.member = cost.*f.member * factor;
   return out;  // an unknown BI/BW (< 0) stays unknown
 }
 
 // Between two measurements; a BI/BW time known at one of them only is taken as the other's half B.
 LayerCost mix(const LayerCost& a, const LayerCost& b, double t) {
   LayerCost out = a;
-  for (double LayerCost::*field : kScaledFields) out.*field = a.*field + t * (b.*field - a.*field);
+  for (const LayerCostField& f : kLayerCostFields) out.*f.member = a.*f.member + t * (b.*f.member - a.*f.member);
   if (a.backward_input_ms >= 0 || b.backward_input_ms >= 0) {
     out.backward_input_ms = a.input_ms() + t * (b.input_ms() - a.input_ms());
     out.backward_weight_ms = a.weight_ms() + t * (b.weight_ms() - a.weight_ms());
@@ -55,20 +40,11 @@ void check_value(const Profile& profile, int layer, const char* field, double va
 }
 
 void check_cost(const Profile& profile, int layer, const LayerCost& cost) {
-  check_value(profile, layer, "forward_ms", cost.forward_ms, kMaxLayerMs, "ms");
-  check_value(profile, layer, "backward_ms", cost.backward_ms, kMaxLayerMs, "ms");
-  check_value(profile, layer, "activation_bytes", cost.activation_bytes, kMaxLayerBytes, "bytes");
-  check_value(profile, layer, "boundary_bytes", cost.boundary_bytes, kMaxLayerBytes, "bytes");
-  if (cost.backward_input_ms >= 0 || cost.backward_weight_ms >= 0) {
-    check_value(profile, layer, "backward_input_ms", cost.backward_input_ms, kMaxLayerMs, "ms");
-    check_value(profile, layer, "backward_weight_ms", cost.backward_weight_ms, kMaxLayerMs, "ms");
-  }
-  check_value(profile, layer, "forward_workspace_bytes", cost.forward_workspace_bytes, kMaxLayerBytes, "bytes");
-  check_value(profile, layer, "backward_workspace_bytes", cost.backward_workspace_bytes, kMaxLayerBytes, "bytes");
-  check_value(profile, layer, "split_held_bytes", cost.split_held_bytes, kMaxLayerBytes, "bytes");
-  check_value(profile, layer, "input_workspace_bytes", cost.input_workspace_bytes, kMaxLayerBytes, "bytes");
-  check_value(profile, layer, "weight_workspace_bytes", cost.weight_workspace_bytes, kMaxLayerBytes, "bytes");
-  check_value(profile, layer, "next_kept_bytes", cost.next_kept_bytes, kMaxLayerBytes, "bytes");
+  const bool split_known = cost.backward_input_ms >= 0 || cost.backward_weight_ms >= 0;
+  for (const LayerCostField& f : kLayerCostFields)
+    if (f.kind != LayerCostField::Kind::split_time || split_known)
+      check_value(profile, layer, f.name, cost.*f.member, f.milliseconds ? kMaxLayerMs : kMaxLayerBytes,
+                  f.milliseconds ? "ms" : "bytes");
   if (cost.next_kept_bytes > cost.activation_bytes)
     LOOM_THROW(profile.source, ": layer ", layer, " (", schedule::excerpt(profile.layers[layer].name),
                "): next_kept_bytes is ", cost.next_kept_bytes, ", more than its activation_bytes ", cost.activation_bytes);
@@ -136,11 +112,15 @@ void validate(const Profile& profile) {
       check_cost(profile, l, m.cost);
     }
   }
-  for (const auto& [what, value] : std::initializer_list<std::pair<const char*, double>>{
-           {"input_bytes", profile.input_bytes}, {"target_bytes", profile.target_bytes}, {"data_ms", profile.data_ms}})
-    if (!within(value, what[0] == 'd' ? kMaxLayerMs : kMaxLayerBytes))
-      LOOM_THROW(profile.source, ": ", what, " is ", value, "; it must be finite, non-negative and at most ",
-                 what[0] == 'd' ? kMaxLayerMs : kMaxLayerBytes);
+  struct Bounded {
+    const char* name;
+    double value, most;
+  };
+  for (const Bounded& b : {Bounded{"input_bytes", profile.input_bytes, kMaxLayerBytes},
+                           Bounded{"target_bytes", profile.target_bytes, kMaxLayerBytes},
+                           Bounded{"data_ms", profile.data_ms, kMaxLayerMs}})
+    if (!within(b.value, b.most))
+      LOOM_THROW(profile.source, ": ", b.name, " is ", b.value, "; it must be finite, non-negative and at most ", b.most);
   for (const auto& [optimizer, ms] : profile.step_ms_per_mb)
     if (!within(ms, kMaxLayerMs))
       LOOM_THROW(profile.source, ": step_ms_per_mb.", schedule::excerpt(optimizer), " is ", ms,

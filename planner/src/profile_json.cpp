@@ -17,31 +17,31 @@ namespace {
 const char* kFormat = "loom-profile";
 
 LayerCost read_cost(const nlohmann::json& object, const std::string& source, const std::string& where) {
+  using Kind = LayerCostField::Kind;
   LayerCost cost;
-  cost.forward_ms = detail::number_field(object, "forward_ms", source, where);
-  cost.backward_ms = detail::number_field(object, "backward_ms", source, where);
-  cost.activation_bytes = detail::number_field(object, "activation_bytes", source, where);
-  cost.boundary_bytes = detail::number_field_or(object, "boundary_bytes", cost.activation_bytes, source, where);
   const bool split = detail::find_field(object, "backward_input_ms", source, where, false) ||
                      detail::find_field(object, "backward_weight_ms", source, where, false);
-  if (split) {  // both or neither
-    cost.backward_input_ms = detail::number_field(object, "backward_input_ms", source, where);
-    cost.backward_weight_ms = detail::number_field(object, "backward_weight_ms", source, where);
+  for (const LayerCostField& f : kLayerCostFields) {
+    double& value = cost.*f.member;
+    switch (f.kind) {
+      case Kind::required: value = detail::number_field(object, f.name, source, where); break;
+      // activation_bytes comes before it in the table
+      case Kind::boundary: value = detail::number_field_or(object, f.name, cost.activation_bytes, source, where); break;
+      case Kind::split_time:  // both or neither
+        if (split) value = detail::number_field(object, f.name, source, where);
+        break;
+      case Kind::optional: value = detail::number_field_or(object, f.name, 0.0, source, where); break;
+    }
   }
-  cost.forward_workspace_bytes = detail::number_field_or(object, "forward_workspace_bytes", 0, source, where);
-  cost.backward_workspace_bytes = detail::number_field_or(object, "backward_workspace_bytes", 0, source, where);
-  cost.split_held_bytes = detail::number_field_or(object, "split_held_bytes", 0, source, where);
-  cost.input_workspace_bytes = detail::number_field_or(object, "input_workspace_bytes", 0, source, where);
-  cost.weight_workspace_bytes = detail::number_field_or(object, "weight_workspace_bytes", 0, source, where);
-  cost.next_kept_bytes = detail::number_field_or(object, "next_kept_bytes", 0, source, where);
   return cost;
 }
 
-// The cost fields a layer or measurement may carry (version 2 added the last eight).
-const std::vector<std::string> kCostFields = {
-    "forward_ms",        "backward_ms",           "activation_bytes",        "boundary_bytes",
-    "backward_input_ms", "backward_weight_ms",    "forward_workspace_bytes", "backward_workspace_bytes",
-    "split_held_bytes",  "input_workspace_bytes", "weight_workspace_bytes",  "next_kept_bytes"};
+// The cost fields a layer or measurement may carry (version 2 added all but the first four).
+const std::vector<std::string> kCostFields = [] {
+  std::vector<std::string> names;
+  for (const LayerCostField& f : kLayerCostFields) names.emplace_back(f.name);
+  return names;
+}();
 
 std::vector<std::string> with(std::vector<std::string> fields, std::initializer_list<std::string> more) {
   fields.insert(fields.end(), more);
@@ -49,20 +49,9 @@ std::vector<std::string> with(std::vector<std::string> fields, std::initializer_
 }
 
 nlohmann::json cost_json(const LayerCost& cost) {
-  nlohmann::json out = {{"forward_ms", cost.forward_ms},
-                        {"backward_ms", cost.backward_ms},
-                        {"activation_bytes", cost.activation_bytes},
-                        {"boundary_bytes", cost.boundary_bytes},
-                        {"forward_workspace_bytes", cost.forward_workspace_bytes},
-                        {"backward_workspace_bytes", cost.backward_workspace_bytes},
-                        {"split_held_bytes", cost.split_held_bytes},
-                        {"input_workspace_bytes", cost.input_workspace_bytes},
-                        {"weight_workspace_bytes", cost.weight_workspace_bytes},
-                        {"next_kept_bytes", cost.next_kept_bytes}};
-  if (cost.backward_input_ms >= 0) {
-    out["backward_input_ms"] = cost.backward_input_ms;
-    out["backward_weight_ms"] = cost.backward_weight_ms;
-  }
+  nlohmann::json out = nlohmann::json::object();
+  for (const LayerCostField& f : kLayerCostFields)
+    if (f.kind != LayerCostField::Kind::split_time || cost.backward_input_ms >= 0) out[f.name] = cost.*f.member;
   return out;
 }
 

@@ -35,6 +35,35 @@ struct LayerCost {
   double weight_ms() const { return backward_weight_ms >= 0 ? backward_weight_ms : backward_ms / 2; }
 };
 
+// Every number of a LayerCost by its JSON name, in the order the profile's checks report them. All of them
+// grow with the micro-batch size (Profile::cost_at scales and interpolates each).
+struct LayerCostField {
+  enum class Kind {
+    required,    // forward_ms, backward_ms, activation_bytes
+    boundary,    // boundary_bytes: activation_bytes when absent
+    split_time,  // backward_input_ms, backward_weight_ms: both or neither; unknown (< 0) when absent
+    optional,    // version 2's bytes: 0 when absent
+  };
+  const char* name;
+  double LayerCost::*member;
+  bool milliseconds;  // else bytes
+  Kind kind;
+};
+inline constexpr LayerCostField kLayerCostFields[] = {
+    {"forward_ms", &LayerCost::forward_ms, true, LayerCostField::Kind::required},
+    {"backward_ms", &LayerCost::backward_ms, true, LayerCostField::Kind::required},
+    {"activation_bytes", &LayerCost::activation_bytes, false, LayerCostField::Kind::required},
+    {"boundary_bytes", &LayerCost::boundary_bytes, false, LayerCostField::Kind::boundary},
+    {"backward_input_ms", &LayerCost::backward_input_ms, true, LayerCostField::Kind::split_time},
+    {"backward_weight_ms", &LayerCost::backward_weight_ms, true, LayerCostField::Kind::split_time},
+    {"forward_workspace_bytes", &LayerCost::forward_workspace_bytes, false, LayerCostField::Kind::optional},
+    {"backward_workspace_bytes", &LayerCost::backward_workspace_bytes, false, LayerCostField::Kind::optional},
+    {"split_held_bytes", &LayerCost::split_held_bytes, false, LayerCostField::Kind::optional},
+    {"input_workspace_bytes", &LayerCost::input_workspace_bytes, false, LayerCostField::Kind::optional},
+    {"weight_workspace_bytes", &LayerCost::weight_workspace_bytes, false, LayerCostField::Kind::optional},
+    {"next_kept_bytes", &LayerCost::next_kept_bytes, false, LayerCostField::Kind::optional},
+};
+
 struct Measurement {
   double microbatch = 0;
   LayerCost cost;
