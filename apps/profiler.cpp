@@ -136,27 +136,27 @@ struct BlockTimes {
 // zero-bubble kind runs a chunk). `times` null: a warm-up pass.
 void run_pass(Runners& runners, const Microbatch& mb, Device device, bool split, BlockTimes* times) {
   const std::size_t blocks = runners.size();
-  auto keep = [&](std::vector<std::vector<double>>& into, std::size_t i, double ms) {
-    if (times) into[i].push_back(ms);
+  auto keep = [&](std::vector<std::vector<double>> BlockTimes::*kind, std::size_t i, double ms) {
+    if (times) (times->*kind)[i].push_back(ms);
   };
   TensorList x = {mb.inputs};
   for (std::size_t i = 0; i < blocks; ++i) {
     const double ms = timed_ms(device, [&] { x = runners[i]->forward(x); });
-    if (times) keep(times->forward, i, ms);
+    keep(&BlockTimes::forward, i, ms);
   }
   TensorList grad;
   for (std::size_t i = blocks; i-- > 0;) {
     if (!split) {
       const double ms = timed_ms(device, [&] { grad = runners[i]->backward(grad); });
-      if (times) keep(times->backward, i, ms);
+      keep(&BlockTimes::backward, i, ms);
       continue;
     }
     const double ms = timed_ms(device, [&] { grad = runners[i]->backward_input(grad); });
-    if (times) keep(times->input, i, ms);
+    keep(&BlockTimes::input, i, ms);
   }
   for (std::size_t i = blocks; split && i-- > 0;) {
     const double ms = timed_ms(device, [&] { runners[i]->backward_weight(); });
-    if (times) keep(times->weight, i, ms);
+    keep(&BlockTimes::weight, i, ms);
   }
 }
 

@@ -221,7 +221,9 @@ void add_tie_allreduce(const Profile& profile, const Cluster& cluster, const Par
 
 schedule::StageCost stage_costs(const Profile& profile, const Cluster& cluster, const Partition& p,
                                 const schedule::Schedule& sched, const std::vector<int>& devices, int s,
-                                const CostOptions& options, double& static_bytes) {
+                                const CostOptions& requested, double& static_bytes) {
+  CostOptions options = requested;
+  options.zero = requested.zero || p.zero;  // either turns ZeRO-1 on
   const int b = p.global_batch / p.microbatches;
   const int rows = ceil_div(b, static_cast<int>(devices.size()));
   const double data_share = rows / profile.microbatch;  // the profile's data costs are per micro-batch
@@ -279,9 +281,7 @@ PartitionEvaluation evaluate_partition(const Profile& profile, const Cluster& cl
   for (int s = 0; s < stages; ++s) {
     StageEvaluation& stage = out.stages[static_cast<std::size_t>(s)];
     stage.devices = placed.devices[static_cast<std::size_t>(s)];
-    CostOptions memory = options;
-    memory.zero = options.zero || p.zero;
-    costs.stages.push_back(stage_costs(profile, cluster, p, out.schedule, stage.devices, s, memory, stage.static_bytes));
+    costs.stages.push_back(stage_costs(profile, cluster, p, out.schedule, stage.devices, s, options, stage.static_bytes));
   }
   add_tie_allreduce(profile, cluster, p, out.schedule, placed, costs);
   for (int s = 0; stages > 1 && s < stages; ++s) {  // after stage s; the last one is the looped wrap

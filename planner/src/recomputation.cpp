@@ -40,8 +40,6 @@ std::vector<Choice> stage_choices(const Profile& profile, const Cluster& cluster
   std::vector<std::pair<int, int>> chunks;
   for (int c = 0; c < sched.chunks; ++c)
     chunks.push_back(p.layers[static_cast<std::size_t>(sched.virtual_stage(s, c))]);
-  CostOptions memory = options;
-  memory.zero = options.zero || p.zero;
   Partition trial = p;
   trial.recompute.assign(static_cast<std::size_t>(sched.stages), {});
   std::vector<Choice> fits;
@@ -56,7 +54,7 @@ std::vector<Choice> stage_choices(const Profile& profile, const Cluster& cluster
     trial.recompute[static_cast<std::size_t>(s)] = choice.blocks;
     double static_bytes = 0;
     const schedule::StageCost cost =
-        stage_costs(profile, cluster, trial, sched, stage.devices, s, memory, static_bytes);
+        stage_costs(profile, cluster, trial, sched, stage.devices, s, options, static_bytes);
     if (static_bytes + schedule::stage_peak_activation_bytes(sched, s, cost) <= cluster.device_memory)
       fits.push_back(std::move(choice));
   }

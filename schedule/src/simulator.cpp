@@ -317,14 +317,18 @@ double peak_chunk_bytes(const std::vector<Action>& program, const std::vector<do
   return peak;
 }
 
-}  // namespace
-
-double stage_peak_activation_bytes(const Schedule& schedule, int s, const StageCost& cost) {
+// stage_peak_activation_bytes with the program's stage_memory() already counted.
+double peak_activation_bytes(const Schedule& schedule, int s, const StageCost& cost, const StageMemory& memory) {
   const auto& program = schedule.programs.at(static_cast<std::size_t>(s));
-  const StageMemory memory = stage_memory(program);
   return (cost.per_chunk() ? peak_chunk_bytes(program, cost.chunk_activation_bytes, cost.chunk_memory)
                            : static_cast<double>(memory.peak_inflight) / schedule.chunks * cost.activation_bytes) +
          (memory.peak_inflight > 0 ? cost.forward_transient_bytes : 0);
+}
+
+}  // namespace
+
+double stage_peak_activation_bytes(const Schedule& schedule, int s, const StageCost& cost) {
+  return peak_activation_bytes(schedule, s, cost, stage_memory(schedule.programs.at(static_cast<std::size_t>(s))));
 }
 
 SimulationResult simulate(const Schedule& schedule, const CostModel& costs) {
@@ -369,7 +373,7 @@ SimulationResult simulate(const Schedule& schedule, const CostModel& costs) {
     stats.peak_inflight = memory.peak_inflight;
     stats.peak_weight_versions = memory.peak_weight_versions;
     stats.peak_activation_units = static_cast<double>(memory.peak_inflight) / schedule.chunks;
-    stats.peak_activation_bytes = stage_peak_activation_bytes(schedule, s, costs.stage(s));
+    stats.peak_activation_bytes = peak_activation_bytes(schedule, s, costs.stage(s), memory);
   }
   result.bubble_fraction = result.step_ms > 0 ? 1.0 - busy / (stages * result.step_ms) : 0.0;
   result.ms_per_microbatch = schedule.microbatches > 0 ? result.step_ms / schedule.microbatches : 0;

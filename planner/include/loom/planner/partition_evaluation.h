@@ -66,7 +66,8 @@ PartitionEvaluation evaluate_partition(const Profile& profile, const Cluster& cl
                                        const CostOptions& options = {}, const schedule::Schedule* schedule = nullptr);
 
 // Pipeline stage s's costs under `p` (its chunks' times and bytes, as evaluate_partition simulates them)
-// on `devices`, and its static bytes (weights, gradients, optimizer state, buckets).
+// on `devices`, and its static bytes (weights, gradients, optimizer state, buckets). ZeRO-1 when
+// `options` or `p` asks for it.
 schedule::StageCost stage_costs(const Profile& profile, const Cluster& cluster, const Partition& p,
                                 const schedule::Schedule& sched, const std::vector<int>& devices, int s,
                                 const CostOptions& options, double& static_bytes);
