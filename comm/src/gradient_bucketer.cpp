@@ -62,29 +62,28 @@ GradientBucketer::GradientBucketer(ReduceGroup& group, std::vector<Tensor> gradi
     spdlog::debug("gradient buckets over NCCL run inside mark_ready: one thread issues this rank's NCCL work");
   else if (options_.background) {
     if (mpi_thread_multiple())
-      worker_ = std::thread([this] { worker_loop(); });
+      progress_ = options_.progress ? options_.progress : std::make_shared<ProgressThread>();
     else
       spdlog::warn("MPI without MPI_THREAD_MULTIPLE: gradient buckets run inside mark_ready instead of a progress thread");
   }
 }
 
+// Buckets still queued are skipped; the progress thread must be done with this bucketer before it
+// goes (a shared thread outlives it).
 GradientBucketer::~GradientBucketer() {
-  if (!worker_.joinable()) return;
-  {
-    std::unique_lock lock(mutex_);
-    stopping_ = true;
-    changed_.notify_all();
-    if (std::uncaught_exceptions() > 0 &&
-        !changed_.wait_for(lock, std::chrono::seconds(2), [&] { return !worker_busy_; })) {
-      std::fprintf(stderr,
-                   "loom: error (rank %d): an exception is unwinding while gradient bucket %d is still being "
-                   "allreduced; aborting the job\n",
-                   error_rank(), next_to_run_);
-      std::fflush(stderr);
-      MPI_Abort(MPI_COMM_WORLD, 1);
-    }
+  if (!progress_) return;
+  std::unique_lock lock(mutex_);
+  stopping_ = true;
+  if (std::uncaught_exceptions() > 0 &&
+      !changed_.wait_for(lock, std::chrono::seconds(2), [&] { return queued_ == 0; })) {
+    std::fprintf(stderr,
+                 "loom: error (rank %d): an exception is unwinding while gradient bucket %d is still being "
+                 "allreduced; aborting the job\n",
+                 error_rank(), running_);
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, 1);
   }
-  worker_.join();
+  changed_.wait(lock, [&] { return queued_ == 0; });
 }
 
 // Each bucket whose gradients are consecutive in the sharding's flat order: packed in that order,
@@ -145,31 +144,24 @@ void GradientBucketer::mark_ready(int gradient) {
 void GradientBucketer::launch_locked(int bucket, std::unique_lock<std::mutex>& lock) {
   buckets_[bucket].launched = true;
   emit(BucketEvent::Kind::launched, bucket);
-  if (worker_.joinable()) {
-    changed_.notify_all();
+  if (progress_) {
+    ++queued_;
+    progress_->submit([this, bucket] { run_launched(bucket); });
     return;
   }
-  // Inline: run every launched bucket that is next in order.
-  if (running_inline_) return;
-  running_inline_ = true;
-  while (next_to_run_ < buckets() && buckets_[next_to_run_].launched) {
-    const int next = next_to_run_;
-    emit(BucketEvent::Kind::started, next);
-    lock.unlock();
-    try {
-      run_bucket(next);
-    } catch (...) {
-      lock.lock();
-      running_inline_ = false;
-      error_ = std::current_exception();
-      throw;
-    }
+  emit(BucketEvent::Kind::started, bucket);
+  lock.unlock();
+  try {
+    run_bucket(bucket);
+  } catch (...) {
     lock.lock();
-    buckets_[next].done = true;
-    ++next_to_run_;
-    emit(BucketEvent::Kind::finished, next);
+    error_ = std::current_exception();
+    throw;
   }
-  running_inline_ = false;
+  lock.lock();
+  buckets_[bucket].done = true;
+  ++finished_;
+  emit(BucketEvent::Kind::finished, bucket);
 }
 
 void GradientBucketer::run_bucket(int index) {
@@ -206,42 +198,38 @@ void GradientBucketer::reduce_scatter_bucket(Bucket& bucket) {
   }
 }
 
-void GradientBucketer::worker_loop() {
+void GradientBucketer::run_launched(int bucket) {
   std::unique_lock lock(mutex_);
-  for (;;) {
-    changed_.wait(lock, [&] { return stopping_ || (next_to_run_ < buckets() && buckets_[next_to_run_].launched); });
-    if (stopping_) return;
-    const int next = next_to_run_;
-    emit(BucketEvent::Kind::started, next);
-    worker_busy_ = true;
+  if (!stopping_ && !error_) {
+    emit(BucketEvent::Kind::started, bucket);
+    running_ = bucket;
     lock.unlock();
     std::exception_ptr error;
     try {
-      run_bucket(next);
+      run_bucket(bucket);
     } catch (...) {
       error = std::current_exception();
     }
     lock.lock();
-    worker_busy_ = false;
+    running_ = -1;
     if (error) {
       error_ = error;
-      changed_.notify_all();
-      return;
+    } else {
+      buckets_[bucket].done = true;
+      ++finished_;
+      emit(BucketEvent::Kind::finished, bucket);
     }
-    buckets_[next].done = true;
-    ++next_to_run_;
-    emit(BucketEvent::Kind::finished, next);
-    changed_.notify_all();
   }
+  --queued_;
+  changed_.notify_all();
 }
 
 void GradientBucketer::wait_bucket(int bucket) {
   std::unique_lock lock(mutex_);
   LOOM_CHECK(bucket >= 0 && bucket < buckets(), "wait_bucket(", bucket, "): the bucketer has ", buckets(), " buckets");
   rethrow_locked();
-  if (!worker_.joinable()) {
-    LOOM_CHECK(buckets_[bucket].done, "wait_bucket(", bucket, "): the bucket has not run yet (gradients of it or of an ",
-               "earlier bucket are not marked ready)");
+  if (!progress_) {
+    LOOM_CHECK(buckets_[bucket].done, "wait_bucket(", bucket, "): the bucket has not run yet (not all its gradients are marked ready)");
     return;
   }
   WatchdogScope watch("wait for a gradient bucket");
@@ -259,19 +247,19 @@ void GradientBucketer::wait() {
     const int bucket = bucket_of_[gradient];
     if (--buckets_[bucket].pending == 0) launch_locked(bucket, lock);
   }
-  if (worker_.joinable()) {
+  if (progress_) {
     WatchdogScope watch("wait for gradient buckets");
-    changed_.wait(lock, [&] { return next_to_run_ == buckets() || error_; });
+    changed_.wait(lock, [&] { return finished_ == buckets() || error_; });
     rethrow_locked();
   }
-  LOOM_CHECK(next_to_run_ == buckets(), "gradient buckets did not all run");
+  LOOM_CHECK(finished_ == buckets(), "gradient buckets did not all run");
   for (Bucket& bucket : buckets_) {
     bucket.pending = static_cast<int>(bucket.members.size());
     bucket.launched = bucket.done = false;
   }
   std::fill(marked_.begin(), marked_.end(), 0);
   marked_count_ = 0;
-  next_to_run_ = 0;
+  finished_ = 0;
   ++step_;
 }
 

@@ -88,6 +88,7 @@ Executor::Executor(const schedule::Schedule& schedule, int stage, comm::ProcessG
              " micro-batches in the program are not whole batches of its ", schedule.batches(), " steps");
   LOOM_CHECK(options_.global_batch >= schedule.microbatches_per_batch(), "executor: global batch ",
              options_.global_batch, " is smaller than its ", schedule.microbatches_per_batch(), " micro-batches");
+  comm::BucketOptions buckets = options_.buckets;
   for (int c = 0; c < schedule.chunks; ++c) {
     auto state = std::make_unique<ChunkState>();
     state->virtual_stage = schedule.virtual_stage(stage, c);
@@ -114,9 +115,13 @@ Executor::Executor(const schedule::Schedule& schedule, int stage, comm::ProcessG
     // A group of one reduces nothing, but on NCCL (an explicit --reduce-backend nccl) it still runs
     // the collective: the one-GPU check of the NCCL gradient path.
     const bool reduces = group.size() > 1 || group.members().backend() == comm::Backend::nccl;
-    if (reduces && !gradients.empty())
-      state->bucketer = std::make_unique<comm::GradientBucketer>(group, gradients, options_.buckets,
+    if (reduces && !gradients.empty()) {
+      // All of this rank's bucketers share one progress thread: their allreduces run one at a
+      // time, in launch order (comm/progress_thread.h).
+      if (buckets.background && !buckets.progress) buckets.progress = std::make_shared<comm::ProgressThread>();
+      state->bucketer = std::make_unique<comm::GradientBucketer>(group, gradients, buckets,
                                                                  bucket_sharding(options_.zero, group, chunks[c]));
+    }
     chunks_.push_back(std::move(state));
   }
   const auto& program = schedule.programs.at(stage);

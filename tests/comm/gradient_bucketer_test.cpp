@@ -2,7 +2,8 @@
 // multiples of 2^-20, so every summation order gives the same exact sums), buckets fill in reverse
 // layer order under the size cap, their flat buffers are charged to communication memory, and
 // instrumentation shows buckets launching -- and finishing -- while backward is still marking
-// gradients; sharded buckets (ZeRO-1) reduce-scatter each member's slice.
+// gradients; bucketers sharing a progress thread run buckets one at a time in launch order;
+// sharded buckets (ZeRO-1) reduce-scatter each member's slice.
 #include <algorithm>
 #include <cstring>
 #include <mutex>
@@ -148,6 +149,57 @@ TEST_CASE("buckets launch and finish while backward is still running") {
   }
 }
 
+// A rank holding two chunks has two bucketers; the executor gives them one progress thread. Marks
+// that complete bucket 1 of the first bucketer, then the second bucketer's buckets, then the rest
+// of the first: every bucket starts in that launch order, one at a time (each finishes before the
+// next starts), and the sums are exact.
+TEST_CASE("bucketers sharing a progress thread run buckets one at a time, in launch order") {
+  if (!mpi_thread_multiple()) {
+    WARN("SKIPPED: MPI without MPI_THREAD_MULTIPLE runs buckets inline");
+    return;
+  }
+  ReduceGroup first_group(make_communicator(Backend::mpi, MPI_COMM_WORLD), Topology(world_size()));
+  ReduceGroup second_group(make_communicator(Backend::mpi, MPI_COMM_WORLD), Topology(world_size()));
+  auto progress = std::make_shared<ProgressThread>();
+  std::vector<Tensor> first_gradients = make_gradients(6), second_gradients = make_gradients(7);
+  const BucketOptions options{.bucket_bytes = 32 * 1024, .algorithm = AllreduceAlgorithm::ring, .progress = progress};
+  GradientBucketer first(first_group, first_gradients, options), second(second_group, second_gradients, options);
+  REQUIRE(first.buckets() == 4);  // {9, 8}, {7}, {6..1}, {0}: see the first test
+  std::mutex mutex;
+  std::vector<std::pair<int, BucketEvent>> events;  // (bucketer, event)
+  for (int which : {0, 1})
+    (which ? second : first).set_observer([&, which](const BucketEvent& e) {
+      std::lock_guard lock(mutex);
+      events.emplace_back(which, e);
+    });
+  first.mark_ready(7);                                       // launches first's bucket 1
+  for (int g = second.gradients() - 1; g >= 0; --g) second.mark_ready(g);  // second's 0..3
+  first.wait();                                              // first's 0, 2, 3
+  second.wait();
+  const std::vector<std::pair<int, int>> launch_order{{0, 1}, {1, 0}, {1, 1}, {1, 2}, {1, 3}, {0, 0}, {0, 2}, {0, 3}};
+  std::vector<std::pair<int, int>> launched, started;
+  for (std::size_t e = 0; e < events.size(); ++e) {
+    const auto& [which, event] = events[e];
+    if (event.kind == BucketEvent::Kind::launched) launched.emplace_back(which, event.bucket);
+    if (event.kind != BucketEvent::Kind::started) continue;
+    started.emplace_back(which, event.bucket);
+    // The next event of the progress thread is this bucket's finish.
+    auto next = std::find_if(events.begin() + static_cast<std::ptrdiff_t>(e) + 1, events.end(),
+                             [](const auto& x) { return x.second.kind != BucketEvent::Kind::launched; });
+    REQUIRE(next != events.end());
+    CHECK(next->first == which);
+    CHECK(next->second.bucket == event.bucket);
+    CHECK(next->second.kind == BucketEvent::Kind::finished);
+  }
+  CHECK(launched == launch_order);
+  CHECK(started == launch_order);
+  for (auto [gradients, salt] : {std::pair{&first_gradients, 6}, std::pair{&second_gradients, 7}}) {
+    std::vector<Tensor> expected = make_gradients(salt);
+    for (Tensor& g : expected) allreduce(first_group, g, ReduceOp::average, AllreduceAlgorithm::ring);
+    for (std::size_t g = 0; g < expected.size(); ++g) CHECK(same_bytes((*gradients)[g], expected[g]));
+  }
+}
+
 TEST_CASE("wait() treats unmarked gradients as final, and double marks are errors") {
   ReduceGroup group(make_communicator(Backend::mpi, MPI_COMM_WORLD), Topology(world_size()));
   std::vector<Tensor> gradients = make_gradients(5);
@@ -241,7 +293,7 @@ TEST_CASE("host-staged buckets: device gradients over an MPI group", "[device][s
   for (std::uint64_t step = 0; step < 2; ++step) {
     refill(host, step + 20);
     for (std::size_t g = 0; g < device.size(); ++g) device[g].copy_from(host[g]);
-    // One bucketer in MPI at a time, as in training (one per rank): two progress threads inside
+    // One bucketer in MPI at a time, as in training (one progress thread per rank): two inside
     // Open MPI at once take its wait-sync mutexes in both orders, which TSan reports.
     for (int g = host_bucketer.gradients() - 1; g >= 0; --g) host_bucketer.mark_ready(g);
     host_bucketer.wait();

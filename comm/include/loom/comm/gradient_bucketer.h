@@ -7,16 +7,19 @@
 // final the bucket is launched: copied into its flat buffer (MemoryCategory::communication),
 // allreduced over the reduce group, and copied back. The optimizer step calls wait() first.
 //
-// Progress: with `background` (the default, needs MPI_THREAD_MULTIPLE) one progress thread per
-// bucketer runs launched buckets strictly in bucket order, so every replica issues the same
-// collectives in the same order and the result is deterministic, while the executor thread goes on
-// with backward (and its own stage-boundary traffic on other communicators). Without it, the
-// bucket runs inside the mark_ready call that completes it (still before backward ends, but
-// blocking it). Over an NCCL reduce group buckets always run inline: one thread (the executor's)
-// issues all of a rank's NCCL work, in schedule order, because NCCL kernels launched on one GPU by
-// two threads for different communicators have no progress guarantee (issue 33); the allreduce is
-// then not overlapped with backward. The reduce group belongs to the bucketer while a step is in
-// flight.
+// Progress: with `background` (the default, needs MPI_THREAD_MULTIPLE) launched buckets run on a
+// progress thread in launch order, while the executor thread goes on with backward (and its own
+// stage-boundary traffic on other communicators). Launch order is the order of the mark_ready
+// calls, which every replica makes in the same order (its program's), so every replica issues the
+// same collectives in the same order and the result is deterministic. The thread is
+// `options.progress` when given -- the executor gives all of a rank's bucketers one, so that a rank
+// holding two chunks runs their allreduces one after another in launch order, not two at once --
+// or else the bucketer's own. Without `background`, a bucket runs inside the mark_ready call that
+// launches it (still before backward ends, but blocking it). Over an NCCL reduce group buckets
+// always run inline: one thread (the executor's) issues all of a rank's NCCL work, in schedule
+// order, because NCCL kernels launched on one GPU by two threads for different communicators have
+// no progress guarantee (issue 33); the allreduce is then not overlapped with backward. The reduce
+// group belongs to the progress thread while a step is in flight.
 //
 // Host-staged buckets: when the gradients live on a device (cuda, or the sim device) and the reduce
 // group moves host memory (MPI), each bucket's flat buffer is host memory, so packing copies the
@@ -46,13 +49,14 @@
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
-#include <thread>
 #include <vector>
 
 #include <loom/comm/allreduce.h>
 #include <loom/comm/partition.h>
+#include <loom/comm/progress_thread.h>
 #include <loom/core/tensor.h>
 
 namespace loom::comm {
@@ -62,6 +66,7 @@ struct BucketOptions {
   AllreduceAlgorithm algorithm = AllreduceAlgorithm::hierarchical;
   ReduceOp op = ReduceOp::average;
   bool background = true;
+  std::shared_ptr<ProgressThread> progress = nullptr;  // runs launched buckets; null: the bucketer starts its own
 };
 
 struct BucketEvent {
@@ -93,7 +98,7 @@ class GradientBucketer {
   int bucket_of(int gradient) const { return bucket_of_.at(gradient); }
   std::int64_t bucket_bytes(int bucket) const;
   const BucketOptions& options() const { return options_; }
-  bool background() const { return worker_.joinable(); }
+  bool background() const { return progress_ != nullptr; }
   // True when the gradients are on another device than the reduce group's memory (host-staged).
   bool staged() const { return staged_; }
   // True when `bucket` is reduce-scattered (sharded, see above).
@@ -121,9 +126,9 @@ class GradientBucketer {
 
   void shard_buckets(const BucketSharding& sharding);
   void launch_locked(int bucket, std::unique_lock<std::mutex>& lock);
-  void run_bucket(int bucket);  // pack, allreduce, unpack; no lock held
+  void run_launched(int bucket);  // on the progress thread
+  void run_bucket(int bucket);    // pack, allreduce, unpack; no lock held
   void reduce_scatter_bucket(Bucket& bucket);
-  void worker_loop();
   void emit(BucketEvent::Kind kind, int bucket);  // caller holds mutex_
   void rethrow_locked();
 
@@ -140,12 +145,12 @@ class GradientBucketer {
   std::function<void(const BucketEvent&)> observer_;
   std::int64_t step_ = 0;
   int marked_count_ = 0;
-  int next_to_run_ = 0;  // buckets run strictly in this order
+  int finished_ = 0;  // buckets done in this step
+  int queued_ = 0;    // buckets handed to the progress thread and not yet run or skipped
+  int running_ = -1;  // the bucket being reduced, -1: none
   bool stopping_ = false;
-  bool worker_busy_ = false;
-  bool running_inline_ = false;
   std::exception_ptr error_;
-  std::thread worker_;
+  std::shared_ptr<ProgressThread> progress_;
 };
 
 }  // namespace loom::comm
