@@ -12,9 +12,11 @@
 // free there. Its threshold rises only when a block it mmapped is freed, which the cache above
 // keeps from happening, so each pass's small tensors were faulted back in, page by page: gnmt16
 // (--size cpu, micro-batch 16, one thread) read 17.4-17.7 ms per forward in `loom profile` and
-// 14.7-18.3 ms in training from process to process. The first allocation sets the trim threshold
-// to 64 MiB (M_TRIM_THRESHOLD; only where the cache is on): the profile then reads 14.8 ms, as
-// training does (docs/core.md).
+// 14.7-18.3 ms in training from process to process. The first allocation therefore fixes glibc's
+// thresholds (only where the cache is on): 64 MiB free at the heap's top before it is trimmed
+// (M_TRIM_THRESHOLD), and blocks below the cache's 256 KiB from the heap, not mmapped afresh
+// each time (M_MMAP_THRESHOLD; fixing one threshold stops glibc moving the other). The profile
+// then reads 14.8 ms, as training does (docs/core.md).
 #include <malloc.h>
 #include <unistd.h>
 
@@ -83,9 +85,13 @@ Cache& cache() {
   return *c;
 }
 
-// Once per process: glibc keeps up to kTrimThreshold free at its heap's top (see the top).
+// Once per process: glibc keeps up to kTrimThreshold free at its heap's top, and serves blocks
+// below kLargeBlock from its heap (see the top).
 void keep_heap() {
-  static const bool kept = [] { return cache().limit > 0 && ::mallopt(M_TRIM_THRESHOLD, kTrimThreshold) == 1; }();
+  static const bool kept = [] {
+    return cache().limit > 0 && ::mallopt(M_TRIM_THRESHOLD, kTrimThreshold) == 1 &&
+           ::mallopt(M_MMAP_THRESHOLD, static_cast<int>(kLargeBlock)) == 1;
+  }();
   (void)kept;
 }
 
