@@ -20,7 +20,8 @@
 //                            the caches are as a training step leaves them
 //   forward/backward/input/weight_workspace_bytes   the ledger's peak while the block's F, B, BI or
 //                            BW runs, above what is live after the F or before the others
-//   split_held_bytes         what its BI leaves live for its BW (beyond its input gradient)
+//   split_held_bytes         what its BI leaves live for its BW (beyond its input gradient), less what it
+//                            frees of its activations: negative where it frees more than it leaves
 // and for the model: input_bytes and target_bytes of one micro-batch, data_ms (reading one), and
 // step_ms_per_mb (an sgd-with-momentum and an Adam step over every parameter, per MB).
 // On a device (ProfileOptions::device) the bytes are that device's ledger, the same numbers as on

@@ -39,12 +39,19 @@ void check_value(const Profile& profile, int layer, const char* field, double va
                  "; it must be finite, non-negative and at most ", most, " ", unit);
 }
 
+// Every field finite, non-negative and at most its limit, but split_held_bytes: a BI may free part of
+// its block's activations (down to all of them).
 void check_cost(const Profile& profile, int layer, const LayerCost& cost) {
   const bool split_known = cost.backward_input_ms >= 0 || cost.backward_weight_ms >= 0;
   for (const LayerCostField& f : kLayerCostFields)
-    if (f.kind != LayerCostField::Kind::split_time || split_known)
+    if ((f.kind != LayerCostField::Kind::split_time || split_known) && f.member != &LayerCost::split_held_bytes)
       check_value(profile, layer, f.name, cost.*f.member, f.milliseconds ? kMaxLayerMs : kMaxLayerBytes,
                   f.milliseconds ? "ms" : "bytes");
+  const double held = cost.split_held_bytes;
+  if (!std::isfinite(held) || held < -cost.activation_bytes || held > kMaxLayerBytes)
+    LOOM_THROW(profile.source, ": layer ", layer, " (", schedule::excerpt(profile.layers[layer].name),
+               "): split_held_bytes is ", held, "; it must be finite, at least minus its activation_bytes (",
+               cost.activation_bytes, ") and at most ", kMaxLayerBytes, " bytes");
   if (cost.next_kept_bytes > cost.activation_bytes)
     LOOM_THROW(profile.source, ": layer ", layer, " (", schedule::excerpt(profile.layers[layer].name),
                "): next_kept_bytes is ", cost.next_kept_bytes, ", more than its activation_bytes ", cost.activation_bytes);

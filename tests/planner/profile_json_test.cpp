@@ -134,8 +134,10 @@ TEST_CASE("profile JSON version 1 reads with the stated defaults; bad version-2 
   const std::string layer = R"("layers": [{"forward_ms": 1, "backward_ms": 3, "activation_bytes": 64, "parameter_bytes": 8)";
   CHECK_THROWS_WITH(parse_profile_json(head + layer + R"(, "backward_input_ms": 1}]})", "s.json"),
                     Catch::StartsWith("s.json") && Catch::Contains("backward_weight_ms"));
-  CHECK_THROWS_WITH(parse_profile_json(head + layer + R"(, "split_held_bytes": -5}]})", "h.json"),
-                    Catch::StartsWith("h.json: layer 0") && Catch::Contains("split_held_bytes is -5"));
+  // A BI may free part of its block's activations, but not more than all 64 bytes of them.
+  CHECK(parse_profile_json(head + layer + R"(, "split_held_bytes": -64}]})", "h.json").layers[0].cost.split_held_bytes == -64);
+  CHECK_THROWS_WITH(parse_profile_json(head + layer + R"(, "split_held_bytes": -65}]})", "h.json"),
+                    Catch::StartsWith("h.json: layer 0") && Catch::Contains("split_held_bytes is -65; it must be finite, at least minus its activation_bytes (64)"));
   CHECK_THROWS_WITH(parse_profile_json(head + layer + R"(, "next_kept_bytes": 65}]})", "n.json"),
                     Catch::StartsWith("n.json: layer 0") && Catch::Contains("next_kept_bytes is 65, more than its activation_bytes 64"));
   CHECK_THROWS_WITH(parse_profile_json(head + R"("data_ms": -1, )" + layer + "}]}", "d.json"),

@@ -193,6 +193,14 @@ TEST_CASE("peak activation memory with working sets, received gradients and BI h
   CHECK(result.stages[0].peak_activation_bytes == Approx(28));
   CHECK(result.stages[1].peak_activation_bytes == Approx(30));
   CHECK(stage_peak_activation_bytes(schedule, 1, costs.stages[1]) == Approx(30));
+  // A BI that frees 3 of its micro-batch's 10 bytes instead (split_held -3, as a transformer
+  // layer's BI frees what only it needed):
+  //   stage 0: F0 F1 BI0 BW0 -> 15, 25, 20+3+4 = 27 (then 17), 17+6 = 23: peak 27
+  //   stage 1: F0 BI0 F1 BI1 BW0 BW1 -> 15, 14 (then 7), 7+10+5 = 22, 17+4 (then 14), 14+6, 7+6: peak 22
+  for (StageCost& c : costs.stages) c.chunk_memory[0].split_held = -3;
+  const SimulationResult freeing = simulate(schedule, costs);
+  CHECK(freeing.stages[0].peak_activation_bytes == Approx(27));
+  CHECK(freeing.stages[1].peak_activation_bytes == Approx(22));
   // Without them, the in-flight activations alone: two micro-batches.
   for (StageCost& c : costs.stages) c.chunk_memory.clear();
   CHECK(simulate(schedule, costs).stages[0].peak_activation_bytes == Approx(20));

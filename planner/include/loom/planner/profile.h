@@ -26,7 +26,7 @@ struct LayerCost {
   double backward_workspace_bytes = 0;  // held only while its backward runs, above what it kept
   double input_workspace_bytes = 0;     // held only while its BI runs, above what was held before
   double weight_workspace_bytes = 0;    // held only while its BW runs, above what was held before
-  double split_held_bytes = 0;          // held from its BI to its BW above activation_bytes (for BW)
+  double split_held_bytes = 0;          // held from its BI to its BW above activation_bytes; negative: freed by BI
   // The part of activation_bytes that is its output kept by the next block's context (as its input): what
   // stays when this block is recomputed and the next one is not.
   double next_kept_bytes = 0;
