@@ -142,26 +142,35 @@ void GradientBucketer::mark_ready(int gradient) {
 }
 
 void GradientBucketer::launch_locked(int bucket, std::unique_lock<std::mutex>& lock) {
-  buckets_[bucket].launched = true;
   emit(BucketEvent::Kind::launched, bucket);
   if (progress_) {
     ++queued_;
     progress_->submit([this, bucket] { run_launched(bucket); });
     return;
   }
+  if (const std::exception_ptr error = run_locked(bucket, lock)) std::rethrow_exception(error);
+}
+
+std::exception_ptr GradientBucketer::run_locked(int bucket, std::unique_lock<std::mutex>& lock) {
   emit(BucketEvent::Kind::started, bucket);
+  running_ = bucket;
   lock.unlock();
+  std::exception_ptr error;
   try {
     run_bucket(bucket);
   } catch (...) {
-    lock.lock();
-    error_ = std::current_exception();
-    throw;
+    error = std::current_exception();
   }
   lock.lock();
+  running_ = -1;
+  if (error) {
+    error_ = error;
+    return error;
+  }
   buckets_[bucket].done = true;
   ++finished_;
   emit(BucketEvent::Kind::finished, bucket);
+  return nullptr;
 }
 
 void GradientBucketer::run_bucket(int index) {
@@ -200,26 +209,7 @@ void GradientBucketer::reduce_scatter_bucket(Bucket& bucket) {
 
 void GradientBucketer::run_launched(int bucket) {
   std::unique_lock lock(mutex_);
-  if (!stopping_ && !error_) {
-    emit(BucketEvent::Kind::started, bucket);
-    running_ = bucket;
-    lock.unlock();
-    std::exception_ptr error;
-    try {
-      run_bucket(bucket);
-    } catch (...) {
-      error = std::current_exception();
-    }
-    lock.lock();
-    running_ = -1;
-    if (error) {
-      error_ = error;
-    } else {
-      buckets_[bucket].done = true;
-      ++finished_;
-      emit(BucketEvent::Kind::finished, bucket);
-    }
-  }
+  if (!stopping_ && !error_) (void)run_locked(bucket, lock);
   --queued_;
   changed_.notify_all();
 }
@@ -255,7 +245,7 @@ void GradientBucketer::wait() {
   LOOM_CHECK(finished_ == buckets(), "gradient buckets did not all run");
   for (Bucket& bucket : buckets_) {
     bucket.pending = static_cast<int>(bucket.members.size());
-    bucket.launched = bucket.done = false;
+    bucket.done = false;
   }
   std::fill(marked_.begin(), marked_.end(), 0);
   marked_count_ = 0;

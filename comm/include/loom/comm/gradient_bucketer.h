@@ -120,12 +120,13 @@ class GradientBucketer {
     std::int64_t bytes = 0;
     std::optional<Partition> scatter;  // sharded: each member's part of `flat`
     int pending = 0;
-    bool launched = false;
     bool done = false;
   };
 
   void shard_buckets(const BucketSharding& sharding);
   void launch_locked(int bucket, std::unique_lock<std::mutex>& lock);
+  // Runs `bucket` with `lock` released meanwhile: its events, done or error_ (also returned).
+  std::exception_ptr run_locked(int bucket, std::unique_lock<std::mutex>& lock);
   void run_launched(int bucket);  // on the progress thread
   void run_bucket(int bucket);    // pack, allreduce, unpack; no lock held
   void reduce_scatter_bucket(Bucket& bucket);
