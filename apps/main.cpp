@@ -1,41 +1,16 @@
 // loom: train, profile, plan, simulate, schedule, checkpoint, describe, models, bench. Errors end every rank with one clear line.
-#include <cstdio>
 #include <cstdlib>
 #include <exception>
 
-#include <mpi.h>
 #include <unistd.h>
 
 #include <loom/comm/runtime.h>
-#include <loom/core/error.h>
 #include <loom/core/log.h>
 
 #include "commands.h"
 #include "strict_config.h"
 
 namespace {
-
-// One line on stderr, then make sure no rank is left waiting: abort the MPI job if it is running.
-// `status`: 1 for a loom::Error (bad input, a damaged file), 3 for a failed MPI or NCCL call (as the
-// watchdog's exit: a peer or its connection lost, which a restart may get past).
-int fail(const char* message, int status = 1) {
-  int rank = loom::error_rank();
-  if (rank >= 0)
-    std::fprintf(stderr, "loom: error (rank %d): %s\n", rank, message);
-  else
-    std::fprintf(stderr, "loom: error: %s\n", message);
-  std::fflush(stderr);
-  int initialized = 0, finalized = 0;
-  MPI_Initialized(&initialized);
-  MPI_Finalized(&finalized);
-  if (initialized && !finalized) {
-    int size = 1;
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    if (size > 1) MPI_Abort(MPI_COMM_WORLD, status);
-    MPI_Finalize();
-  }
-  return status;
-}
 
 // oneDNN (Conv2d's f32 CPU path) runs on OpenMP threads, which by default spin after each parallel
 // region; spinning, they starve loom's own pool in the layers that follow and everything else on a
@@ -89,12 +64,10 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     const int code = app.exit(e);
-    if (code != 0) return fail(e.what()) == 0 ? 0 : 2;
+    if (code != 0) return loom::comm::end_with_error(e.what(), 2);
     return 0;
-  } catch (const loom::CommunicationError& e) {
-    return fail(e.what(), 3);
   } catch (const std::exception& e) {
-    return fail(e.what());
+    return loom::comm::end_with_error(e.what(), loom::comm::exit_status(e));
   }
   loom::comm::finalize_mpi();
   return 0;

@@ -94,4 +94,27 @@ bool mpi_thread_multiple() {
   return g_runtime.thread_multiple;
 }
 
+int exit_status(const std::exception& error) {
+  return dynamic_cast<const CommunicationError*>(&error) != nullptr ? 3 : 1;
+}
+
+int end_with_error(const char* message, int status) {
+  const int rank = error_rank();
+  if (rank >= 0)
+    std::fprintf(stderr, "loom: error (rank %d): %s\n", rank, message);
+  else
+    std::fprintf(stderr, "loom: error: %s\n", message);
+  std::fflush(stderr);
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (initialized && !finalized) {
+    int size = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (size > 1) MPI_Abort(MPI_COMM_WORLD, status);
+    MPI_Finalize();
+  }
+  return status;
+}
+
 }  // namespace loom::comm

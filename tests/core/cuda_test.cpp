@@ -2,11 +2,18 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cmath>
+#include <thread>
 
 #include <loom/core/memory.h>
 #include <loom/core/ops.h>
 #include <loom/core/rng.h>
+
+#ifdef LOOM_WITH_CUDA
+#include <loom/core/cuda/context.h>
+#endif
 
 #include "skip_without_gpu.h"
 
@@ -127,12 +134,28 @@ TEST_CASE("the CUDA allocator caches blocks and counts exact bytes", "[cuda][gpu
   CHECK(memory_stats(gpu).live_bytes - before.live_bytes == 4000);
 }
 
+// The stream is held by a host function that waits for the test's release (cudaLaunchHostFunc:
+// the stream goes on only when it returns), so the copy is certainly still queued when its pinned
+// source is freed and when a block of the same size is asked for again: the fence must keep the
+// freed block from coming back until the copy has read it, or the copy reads the -1s written below.
 TEST_CASE("pinned host staging: page-locked, counted on the host, copies to the GPU queued safely", "[cuda][gpu][memory]") {
+#ifdef LOOM_WITH_CUDA
   const Device gpu = Device::cuda(0);
   const std::int64_t n = 1 << 22;  // 16 MiB
   const MemoryStats before = memory_stats(Device::cpu());
   Tensor on_gpu = Tensor::empty({n}, DType::f32, gpu);
   std::vector<float> expected;
+  std::atomic<bool> released{false};
+  const auto hold = [](void* flag) {
+    while (!static_cast<std::atomic<bool>*>(flag)->load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  };
+  REQUIRE(cudaLaunchHostFunc(cuda::stream(0), hold, &released) == cudaSuccess);
+  // Should a CUDA call below wait for the stream after all, it is released after 20 s (and the
+  // queries below fail) rather than hanging the test.
+  std::jthread backstop([&] {
+    for (int ms = 0; ms < 20000 && !released; ++ms) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    released = true;
+  });
   {
     const PinnedHostScope staging(gpu);
     Tensor host = Tensor::empty({n});
@@ -140,18 +163,20 @@ TEST_CASE("pinned host staging: page-locked, counted on the host, copies to the 
     CHECK(memory_stats(Device::cpu()).live_bytes == before.live_bytes + n * 4);
     for (std::int64_t i = 0; i < n; ++i) host.data<float>()[i] = static_cast<float>(i % 1000);
     expected.assign(host.data<float>(), host.data<float>() + n);
-    // Keep the stream busy, so that the copy below is still queued when its source is freed.
-    Tensor a = random_cpu({2048, 2048}, 1).to(gpu), c = Tensor::empty({2048, 2048}, DType::f32, gpu);
-    for (int i = 0; i < 20; ++i) ops::gemm(a, false, a, false, c);
-    on_gpu.copy_from(host);  // queued: the host does not wait
+    on_gpu.copy_from(host);  // queued behind the held stream: the host does not wait
   }
+  CHECK(cudaStreamQuery(cuda::stream(0)) == cudaErrorNotReady);  // the copy has not run
   {
-    // Same size, same scope: the freed block comes back only once the copy has read it.
+    // Same size, same scope: the freed block must not come back while the copy is queued.
     const PinnedHostScope staging(gpu);
     Tensor reused = Tensor::empty({n});
     std::fill(reused.data<float>(), reused.data<float>() + n, -1.0f);
   }
+  CHECK(cudaStreamQuery(cuda::stream(0)) == cudaErrorNotReady);
+  released = true;
+  backstop.join();
   const std::vector<float> got = on_gpu.to(Device::cpu()).to_float_vector();
   CHECK(got == expected);
   CHECK(memory_stats(Device::cpu()).live_bytes == before.live_bytes);
+#endif
 }

@@ -61,6 +61,14 @@ void compare(Layer& layer, const TensorList& inputs, bool training = true, doubl
   layer.to(Device::cuda(0));
   const Run gpu = run(layer, inputs, grad_outputs, training, Device::cuda(0));
   constexpr test::GpuResult copied = test::GpuResult::copied_to_host;  // by run()
+  // Both runs give one value of each kind per output, input and parameter (the probe's count),
+  // so every loop below compares all of them and none runs zero times unnoticed.
+  REQUIRE(cpu.outputs.size() == grad_outputs.size());
+  REQUIRE(gpu.outputs.size() == cpu.outputs.size());
+  REQUIRE(cpu.grad_inputs.size() == inputs.size());
+  REQUIRE(gpu.grad_inputs.size() == cpu.grad_inputs.size());
+  REQUIRE(gpu.parameters.size() == layer.parameters().size());
+  REQUIRE(cpu.parameters.size() == gpu.parameters.size());
   for (std::size_t k = 0; k < cpu.outputs.size(); ++k)
     check_gpu_close(gpu.outputs[k], cpu.outputs[k], "output " + std::to_string(k), tolerance, copied);
   for (std::size_t k = 0; k < cpu.grad_inputs.size(); ++k)

@@ -79,8 +79,20 @@ TEST_CASE("tied: the copies stay bit-identical over 50 steps of 2 stages x 2 rep
   embedding.resize(static_cast<std::size_t>(size));
   MPI_Bcast(embedding.data(), size, MPI_DOUBLE, 0, MPI_COMM_WORLD);
   CHECK(size == 256 * 16);
-  if (weights.count("7.1.weight")) CHECK(weights.at("7.1.weight") == embedding);
-  if (weights.count("0.token.weight")) CHECK(weights.at("0.token.weight") == embedding);
+  // Every replica of the last stage compares its head, every other replica of stage 0 its
+  // embedding, with rank 0's embedding: R and R - 1 comparisons in all, counted.
+  int compared[2] = {0, 0};
+  if (weights.count("7.1.weight")) {
+    ++compared[0];
+    CHECK(weights.at("7.1.weight") == embedding);
+  }
+  if (comm::world_rank() != 0 && weights.count("0.token.weight")) {
+    ++compared[1];
+    CHECK(weights.at("0.token.weight") == embedding);
+  }
+  MPI_Allreduce(MPI_IN_PLACE, compared, 2, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  CHECK(compared[0] == o.replicas);
+  CHECK(compared[1] == o.replicas - 1);
 }
 
 TEST_CASE("tied: a checkpoint stores the parameter once; untied checkpoints of older loom are named",

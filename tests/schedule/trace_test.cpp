@@ -24,7 +24,7 @@ TEST_CASE("chrome trace: one named track per stage, a slice per compute, times i
   const Schedule schedule = dapple(2, 2);
   const SimulationResult result = simulate(schedule, uniform_costs(1.5, 2));
   const nlohmann::json trace = chrome_trace(simulation_trace(schedule, result));
-  int slices = 0, names = 0;
+  int slices = 0, names = 0, waits = 0;
   for (const auto& event : trace.at("traceEvents")) {
     if (event.at("ph") == "M" && event.at("name") == "thread_name") {
       ++names;
@@ -38,8 +38,10 @@ TEST_CASE("chrome trace: one named track per stage, a slice per compute, times i
       // Stage 1 runs F0 [1.5,3] B0 [3,5] F1 [5,6.5] B1 [6.5,8.5]; stage 0's B1 waits for it.
       CHECK(event.at("ts").get<double>() == Approx(8500));
       CHECK(event.at("args").at("microbatch") == 1);
+      ++waits;
     }
   }
+  CHECK(waits == 1);
   CHECK(names == 2);
   CHECK(slices == 4);
 }

@@ -7,6 +7,8 @@
 // every rank: both run under the watchdog (watchdog.h, WatchdogReach::process).
 #pragma once
 
+#include <exception>
+
 namespace loom::comm {
 
 void ensure_mpi();
@@ -17,5 +19,13 @@ bool mpi_thread_multiple();
 // MPI_Finalize if MPI runs, under the watchdog (a rank that stopped before its end would hold the
 // others in it for ever); apps call it before they return from main.
 void finalize_mpi();
+
+// How a loom executable ends on an error: exit status 3 for a loom::CommunicationError (a failed
+// MPI or NCCL call, as the watchdog's exit: a peer or its connection lost, which a restart may get
+// past), 1 for any other error (bad input, a damaged file).
+int exit_status(const std::exception& error);
+// Prints `message` as one line on stderr ("loom: error (rank R): ..."), aborts the MPI job if it
+// runs with other ranks (none is left waiting) or finalises it, and returns `status`.
+int end_with_error(const char* message, int status);
 
 }  // namespace loom::comm
