@@ -1,6 +1,7 @@
-// LOOM_TEST_SLOW_RANK (see test_slow.h).
+// LOOM_TEST_SLOW_RANK and LOOM_TEST_BUSY_MS (see test_slow.h).
 #include <loom/comm/test_slow.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <string>
@@ -29,12 +30,34 @@ double parse_slow(const char* text, int rank) {
   LOOM_CHECK(ok, "LOOM_TEST_SLOW_RANK: expected RANK:MS (RANK >= 0, MS in [0, 60000] milliseconds), got '", value, "'");
   return target == rank ? ms : 0;
 }
+
+// Entry `rank` of "MS0,MS1,..." in seconds; none when unset or the list is shorter. Every entry
+// is checked, whichever rank reads.
+std::optional<double> parse_busy(const char* text, int rank) {
+  if (!text || !*text) return std::nullopt;
+  const std::string value = std::string(text).substr(0, 400);
+  std::optional<double> mine;
+  std::size_t begin = 0;
+  for (int r = 0; begin <= value.size(); ++r) {
+    const std::size_t end = std::min(value.find(',', begin), value.size());
+    const std::string entry = value.substr(begin, end - begin);
+    char* entry_end = nullptr;
+    const double ms = std::strtod(entry.c_str(), &entry_end);
+    LOOM_CHECK(!entry.empty() && *entry_end == '\0' && ms >= 0 && ms <= 60000,
+               "LOOM_TEST_BUSY_MS: expected milliseconds in [0, 60000] per rank, separated by commas, got '", value, "'");
+    if (r == rank) mine = ms / 1000;
+    begin = end + 1;
+  }
+  return mine;
+}
 }  // namespace
 
 double test_slow_ms() {
   static const double ms = parse_slow(std::getenv("LOOM_TEST_SLOW_RANK"), world_rank());
   return ms;
 }
+
+std::optional<double> test_busy_seconds() { return parse_busy(std::getenv("LOOM_TEST_BUSY_MS"), world_rank()); }
 
 void test_slow_down() {
   if (const double ms = test_slow_ms(); ms > 0) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(ms));
