@@ -56,8 +56,10 @@ failed=0
 [ "$status" != 0 ] || { echo "FAIL: mpirun exited 0 after losing a host"; failed=1; }
 grep -qE "$h2|$b|rank [23]\b" "$log" || { echo "FAIL: no message names the lost host ($h2, $b) or its ranks 2, 3"; failed=1; }
 grep -E "communication watchdog|lost communication|Remote daemon" "$log" | sed 's/^/named by: /' || true
-sleep 1  # processes that are already dying
-leftovers=$(ip netns pids "$h1"; ip netns pids "$h2"; pgrep -f -- "--metrics $metrics" || true)
+left_running() { ip netns pids "$h1"; ip netns pids "$h2"; pgrep -f -- "--metrics $metrics" || true; }
+# Processes that are already dying get up to 10 s to go (as slurm_elastic.sh waits), not a fixed 1 s.
+for _ in $(seq 1 100); do [ -z "$(left_running)" ] && break; sleep 0.1; done
+leftovers=$(left_running)
 if [ -n "$leftovers" ]; then
   echo "FAIL: processes left behind:"; ps -o pid,args -p $(echo $leftovers | tr ' ' ',') || true
   kill -9 $leftovers 2>/dev/null || true

@@ -34,15 +34,6 @@ inline runtime::TrainerConfig small_gpt_config(std::uint64_t seed) {
   return o;
 }
 
-using Weights = std::map<std::string, std::vector<double>>;
-
-inline runtime::TrainSummary train_keeping_weights(const runtime::TrainerConfig& o, Weights& weights) {
-  return train(o, [&](const TrainedStage& stage) {
-    for (Chain* chunk : stage.chunks)
-      for (const NamedParameter& p : chunk->parameters()) weights[p.name] = p.parameter->value.to_double_vector();
-  });
-}
-
 inline std::string shared_scratch_dir(const std::string& name) {
   std::string dir = (std::filesystem::temp_directory_path() / ("loom_ckpt_" + name + "_" + std::to_string(::getpid()))).string();
   int length = static_cast<int>(dir.size());

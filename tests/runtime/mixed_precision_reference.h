@@ -20,6 +20,7 @@
 #include <loom/models/model.h>
 
 #include "pytorch_ties.h"
+#include "sequential_run.h"
 #include <loom/runtime/precision.h>
 #include <loom/runtime/trainer.h>
 
@@ -63,9 +64,10 @@ inline void round_all(const TensorList& tensors, DType values) {
     if (t.defined() && t.dtype() == DType::f32) ops::round_to_(t, values);
 }
 
-// Per-step losses of `c` trained on this rank alone in `c.precision` (bf16 or fp16) with a
-// constant loss scale (1 for bf16; for fp16 one that does not overflow on this run).
-inline std::vector<double> mixed_precision_sequentially(const runtime::TrainerConfig& c, double loss_scale = 1.0) {
+// Per-step losses and final weights (the rounded values the layers compute with, by parameter
+// name) of `c` trained on this rank alone in `c.precision` (bf16 or fp16) with a constant loss
+// scale (1 for bf16; for fp16 one that does not overflow on this run).
+inline SequentialRun mixed_precision_sequentially(const runtime::TrainerConfig& c, double loss_scale = 1.0) {
   const DType values = runtime::value_dtype(runtime::parse_precision(c.precision));
   const ModelSpec spec = make_model(c.model, c.overrides, parse_model_size(c.size));
   auto data = open_dataset("synthetic", DatasetSplit::train, spec.data, c.seed);
@@ -90,7 +92,8 @@ inline std::vector<double> mixed_precision_sequentially(const runtime::TrainerCo
   };
   publish();
   const std::vector<std::int64_t> order = epoch_order(data->size(), c.seed, 0);
-  std::vector<double> losses;
+  SequentialRun run;
+  std::vector<double>& losses = run.losses;
   for (std::int64_t step = 0; step < c.steps; ++step) {
     double total = 0;
     for (int j = 0; j < c.microbatches; ++j) {
@@ -130,7 +133,8 @@ inline std::vector<double> mixed_precision_sequentially(const runtime::TrainerCo
     sgd.zero_grad();
     publish();
   }
-  return losses;
+  for (const NamedParameter& p : trainable) run.parameters[p.name] = p.parameter->value.to_double_vector();
+  return run;
 }
 
 // The mean of the last `count` per-step losses: one global batch's loss varies from batch to batch

@@ -19,7 +19,7 @@
 namespace loom::test {
 
 // `steps` steps of SGD (momentum 0, constant `lr`; lr = 0: gradients only) with M micro-batches of
-// a global batch B: the losses, the first step's logits and gradients.
+// a global batch B: the losses, the first step's logits and gradients, the final parameters.
 inline SequentialRun run_sequentially(const ModelSpec& spec, std::uint64_t seed, std::int64_t global_batch,
                                       int microbatches, int steps, double lr) {
   auto data = open_dataset("synthetic", DatasetSplit::train, spec.data, seed);
@@ -57,6 +57,7 @@ inline SequentialRun run_sequentially(const ModelSpec& spec, std::uint64_t seed,
     if (lr > 0) sgd.step(lr);
     sgd.zero_grad();
   }
+  for (const NamedParameter& p : model->parameters()) run.parameters[p.name] = p.parameter->value.to_double_vector();
   return run;
 }
 

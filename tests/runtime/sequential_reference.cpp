@@ -64,16 +64,6 @@ SequentialRun train_sequentially(const runtime::TrainerConfig& o, std::int64_t p
   return run;
 }
 
-double norm_relative_error(const std::vector<double>& a, const std::vector<double>& b) {
-  if (a.size() != b.size()) return INFINITY;
-  double diff = 0, norm = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    diff += (a[i] - b[i]) * (a[i] - b[i]);
-    norm += b[i] * b[i];
-  }
-  return std::sqrt(diff) / std::max(std::sqrt(norm), 1e-30);
-}
-
 }  // namespace loom::test
 
 namespace loom::test {

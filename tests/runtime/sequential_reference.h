@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "compare_runs.h"
 #include "sequential_run.h"
 #include "train_run.h"
 
@@ -14,9 +15,6 @@ namespace loom::test {
 
 // The losses and the final parameters.
 SequentialRun train_sequentially(const runtime::TrainerConfig& options, std::int64_t pieces = 1);
-
-// ||a - b|| / max(||b||, tiny): the norm-wise relative error.
-double norm_relative_error(const std::vector<double>& a, const std::vector<double>& b);
 
 }  // namespace loom::test
 

@@ -43,21 +43,11 @@ void check_schedules(const runtime::TrainerConfig& base, const test::SequentialR
       o.allreduce = replicas > 1 && stages == 2 ? "ring" : "hierarchical";
       // One rank per pretend node: replica groups span "nodes", so the inter-node step runs.
       o.ranks_per_node = std::to_string(1);  // (a literal here trips GCC 12's bogus -Wrestrict)
-      std::map<std::string, std::vector<double>> trained;
-      const runtime::TrainSummary summary = test::train(o, [&](const test::TrainedStage& stage) {
-        for (Chain* chunk : stage.chunks)
-          for (const NamedParameter& p : chunk->parameters()) trained[p.name] = p.parameter->value.to_double_vector();
-      });
+      test::Weights trained;
+      const runtime::TrainSummary summary = test::train_keeping_weights(o, trained);
       INFO(model << " " << schedule << (recompute ? " +recompute" : "") << " S=" << stages << " R=" << replicas);
-      REQUIRE(summary.losses.size() == reference.losses.size());
-      for (std::size_t k = 0; k < reference.losses.size(); ++k)
-        CHECK(std::abs(summary.losses[k] - reference.losses[k]) <= 1e-5 * std::abs(reference.losses[k]));
-      REQUIRE(!trained.empty());
-      for (const auto& [name, values] : trained) {
-        INFO("parameter " << name);
-        REQUIRE(reference.parameters.count(name) == 1);
-        CHECK(test::norm_relative_error(values, reference.parameters.at(name)) <= 1e-5);
-      }
+      test::check_losses(summary.losses, reference.losses, 1e-5);
+      test::check_final_weights(trained, reference.parameters, 1e-5);
     }
 }
 
@@ -97,7 +87,8 @@ TEST_CASE("DualPipeV equals sequential training", "[train][mpi]") {
 
 // Issue 28: schedules from files in PyTorch's CSV notation (torch.distributed.pipelining's
 // _dump_csv form: a row per rank, cells STAGE OP MICROBATCH, I/W the split backward), written by
-// hand for S = 2, M = 4 (DualPipeV's with the overlapped pairs of PyTorch's OVERLAP_F_B cells): the file sets the stages, chunks and placement, replicas = ranks / 2.
+// hand for S = 2, M = 4 (DualPipeV's with the overlapped pairs of PyTorch's OVERLAP_F_B cells): the
+// file sets the stages, chunks and placement, replicas = ranks / 2. Losses and final weights.
 TEST_CASE("schedules from PyTorch CSV files equal sequential training", "[train][mpi][schedule-file]") {
   comm::ensure_mpi();
   const std::vector<std::pair<std::string, std::string>> files = {
@@ -124,11 +115,12 @@ TEST_CASE("schedules from PyTorch CSV files equal sequential training", "[train]
       runtime::TrainerConfig o = base;
       o.schedule_file = path;
       o.bucket_mb = 0.001;
-      const runtime::TrainSummary summary = test::train(o);
+      test::Weights trained;
+      const runtime::TrainSummary summary = test::train_keeping_weights(o, trained);
       INFO(model << " " << name << " from " << path << ", " << comm::world_size() / 2 << " replicas");
-      REQUIRE(summary.losses.size() == reference.losses.size());
-      for (std::size_t k = 0; k < reference.losses.size(); ++k)
-        CHECK(std::abs(summary.losses[k] - reference.losses[k]) <= 1e-5 * std::abs(reference.losses[k]));
+      test::check_losses(summary.losses, reference.losses, 1e-5);
+      // The final weights: the last optimizer step, after the last W passes and DualPipeV's pairs.
+      test::check_final_weights(trained, reference.parameters, 1e-5);
     }
   }
 }

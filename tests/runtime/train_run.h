@@ -4,6 +4,8 @@
 #pragma once
 
 #include <functional>
+#include <map>
+#include <string>
 #include <vector>
 
 #include <loom/runtime/trainer.h>
@@ -22,6 +24,16 @@ inline runtime::TrainSummary train(const runtime::TrainerConfig& config,
   runtime::TrainSummary summary = trainer.run();
   if (on_finish) on_finish({trainer.stage(), trainer.chunks(), trainer.scattered_buckets()});
   return summary;
+}
+
+// This rank's final weights by parameter name (its stage's chunks).
+using Weights = std::map<std::string, std::vector<double>>;
+
+inline runtime::TrainSummary train_keeping_weights(const runtime::TrainerConfig& o, Weights& weights) {
+  return train(o, [&](const TrainedStage& stage) {
+    for (Chain* chunk : stage.chunks)
+      for (const NamedParameter& p : chunk->parameters()) weights[p.name] = p.parameter->value.to_double_vector();
+  });
 }
 
 }  // namespace loom::test

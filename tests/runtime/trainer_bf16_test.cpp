@@ -1,6 +1,7 @@
 // bf16 training (runtime/precision.h) under mpiexec -n 4, on the tiny gpt preset:
 //   - boundary tensors cross stages as bf16 (half the bytes) and widen back to f32 exactly;
-//   - pipelined over 4 stages it equals, bit for bit, a one-rank bf16 run written here with plain
+//   - pipelined over 4 stages it equals (losses and final weights), bit for bit, a one-rank bf16
+//     run written here with plain
 //     layer calls: the test's own fp32 master copy, parameters rounded to bf16 after each step,
 //     inputs, block outputs, the loss gradient and every block's input gradient rounded, the
 //     blocks run under ops::GemmOperandScope (their GEMMs on bf16 operands;
@@ -20,6 +21,7 @@
 #include <cmath>
 #include <filesystem>
 
+#include "compare_runs.h"
 #include "mixed_precision_reference.h"
 #include "run_dir.h"
 
@@ -61,13 +63,12 @@ TEST_CASE("bf16: boundary tensors cross as bf16 and widen back exactly; fp32 sen
 TEST_CASE("bf16: 4 pipeline stages equal the one-rank bf16 run bit for bit", "[runtime][bf16][mpi]") {
   REQUIRE(comm::world_size() == 4);
   const runtime::TrainerConfig config = gpt_run("bf16", 4);
-  const std::vector<double> reference = test::mixed_precision_sequentially(config);
-  const std::vector<double> pipelined = train(config);
+  const test::SequentialRun reference = test::mixed_precision_sequentially(config);
+  test::Weights trained;
+  const std::vector<double> pipelined = test::train_keeping_weights(config, trained).losses;
   REQUIRE(pipelined.size() == 4);
-  for (std::size_t k = 0; k < reference.size(); ++k) {
-    INFO("step " << k + 1 << ": pipelined " << pipelined[k] << ", one rank " << reference[k]);
-    CHECK(pipelined[k] == reference[k]);
-  }
+  test::check_losses(pipelined, reference.losses, 0);
+  test::check_final_weights(trained, reference.parameters, 0);  // after the fourth step, too
   // The fp32 reference of the same run differs: the rounding is there.
   CHECK(train(gpt_run("fp32", 4)) != pipelined);
 }

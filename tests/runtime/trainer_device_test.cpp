@@ -22,6 +22,7 @@
 #include <loom/core/memory.h>
 #include <loom/runtime/trainer.h>
 
+#include "compare_runs.h"
 #include "device_setup.h"  // runtime/src: the communication plan
 #include "run_dir.h"
 #include "tiny_run.h"
@@ -38,10 +39,18 @@ runtime::TrainerConfig config_for(const std::string& model, const std::string& d
 
 struct Run {
   std::vector<double> losses;
+  test::Weights weights;         // this rank's final parameters, by name
   runtime::MemoryPeaks peaks{};  // of the last step (the maximum over ranks)
   MemoryStats host, device;      // this rank's ledgers after the run
   std::int64_t parameter_bytes = 0;
 };
+
+test::Weights final_weights(const runtime::Trainer& trainer) {
+  test::Weights weights;
+  for (Chain* chunk : trainer.chunks())
+    for (const NamedParameter& p : chunk->parameters()) weights[p.name] = p.parameter->value.to_double_vector();
+  return weights;
+}
 
 Run train(const runtime::TrainerConfig& config) {
   runtime::Trainer trainer(config);
@@ -53,6 +62,7 @@ Run train(const runtime::TrainerConfig& config) {
   run.host = memory_stats(Device::cpu());
   run.device = memory_stats(trainer.device());
   for (Chain* chunk : trainer.chunks()) run.parameter_bytes += static_cast<std::int64_t>(chunk->parameter_bytes());
+  run.weights = final_weights(trainer);
   return run;
 }
 
@@ -70,7 +80,8 @@ TEST_CASE("Trainer on the sim device equals the CPU run, with its tensors on the
     const Run cpu = train(config_for(model, "cpu"));
     const Run sim = train(config_for(model, "sim"));
     REQUIRE(sim.losses.size() == 3);
-    CHECK(sim.losses == cpu.losses);
+    test::check_losses(sim.losses, cpu.losses, 0);
+    test::check_final_weights(sim.weights, cpu.weights, 0);
     for (MemoryCategory c : {MemoryCategory::parameters, MemoryCategory::gradients, MemoryCategory::optimizer_state,
                              MemoryCategory::activations}) {
       INFO(memory_category_name(c));
@@ -118,6 +129,7 @@ TEST_CASE("Trainer on the sim device: checkpoints equal the CPU's and resume its
   REQUIRE(rest.losses.size() == 2);
   CHECK(rest.losses[0] == reference.losses[3]);
   CHECK(rest.losses[1] == reference.losses[4]);
+  test::check_final_weights(rest.weights, reference.weights, 0);
 }
 
 TEST_CASE("Trainer --device errors", "[runtime][device][mpi]") {
@@ -248,15 +260,18 @@ TEST_CASE("Trainer on distinct sim devices: device-direct boundaries equal the C
       const Run reference = train(cpu);
       setenv("LOOM_SIM_DEVICES", "4", 1);
       std::vector<double> losses;
+      test::Weights weights;
       {
         runtime::Trainer trainer(sim);
         CHECK(trainer.device() == Device::sim(comm::world_rank()));
         const int boundaries = schedule == "interleaved" ? 3 : 1;
         for (int b = 0; b < boundaries; ++b) CHECK(trainer.groups().link(b).path() == comm::BoundaryPath::device_direct);
         losses = trainer.run({}).losses;
+        weights = final_weights(trainer);
       }
       unsetenv("LOOM_SIM_DEVICES");
-      CHECK(losses == reference.losses);
+      test::check_losses(losses, reference.losses, 0);
+      test::check_final_weights(weights, reference.weights, 0);
     }
   }
 }
@@ -271,15 +286,20 @@ TEST_CASE("Trainer in bf16 and fp16 on sim devices equals the CPU run", "[runtim
     runtime::TrainerConfig cpu = config_for("gpt", "cpu"), sim = config_for("gpt", "sim");
     cpu.precision = sim.precision = precision;
     const Run reference = train(cpu);
-    CHECK(train(sim).losses == reference.losses);  // one shared sim device: host-staged boundaries
+    const Run shared = train(sim);  // one shared sim device: host-staged boundaries
+    test::check_losses(shared.losses, reference.losses, 0);
+    test::check_final_weights(shared.weights, reference.weights, 0);
     setenv("LOOM_SIM_DEVICES", "4", 1);
     std::vector<double> losses;
+    test::Weights weights;
     {
       runtime::Trainer trainer(sim);
       CHECK(trainer.groups().link(0).path() == comm::BoundaryPath::device_direct);
       losses = trainer.run({}).losses;
+      weights = final_weights(trainer);
     }
     unsetenv("LOOM_SIM_DEVICES");
-    CHECK(losses == reference.losses);
+    test::check_losses(losses, reference.losses, 0);
+    test::check_final_weights(weights, reference.weights, 0);
   }
 }

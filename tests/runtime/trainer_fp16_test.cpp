@@ -1,6 +1,6 @@
 // fp16 training (runtime/precision.h, runtime/loss_scaler.h) under mpiexec -n 4, on the tiny gpt
 // preset over 4 stages:
-//   - pipelined it equals, bit for bit, the one-rank fp16 run of mixed_precision_reference.h
+//   - pipelined it equals (losses and final weights), bit for bit, the one-rank fp16 run of mixed_precision_reference.h
 //     (parameters, activations, gradients and GEMM operands rounded to f16; backward from the loss
 //     scale, SGD dividing by it), and differs from fp32 and bf16; its parameters are f16 values;
 //   - from a loss scale of 2^40 the first steps overflow: they are skipped on every rank (the
@@ -20,6 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "compare_runs.h"
 #include "mixed_precision_reference.h"
 #include "run_dir.h"
 
@@ -33,13 +34,16 @@ struct Run {
   std::vector<runtime::StepReport> reports;
 };
 
-Run train(const runtime::TrainerConfig& config, bool* f16_values = nullptr) {
+Run train(const runtime::TrainerConfig& config, bool* f16_values = nullptr, test::Weights* weights = nullptr) {
   runtime::Trainer trainer(config);
   Run run;
   runtime::TrainerHooks hooks;
   hooks.on_step = [&](const runtime::StepReport& r) { run.reports.push_back(r); };
   run.losses = trainer.run(hooks).losses;
   if (f16_values) *f16_values = test::parameters_are(trainer, DType::f16);
+  if (weights)
+    for (Chain* chunk : trainer.chunks())
+      for (const NamedParameter& p : chunk->parameters()) (*weights)[p.name] = p.parameter->value.to_double_vector();
   return run;
 }
 
@@ -55,15 +59,16 @@ std::vector<std::vector<double>> parameter_values(const runtime::Trainer& traine
 TEST_CASE("fp16: 4 pipeline stages equal the one-rank fp16 run bit for bit", "[runtime][fp16][mpi]") {
   REQUIRE(comm::world_size() == 4);
   const runtime::TrainerConfig config = gpt_run("fp16", 4);
-  const std::vector<double> reference = test::mixed_precision_sequentially(config, config.loss_scale);
+  const test::SequentialRun reference = test::mixed_precision_sequentially(config, config.loss_scale);
   bool f16_values = false;
-  const Run pipelined = train(config, &f16_values);
+  test::Weights trained;
+  const Run pipelined = train(config, &f16_values, &trained);
   REQUIRE(pipelined.losses.size() == 4);
-  for (std::size_t k = 0; k < reference.size(); ++k) {
-    INFO("step " << k + 1 << ": pipelined " << pipelined.losses[k] << ", one rank " << reference[k]);
-    CHECK(pipelined.losses[k] == reference[k]);
-    CHECK(pipelined.reports[k].loss_scale == 65536.0);
-    CHECK_FALSE(pipelined.reports[k].skipped);
+  test::check_losses(pipelined.losses, reference.losses, 0);
+  test::check_final_weights(trained, reference.parameters, 0);  // after the fourth step, too
+  for (const runtime::StepReport& report : pipelined.reports) {
+    CHECK(report.loss_scale == 65536.0);
+    CHECK_FALSE(report.skipped);
   }
   CHECK(f16_values);
   CHECK(train(gpt_run("fp32", 4)).losses != pipelined.losses);

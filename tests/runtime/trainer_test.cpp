@@ -1,7 +1,7 @@
 // The Trainer used as a library, the way research code drives pipelined training from its own
 // main(), under mpiexec -n 2: a model of the test's own (a ModelSpec built here from loom::layers,
-// not a preset) trained 2 stages x 1 replica for 3 steps through the hooks; the losses equal a
-// one-rank run with plain layer calls, the hooks see every step in order, and the step counter
+// not a preset) trained 2 stages x 1 replica for 3 steps through the hooks; the losses and final
+// weights equal a one-rank run with plain layer calls, the hooks see every step in order, and the step counter
 // ends at 3. A second Trainer resumes from the first one's checkpoint and continues the curve;
 // under a decaying learning rate a resume must keep the run's length.
 #include <catch2/catch.hpp>
@@ -15,6 +15,7 @@
 #include <loom/layers/sequential.h>
 #include <loom/runtime/trainer.h>
 
+#include "compare_runs.h"
 #include "sequential.h"
 
 using namespace loom;
@@ -85,11 +86,12 @@ TEST_CASE("Trainer: a user's model trains pipelined like one rank", "[runtime][t
   CHECK(trainer.step() == 3);
   CHECK(checkpoints == std::vector<std::int64_t>{3});
   REQUIRE(losses.size() == 3);
-  for (std::size_t i = 0; i < 3; ++i) {
-    INFO("step " << i + 1);
-    CHECK(losses[i] == Approx(reference.losses[i]).epsilon(1e-5));
-    CHECK(summary.losses[i] == losses[i]);
-  }
+  test::check_losses(losses, reference.losses, 1e-5);
+  CHECK(summary.losses == losses);
+  test::Weights trained;
+  for (Chain* chunk : trainer.chunks())
+    for (const NamedParameter& p : chunk->parameters()) trained[p.name] = p.parameter->value.to_double_vector();
+  test::check_final_weights(trained, reference.parameters, 1e-5);
 
   // Resume: 3 more steps from the checkpoint continue the one-rank curve.
   const test::SequentialRun longer = test::run_sequentially(spec, 5, 16, 4, 6, 0.2);

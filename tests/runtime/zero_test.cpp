@@ -14,6 +14,7 @@
 #include <loom/core/memory.h>
 
 #include "checkpoint_run.h"
+#include "compare_runs.h"
 
 using namespace loom;
 
@@ -114,12 +115,21 @@ TEST_CASE("zero 1 at four replicas equals the unsharded run to rounding", "[trai
   }
 }
 
+// Against the uninterrupted run (4 steps at the writer's layout, every rank's weights gathered):
+// resumed after step 2 at 2 stages x 2 replicas with or without ZeRO, the last two losses and the
+// final weights are the same bit for bit (the optimizer state read back into other slices, or
+// whole, must be exactly the one written); at 4 stages x 1 replica a gradient is one sum instead of
+// two replicas' summed, so to rounding: losses within 1e-5, weights within 1e-2 (Adam turns a
+// rounding difference in a near-zero gradient into up to lr = 0.002 on that element; measured
+// equal bit for bit on an AVX2 EPYC, 2026-12-07).
 TEST_CASE("zero 1 checkpoints resume without ZeRO and at another layout, and the other way round",
           "[train][mpi][zero][checkpoint]") {
   comm::ensure_mpi();
   const std::string dir = test::shared_scratch_dir("zero");
   for (const int written : {1, 0}) {
     INFO("written with --zero " << written);
+    const Run straight = run(small_gpt("adam", "bf16", "dapple", written));
+    const test::Weights whole = test::gather_weights(straight.weights);
     runtime::TrainerConfig first = small_gpt("adam", "bf16", "dapple", written);
     first.steps = 2;
     first.checkpoint = dir + std::to_string(written);
@@ -129,21 +139,15 @@ TEST_CASE("zero 1 checkpoints resume without ZeRO and at another layout, and the
     };
     for (const Layout layout : {Layout{2, 1 - written}, Layout{2, written}, Layout{4, 0}}) {
       INFO(layout.stages << " stages, --zero " << layout.zero);
-      runtime::TrainerConfig straight = small_gpt("adam", "bf16", "dapple", layout.zero);
-      straight.stages = layout.stages;
-      straight.replicas = comm::world_size() / layout.stages;
-      // Uninterrupted from the same state: the first two steps at the writer's layout, then this one.
-      runtime::TrainerConfig resumed = straight;
+      runtime::TrainerConfig resumed = small_gpt("adam", "bf16", "dapple", layout.zero);
+      resumed.stages = layout.stages;
+      resumed.replicas = comm::world_size() / layout.stages;
       resumed.resume = first.checkpoint;
       const Run rest = run(resumed);
-      runtime::TrainerConfig again = small_gpt("adam", "bf16", "dapple", written);
-      again.resume = first.checkpoint;
-      const Run same = run(again);  // the writer's layout: the reference for the next two steps
-      REQUIRE(rest.summary.losses.size() == 2);
-      for (std::size_t k = 0; k < 2; ++k) {
-        if (layout.stages == 2) CHECK(rest.summary.losses[k] == same.summary.losses[k]);  // same sums
-        CHECK(rest.summary.losses[k] == Approx(same.summary.losses[k]).epsilon(1e-5));
-      }
+      const std::vector<double> last_two(straight.summary.losses.begin() + 2, straight.summary.losses.end());
+      const bool same_sums = layout.stages == 2;
+      test::check_losses(rest.summary.losses, last_two, same_sums ? 0 : 1e-5);
+      test::check_final_weights(rest.weights, whole, same_sums ? 0 : 1e-2);
     }
     MPI_Barrier(MPI_COMM_WORLD);
     if (comm::world_rank() == 0) std::filesystem::remove_all(first.checkpoint);
