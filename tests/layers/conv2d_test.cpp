@@ -63,6 +63,18 @@ nlohmann::json torch_config(const Conv2dOptions& o) {
           {"groups", o.groups}};
 }
 
+// The CPU paths a case must run on in f32, from the case and the build (the rule: layers/src/cpu/
+// conv_path.cpp and winograd.cpp): im2col always; Winograd F(2x2, 3x3) for a 3x3 kernel at stride
+// 1, dilation 1, no groups, equal padding of at most 2; oneDNN whenever loom is built with it.
+std::vector<std::string> expected_paths(const Conv2dOptions& o) {
+  std::vector<std::string> paths{"im2col"};
+  if (o.kernel.h == 3 && o.kernel.w == 3 && o.stride.h == 1 && o.stride.w == 1 && o.dilation.h == 1 &&
+      o.dilation.w == 1 && o.groups == 1 && o.padding.h == o.padding.w && o.padding.h <= 2)
+    paths.push_back("winograd");
+  if (LOOM_HAVE_ONEDNN) paths.push_back("onednn");
+  return paths;
+}
+
 }  // namespace
 
 TEST_CASE("Conv2d gradients match finite differences in f64") {
@@ -87,7 +99,7 @@ struct ForcedConvPath {
 };
 
 // Each CPU path that applies (oneDNN when built in, Winograd for 3x3 stride 1, im2col always)
-// against one PyTorch reference per case.
+// against one PyTorch reference per case; exactly those must run (none falls back unseen).
 TEST_CASE("Conv2d equals PyTorch in fp32 on every CPU path") {
   for (const ConvCase& c : cases()) {
     SECTION(c.name) {
@@ -98,13 +110,13 @@ TEST_CASE("Conv2d equals PyTorch in fp32 on every CPU path") {
       safetensors::NamedTensors inputs{{"x", x}, {"grad_y", grad_y}, {"weight", reference_shape.weight().value}};
       if (c.options.bias) inputs.emplace_back("bias", reference_shape.bias().value);
       const safetensors::File torch = test::run_torch("cnn_layers", inputs, torch_config(c.options));
-      int paths_run = 0;
+      std::vector<std::string> paths_run;
       for (const char* path : {"im2col", "winograd", "onednn"}) {
         const ForcedConvPath forced(path);
         Conv2d conv(c.options);
         conv.initialize(5, 2, "conv");
         if (conv.cpu_path(DType::f32) != path) continue;  // does not apply to this case or build
-        ++paths_run;
+        paths_run.push_back(path);
         Context ctx;
         const Tensor y = conv.forward({x}, ctx)[0];
         const Tensor grad_x = conv.backward({grad_y}, ctx)[0];
@@ -113,7 +125,7 @@ TEST_CASE("Conv2d equals PyTorch in fp32 on every CPU path") {
         check_close(conv.weight().grad, torch.get("grad_weight"), std::string(path) + " grad_weight");
         if (c.options.bias) check_close(conv.bias().grad, torch.get("grad_bias"), std::string(path) + " grad_bias");
       }
-      CHECK(paths_run >= 1);
+      CHECK(paths_run == expected_paths(c.options));
     }
   }
 }
