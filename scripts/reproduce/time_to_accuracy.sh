@@ -12,7 +12,9 @@
 # bytes / bandwidth), so the allreduce of all gradients every step (1.6 MB for the CNN, 1.3 MB for
 # the mlp) costs far more than the activations and gradients a 2-stage pipeline moves per step
 # (50 KB each way for the CNN at batch 32, 128 KB for the mlp at 128). Wall-clock time is the
-# training time from the metrics file (see tables.epoch_curve).
+# training time from the metrics file (see tables.epoch_curve). Each step's training loss per
+# method goes to DIR/time_to_accuracy_steps.csv (step, then one column per method), where
+# tests/reproduce/check_csv.py compares bsp's and dapple's step by step.
 #
 # Usage: scripts/reproduce/time_to_accuracy.sh [LOOM_BINARY] [--quick] [--out DIR]
 #   --quick: the mlp, 1 epoch of bsp, dapple and pipedream
@@ -57,17 +59,20 @@ for method in $methods; do
     --metrics "$work/$method.jsonl"
 done
 
-"$python" - "$work" "$csv" "$batch" "$target" "$model $set_" $methods <<'EOF'
-import sys
+"$python" - "$work" "$csv" "$out/time_to_accuracy_steps.csv" "$batch" "$target" "$model $set_" $methods <<'EOF'
+import json, sys
 import tables
 
-work, out, batch, target, model, *methods = sys.argv[1:]
+work, out, steps_out, batch, target, model, *methods = sys.argv[1:]
 batch, target = int(batch), float(target)
 rows = []
 for method in methods:
     for r in tables.epoch_curve(f"{work}/{method}.jsonl", batch):
         rows.append({"model": model, "method": method, **r, "target_accuracy": target})
 tables.write_csv(out, rows)
+losses = {m: {r["step"]: r["loss"] for r in map(json.loads, open(f"{work}/{m}.jsonl")) if "step" in r} for m in methods}
+tables.write_csv(steps_out, [{"step": step, **{m: losses[m].get(step, "") for m in methods}}
+                             for step in sorted(set().union(*losses.values()))], ["step", *methods])
 
 def time_to_target(method):
     reached = [r for r in rows if r["method"] == method and r["test_accuracy"] >= target]

@@ -1,51 +1,125 @@
 # `loom train` with bad input under mpiexec: every case must end (no hang) with a non-zero exit
 # and a one-line "loom: error" message naming the problem.
-# A finished command failed cleanly: non-zero, not a hang, one "loom: error" line naming `expected`.
-function(check_failure rc out err expected what)
+# A finished command failed cleanly: non-zero, not a hang, and its message whole on one line: each
+# non-empty line on stderr is "loom: error: SENTENCE" or "loom: error (rank R): SENTENCE", SENTENCE
+# exactly `expected` (or `or_expected`, where two builds word it differently), then loom's source
+# location(s) " [file.cpp:N]" / " [file.cpp:N, rank R]"; at most `ranks` copies (under mpiexec each
+# rank may print its own), and nothing else but Open MPI's own noise. stdout is the command's normal
+# output (a header, a search's summary, printed before the failure) and is not checked.
+function(check_failure rc out err expected what ranks)
   if(rc EQUAL 0)
     message(FATAL_ERROR "expected failure, got success: ${what}\n${out}\n${err}")
   endif()
   if(rc MATCHES "timeout")
     message(FATAL_ERROR "hang: ${what}")
   endif()
-  string(FIND "${err}" "loom: error" at)
-  string(FIND "${err}" "${expected}" found)
-  if(at LESS 0 OR found LESS 0)
-    message(FATAL_ERROR "expected 'loom: error ... ${expected}' for ${what}, got:\n${out}\n${err}")
+  set(copies 0)
+  set(banner FALSE)
+  set(rest "${err}")
+  while(NOT rest STREQUAL "")  # line by line without lists: messages hold ';' and unpaired '['
+    string(FIND "${rest}" "\n" end)
+    if(end LESS 0)
+      set(line "${rest}")
+      set(rest "")
+    else()
+      string(SUBSTRING "${rest}" 0 ${end} line)
+      math(EXPR end "${end} + 1")
+      string(SUBSTRING "${rest}" ${end} -1 rest)
+    endif()
+    # Open MPI's, not loom's: its help banners (framed by lines of dashes: "MPI_ABORT was invoked",
+    # "mpiexec detected that one or more processes exited"), their aggregation notes, and the
+    # ORTE_ERROR_LOG lines its show_help.c prints when two ranks' banners arrive at once.
+    if(line MATCHES "^-+$")
+      if(banner)
+        set(banner FALSE)
+      else()
+        set(banner TRUE)
+      endif()
+    elseif(banner OR line STREQUAL ""
+           OR line MATCHES "^\\[[^]]+:[0-9]+\\] [0-9]+ more process(es)? ha(s|ve) sent help message "
+           OR line MATCHES "^\\[[^]]+:[0-9]+\\] Set MCA parameter \"orte_base_help_aggregate\" to 0 "
+           OR line MATCHES "^\\[[^]]+:[0-9]+\\] \\[\\[[0-9,]+\\],[0-9]+\\] ORTE_ERROR_LOG: .* in file [^ ]*show_help\\.c at line [0-9]+$")
+    elseif(cli11_echo AND (line STREQUAL expected OR line STREQUAL "Run with --help for more information."))
+      # CLI11's own print of a parse error (see cli11_echo below), not yet on one line.
+    elseif(line MATCHES "^loom: error( \\(rank [0-9]+\\))?: (.*)$")
+      string(REGEX REPLACE "( \\[[A-Za-z0-9_.]+:[0-9]+(, rank [0-9]+)?\\])+$" "" sentence "${CMAKE_MATCH_2}")
+      if(NOT sentence STREQUAL expected AND NOT (DEFINED or_expected AND sentence STREQUAL or_expected))
+        message(FATAL_ERROR "for ${what}: loom's error is\n  ${sentence}\nnot\n  ${expected}\nstderr:\n${err}")
+      endif()
+      math(EXPR copies "${copies} + 1")
+    else()
+      message(FATAL_ERROR "for ${what}: a line besides loom's one error line:\n  ${line}\nstderr:\n${err}")
+    endif()
+  endwhile()
+  if(copies LESS 1 OR copies GREATER ranks)
+    message(FATAL_ERROR "for ${what}: ${copies} 'loom: error' lines, expected 1 to ${ranks}:\n${out}\n${err}")
   endif()
   message(STATUS "ok (${rc}): ${expected}")
 endfunction()
 
+# One case as a test of its own (tests/schedule's schedule_cli_simulate_bad_microbatches):
+#   cmake -DLOOM=... "-DEXPECTED=SENTENCE" -P cli_errors.cmake -- ARGS...   runs LOOM ARGS, one process.
+if(DEFINED EXPECTED)
+  set(args "")
+  set(after FALSE)
+  math(EXPR last "${CMAKE_ARGC} - 1")
+  foreach(i RANGE 1 ${last})
+    if(after)
+      list(APPEND args "${CMAKE_ARGV${i}}")
+    elseif(CMAKE_ARGV${i} STREQUAL "--")
+      set(after TRUE)
+    endif()
+  endforeach()
+  execute_process(COMMAND ${LOOM} ${args} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 120)
+  check_failure("${rc}" "${out}" "${err}" "${EXPECTED}" "${args}" 1)
+  return()
+endif()
+
 function(expect_failure expected)
   execute_process(COMMAND ${MPIEXEC} ${MPIEXEC_FLAGS} -n 2 ${LOOM} ${ARGN}
                   RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 120)
-  check_failure("${rc}" "${out}" "${err}" "${expected}" "${ARGN}")
+  check_failure("${rc}" "${out}" "${err}" "${expected}" "${ARGN}" 2)
 endfunction()
 
 file(WRITE ${WORK_DIR}/bad_plan.json "{\"stages\": [")
 file(WRITE ${WORK_DIR}/other_plan.json
   "{\"format\": \"loom-plan\", \"version\": 1, \"model\": \"gpt\", \"global_batch\": 8, \"microbatches\": 2, \"schedule\": \"dapple\", \"stages\": [{\"layers\": [0, 1], \"ranks\": [0]}, {\"layers\": [2, 3], \"ranks\": [1]}]}")
-expect_failure("needs 3" train --stages 3 --steps 1)
+expect_failure("mpirun started 2 ranks but --stages 3 x --replicas 1 needs 3" train --stages 3 --steps 1)
 # An empty value ("") cannot travel through expect_failure's argument list: run it directly.
 execute_process(COMMAND ${LOOM} train --steps 1 --checkpoint "" RESULT_VARIABLE rc OUTPUT_VARIABLE out
                 ERROR_VARIABLE err TIMEOUT 60)
-check_failure("${rc}" "${out}" "${err}" "loom: error: --checkpoint: an empty path" "train --checkpoint \"\"")
-expect_failure("--microbatches must be at least 1" train --stages 2 --microbatches 0 --steps 1)
-expect_failure("blocks, too few" train --model mlp --set layers=2 --stages 2 --schedule interleaved --steps 1)
-expect_failure("not divisible by 4 micro-batches" train --stages 2 --global-batch 30 --steps 1)
-expect_failure("unknown model 'resnet'" train --model resnet --stages 2 --steps 1)
-expect_failure("unknown dataset 'imagenet'" train --data imagenet --stages 2 --steps 1)
-expect_failure("unknown schedule '1f1b'" train --schedule 1f1b --stages 2 --steps 1)
+check_failure("${rc}" "${out}" "${err}" "--checkpoint: an empty path or name was given" "train --checkpoint \"\"" 1)
+expect_failure("--microbatches must be at least 1, got 0" train --stages 2 --microbatches 0 --steps 1)
+expect_failure("model mlp has 2 blocks, too few for 4 virtual stages (use --set to make it deeper, or fewer stages)"
+               train --model mlp --set layers=2 --stages 2 --schedule interleaved --steps 1)
+expect_failure("--global-batch 30 is not divisible by 4 micro-batches" train --stages 2 --global-batch 30 --steps 1)
+expect_failure("unknown model 'resnet' (expected one of mlp, cnn, gpt, vgg16, vgg19, resnet50, gnmt8, gnmt16, bert24, \
+bert48, xlnet36, xlnet24, amoebanet36, amoebanet18; `loom models` lists them)"
+               train --model resnet --stages 2 --steps 1)
+expect_failure("unknown dataset 'imagenet' (expected fashion-mnist, text:PATH or synthetic)"
+               train --data imagenet --stages 2 --steps 1)
+expect_failure("--schedule: unknown schedule '1f1b' (known: gpipe, dapple, pipedream, pipedream-2bw, interleaved, \
+zb-h1, zb-h2, zb-v, v-half, v-min, looped-bfs, interleaved-zb, dualpipev)" train --schedule 1f1b --stages 2 --steps 1)
 expect_failure("--precision must be fp32, bf16 or fp16, got 'fp8'" train --precision fp8 --stages 2 --steps 1)
-expect_failure("--precision fp16 needs a synchronous schedule (gpipe, dapple, interleaved, zb-h1), not pipedream"
+expect_failure("--precision fp16 needs a synchronous schedule (gpipe, dapple, interleaved, zb-h1), not pipedream: its \
+loss scaling skips whole steps on every rank (use --precision bf16)"
                train --precision fp16 --schedule pipedream --stages 2 --steps 1)
-expect_failure("--loss-scale must be in [2^-24, 2^64], got 0" train --precision fp16 --loss-scale 0 --stages 2 --steps 1)
+expect_failure("--loss-scale must be in [2^-24, 2^64], got 0"
+               train --precision fp16 --loss-scale 0 --stages 2 --steps 1)
 expect_failure("--loss-scale-window must be at least 1, got 0" train --precision fp16 --loss-scale-window 0 --stages 2
                --steps 1)
-expect_failure("/nonexistent/file.txt: cannot open" train --model gpt --data text:/nonexistent/file.txt --stages 2 --steps 1)
-expect_failure("bad_plan.json" train --plan ${WORK_DIR}/bad_plan.json --steps 1)
-expect_failure("not 'mlp'" train --model mlp --plan ${WORK_DIR}/other_plan.json --steps 1)
-expect_failure("--steps" train --stages 2 --steps 1 --epochs 1)
+expect_failure("/nonexistent/file.txt: cannot open (no such file)"
+               train --model gpt --data text:/nonexistent/file.txt --stages 2 --steps 1)
+expect_failure("${WORK_DIR}/bad_plan.json:1:13: invalid JSON: syntax error while parsing value - unexpected end of \
+input; expected '[', '{', or a literal" train --plan ${WORK_DIR}/bad_plan.json --steps 1)
+expect_failure("${WORK_DIR}/other_plan.json: the plan is for model 'gpt', not 'mlp'"
+               train --model mlp --plan ${WORK_DIR}/other_plan.json --steps 1)
+# CLI11's parse errors: apps/main.cpp's app.exit() prints the sentence and "Run with --help for
+# more information." on stderr before loom's line: three lines, allowed here only (cli11_echo),
+# until main.cpp prints just its own.
+set(cli11_echo TRUE)
+expect_failure("--steps excludes --epochs" train --stages 2 --steps 1 --epochs 1)
+set(cli11_echo FALSE)
 expect_failure("--checkpoint-every needs --checkpoint DIR" train --stages 2 --steps 1 --checkpoint-every 5)
 expect_failure("/nonexistent/ckpt: cannot open the checkpoint directory (No such file or directory)" train --stages 2
                --steps 1 --resume /nonexistent/ckpt)
@@ -57,16 +131,22 @@ expect_failure("--keep-checkpoints must be in [1, 1000000], got 0" train --stage
 execute_process(COMMAND ${CMAKE_COMMAND} -E env LOOM_SIM_MEMORY_MB=1 ${MPIEXEC} ${MPIEXEC_FLAGS} -x LOOM_SIM_MEMORY_MB
                 -n 2 ${LOOM} train --device sim --stages 2 --steps 1
                 RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 120)
-check_failure("${rc}" "${out}" "${err}" "but 1.0 MB is available to rank 0 (sim:0: 1.0 MB free)"
-              "train --device sim on a 1 MiB device")
+check_failure("${rc}" "${out}" "${err}" "model mlp (paper size) needs at least 3.3 MB per rank of stage 0 (parameters \
+and gradients 2.1 MB, optimizer state 1.1 MB, one micro-batch of activations 99.3 KB) but 1.0 MB is available to rank \
+0 (sim:0: 1.0 MB free): use --size cpu, smaller --set values, more stages or a smaller batch"
+              "train --device sim on a 1 MiB device" 2)
 execute_process(COMMAND ${CMAKE_COMMAND} -E env LOOM_SIM_MEMORY_MB=1 LOOM_MEMORY_LIMIT_MB=100000 ${MPIEXEC} ${MPIEXEC_FLAGS}
                 -x LOOM_SIM_MEMORY_MB -x LOOM_MEMORY_LIMIT_MB -n 2 ${LOOM} train --device sim --stages 2 --steps 1
                 RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 120)
-check_failure("${rc}" "${out}" "${err}" "out of memory on sim:0: 802816 bytes (0.8 MiB) for gradients did not fit"
-              "train --device sim on a 1 MiB device past the up-front check")
+check_failure("${rc}" "${out}" "${err}" "out of memory on sim:0: 802816 bytes (0.8 MiB) for gradients did not fit; \
+loom's tensors there hold 0.8 MiB (parameters 0.8 MiB) and the device has 0.2 MiB free of 1.0 MiB: use more stages, \
+fewer or smaller micro-batches, --recompute or a smaller model"
+              "train --device sim on a 1 MiB device past the up-front check" 2)
 file(MAKE_DIRECTORY ${WORK_DIR}/ckpt)
 file(WRITE ${WORK_DIR}/ckpt/manifest.json "{\"format\": \"loom-train-checkpoint/1\", \"step\": 1,")
-expect_failure("ckpt/manifest.json: not valid JSON" train --stages 2 --steps 1 --resume ${WORK_DIR}/ckpt)
+expect_failure("${WORK_DIR}/ckpt/manifest.json: not valid JSON ([json.exception.parse_error.101] parse error at line \
+1, column 49: syntax error while parsing object key - unexpected end of input; expected string literal)"
+               train --stages 2 --steps 1 --resume ${WORK_DIR}/ckpt)
 
 # `loom plan`, `loom simulate` and `loom bench` with hostile input (issue 15): one process, no
 # mpiexec; the same rules (non-zero exit, one "loom: error" line naming the problem, no hang).
@@ -79,7 +159,7 @@ function(expect_single_failure expected)
   if(length GREATER 2000)
     message(FATAL_ERROR "the error echoes too much (${length} characters) for ${ARGN}")
   endif()
-  check_failure("${rc}" "${out}" "${err}" "${expected}" "${ARGN}")
+  check_failure("${rc}" "${out}" "${err}" "${expected}" "${ARGN}" 1)
 endfunction()
 
 # Succeeds (exit 0) and prints `expected`.
@@ -101,28 +181,32 @@ file(WRITE ${WORK_DIR}/array_layer.json "${profile_head}[[1, 2]]}")
 file(WRITE ${WORK_DIR}/overflow.json "${profile_head}[\n{\"forward_ms\": 1e400, \"backward_ms\": 2, \"activation_bytes\": 1, \"parameter_bytes\": 0}]}")
 file(WRITE ${WORK_DIR}/wide_cluster.json "{\"nodes\": 4294967297, \"devices_per_node\": 8}")
 string(REPEAT "x" 100000 long_value)
+# loom quotes at most 80 characters of a value, then "...".
+string(SUBSTRING "${long_value}" 0 80 x80)
+string(SUBSTRING "1x2:${long_value}" 0 80 spec80)
+string(SUBSTRING "F0${long_value}" 0 80 token80)
 # Only regular files are read as plans, profiles and clusters: a FIFO would block the open for ever.
 file(REMOVE ${WORK_DIR}/fifo_profile.json)
 execute_process(COMMAND mkfifo ${WORK_DIR}/fifo_profile.json)
-expect_single_failure("fifo_profile.json: a profile file must be a regular file, but this is a FIFO"
+expect_single_failure("${WORK_DIR}/fifo_profile.json: a profile file must be a regular file, but this is a FIFO"
                       plan --profile ${WORK_DIR}/fifo_profile.json --cluster 1x2 --global-batch 8)
-expect_single_failure("ckpt: a profile file must be a regular file, but this is a directory"
+expect_single_failure("${WORK_DIR}/ckpt: a profile file must be a regular file, but this is a directory"
                       plan --profile ${WORK_DIR}/ckpt --cluster 1x2 --global-batch 8)
 # A given partition under a schedule kind (issue 28): evaluated, or refused in one line.
 expect_single_success("simulated step" plan --profile ${WORK_DIR}/two_layers.json --cluster 1x2 --global-batch 8
                       --microbatches 4 --partition 0-0,1-1 --schedule zb-h1)
 expect_single_failure("partition: the ranges end at layer 0, but the profile has 2 layers"
                       plan --profile ${WORK_DIR}/two_layers.json --cluster 1x2 --global-batch 8 --partition 0-0)
-expect_single_failure("--partition: '1' is not a layer range"
+expect_single_failure("--partition: '1' is not a layer range FIRST-LAST (0 <= FIRST <= LAST)"
                       plan --profile ${WORK_DIR}/two_layers.json --cluster 1x2 --global-batch 8 --partition 0-0,1)
 expect_single_failure("--also-at: micro-batch 4 is given twice (or equals --microbatch)"
                       profile --model mlp --size tiny --microbatch 4 --also-at 2,4)
 expect_single_failure("--also-at: a micro-batch size must be in [1, 2^20], got 0"
                       profile --model mlp --size tiny --microbatch 4 --also-at 0)
-expect_single_failure("--microbatches: give one count with --partition"
+expect_single_failure("--microbatches: give one count with --partition, got '2,4'"
                       plan --profile ${WORK_DIR}/two_layers.json --cluster 1x2 --global-batch 8 --partition 0-0,1-1
                       --microbatches 2,4)
-expect_single_failure("--out and --planner belong to the search"
+expect_single_failure("--partition evaluates a given partition: --out and --planner belong to the search"
                       plan --profile ${WORK_DIR}/two_layers.json --cluster 1x2 --global-batch 8 --partition 0-0,1-1
                       --out ${WORK_DIR}/never.json)
 # The joint search (issue 29): a plan with its kind (a version-2 plan file holds any kind); a
@@ -133,69 +217,87 @@ expect_single_success("per schedule kind" plan --profile ${WORK_DIR}/two_layers.
                       --global-batch 8 --planner joint --explain)
 expect_single_failure("--explain belongs to --planner joint"
                       plan --profile ${WORK_DIR}/two_layers.json --cluster 1x2 --global-batch 8 --explain)
-expect_single_failure("no plan fits in device memory; nothing written to"
+expect_single_failure("no plan fits in device memory; nothing written to ${WORK_DIR}/never.json"
                       plan --profile ${WORK_DIR}/two_layers.json --cluster 1x2:mem=1B --global-batch 8
                       --planner joint --out ${WORK_DIR}/never.json)
 # Defect 4: the micro-batch candidate loop overflowed an int and divided by zero (SIGFPE).
 expect_single_success("dapple" plan --profile ${WORK_DIR}/two_layers.json --cluster 1x2 --global-batch 2147483647)
 # Defects 9, 17, 7 and 18 through `loom plan`.
-expect_single_failure("huge_cost.json: layer 1 (layer1): forward_ms is 1e+308"
-                      plan --profile ${WORK_DIR}/huge_cost.json --cluster 1x2 --global-batch 8)
-expect_single_failure("array_layer.json: layers[0] must be a JSON object"
+expect_single_failure("${WORK_DIR}/huge_cost.json: layer 1 (layer1): forward_ms is 1e+308; it must be finite, \
+non-negative and at most 1e+07 ms" plan --profile ${WORK_DIR}/huge_cost.json --cluster 1x2 --global-batch 8)
+expect_single_failure("${WORK_DIR}/array_layer.json: layers[0] must be a JSON object"
                       plan --profile ${WORK_DIR}/array_layer.json --cluster 1x2 --global-batch 8)
-expect_single_failure("overflow.json:2:" plan --profile ${WORK_DIR}/overflow.json --cluster 1x2 --global-batch 8)
-expect_single_failure("wide_cluster.json: nodes must be an integer in [1, 4096]"
+expect_single_failure("${WORK_DIR}/overflow.json:2:16: invalid JSON: number overflow parsing '1e400'"
+                      plan --profile ${WORK_DIR}/overflow.json --cluster 1x2 --global-batch 8)
+expect_single_failure("${WORK_DIR}/wide_cluster.json: nodes must be an integer in [1, 4096], got 4294967297"
                       plan --profile ${WORK_DIR}/two_layers.json --cluster ${WORK_DIR}/wide_cluster.json --global-batch 8)
-expect_single_failure("devices_per_node must be in [1, 1024], got 4096"
+expect_single_failure("cluster spec '1x4096': devices_per_node must be in [1, 1024], got 4096"
                       plan --profile ${WORK_DIR}/two_layers.json --cluster 1x4096 --global-batch 4096)
-expect_single_failure("--time-limit must be in [0, 86400]"
+expect_single_failure("--time-limit must be in [0, 86400] seconds (0: no limit), got inf"
                       plan --profile ${WORK_DIR}/two_layers.json --cluster 1x2 --global-batch 8 --time-limit inf)
-expect_single_failure("--profile-batch must be in" plan --profile ${WORK_DIR}/two_layers.json --cluster 1x2
-                      --global-batch 8 --profile-batch -3)
-expect_single_failure("--simulate-candidates must be in [0, 1000]" plan --profile ${WORK_DIR}/two_layers.json
-                      --cluster 1x2 --global-batch 8 --simulate-candidates 1000000000)
-expect_single_failure("..." plan --profile ${WORK_DIR}/two_layers.json --cluster 1x2:${long_value} --global-batch 8)
+expect_single_failure("--profile-batch must be in [0.001, 1e+09] (or 0: from the file name), got -3"
+                      plan --profile ${WORK_DIR}/two_layers.json --cluster 1x2 --global-batch 8 --profile-batch -3)
+expect_single_failure("--simulate-candidates must be in [0, 1000], got 1000000000"
+                      plan --profile ${WORK_DIR}/two_layers.json --cluster 1x2 --global-batch 8
+                      --simulate-candidates 1000000000)
+expect_single_failure("cluster spec '${spec80}...': expected key=value, got '${x80}...'"
+                      plan --profile ${WORK_DIR}/two_layers.json --cluster 1x2:${long_value} --global-batch 8)
 # Defects 7 and 18 through `loom simulate`.
 file(WRITE ${WORK_DIR}/s37.txt "stage 0: F99999999 B99999999 AR STEP\n")
 file(WRITE ${WORK_DIR}/no_backward.txt "stage 0: F0 AR STEP\n")
 file(WRITE ${WORK_DIR}/long_token.txt "stage 0: F0${long_value}\n")
-expect_single_failure("s37.txt:1:10: bad action 'F99999999'" simulate --from ${WORK_DIR}/s37.txt)
-expect_single_failure("no_backward.txt: invalid schedule" simulate --from ${WORK_DIR}/no_backward.txt)
-expect_single_failure("xxx...'" simulate --from ${WORK_DIR}/long_token.txt)
+expect_single_failure("${WORK_DIR}/s37.txt:1:10: bad action 'F99999999' (token 1 of stage 0): micro-batch 99999999 is \
+beyond the largest a schedule may have (65535)" simulate --from ${WORK_DIR}/s37.txt)
+expect_single_failure("${WORK_DIR}/no_backward.txt: invalid schedule 'custom': stage 0: B0 is missing (or BI and BW)"
+                      simulate --from ${WORK_DIR}/no_backward.txt)
+expect_single_failure("${WORK_DIR}/long_token.txt:1:10: bad action '${token80}...' (token 1 of stage 0): unexpected \
+'${x80}...' (the form is OPmicrobatch[cCHUNK][@VERSION])" simulate --from ${WORK_DIR}/long_token.txt)
 expect_single_failure("--stages must be in [1, 1024], got 100000" simulate --stages 100000)
-expect_single_failure("--forward-ms must be a finite number" simulate --forward-ms inf)
-expect_single_failure("--link-gb-per-s must be positive" simulate --link-gb-per-s 0)
+expect_single_failure("--forward-ms must be a finite number in [0, 1e+07], got inf" simulate --forward-ms inf)
+expect_single_failure("--link-gb-per-s must be positive (leave it out for free communication), got 0"
+                      simulate --link-gb-per-s 0)
 # Defect 18 through `loom bench allreduce`: explicit zeros were taken silently.
-expect_single_failure("--iterations" bench allreduce --iterations 0)
-expect_single_failure("--shape-intra-gbps" bench allreduce --shape-intra-gbps 0 --shape-inter-gbps 1)
-expect_single_failure("unknown communication backend 'gloo'" bench allreduce --backend gloo)
+set(cli11_echo TRUE)  # CLI11's range checks (see cli11_echo above)
+expect_single_failure("--iterations: Value 0 not in range 1 to 1000000" bench allreduce --iterations 0)
+expect_single_failure("--shape-intra-gbps: Value 0 not in range 0.000001 to 1000000.000000"
+                      bench allreduce --shape-intra-gbps 0 --shape-inter-gbps 1)
+set(cli11_echo FALSE)
+expect_single_failure("unknown communication backend 'gloo' (expected mpi or nccl)" bench allreduce --backend gloo)
 if(NOT EXISTS /dev/nvidiactl)  # no GPU driver here: NCCL has nothing to run on
+  # A build with the CUDA backend finds no GPU; one without says so (or_expected).
+  set(or_expected "--backend nccl: no CUDA device is visible (this build of loom has no CUDA backend)")
   expect_single_failure("--backend nccl: no CUDA device is visible" bench allreduce --backend nccl)
-  expect_single_failure("--device cuda: " bench gemm --device cuda --dtype bf16)  # no backend, or no GPU
-  expect_single_failure("--device cuda: " bench layers --device cuda)
+  set(or_expected "--device cuda: this build of loom has no CUDA backend (configure with -DLOOM_CUDA=ON)")
+  expect_single_failure("--device cuda: no CUDA device is visible (check CUDA_VISIBLE_DEVICES and the driver)"
+                        bench gemm --device cuda --dtype bf16)
+  expect_single_failure("--device cuda: no CUDA device is visible (check CUDA_VISIBLE_DEVICES and the driver)"
+                        bench layers --device cuda)
+  unset(or_expected)
 endif()
-expect_single_failure("bench gemm --dtype bf16: the CPU comparison is f32 only" bench gemm --dtype bf16)
-expect_single_failure("it needs /nonexistent/python3 with torch" bench layers --quick --python /nonexistent/python3)
+expect_single_failure("bench gemm --dtype bf16: the CPU comparison is f32 only (use --device cuda)"
+                      bench gemm --dtype bf16)
+expect_single_failure("bench layers: the PyTorch side stopped; it needs /nonexistent/python3 with torch (Debian's \
+python3-torch for /usr/bin/python3; CUDA support for --device cuda)" bench layers --quick --python /nonexistent/python3)
 # Bounded planning: a time limit that expires returns the best plan so far and says so.
 expect_single_success("dapple: time-limited" plan --profile ${WORK_DIR}/two_layers.json --cluster 2x8 --global-batch 64
                       --planner dapple --time-limit 0.000001)
 # Bad values of the environment variables loom reads: one line naming the variable, every rank non-zero.
-foreach(case "LOOM_TEST_PAUSE_AT=bogus:1|LOOM_TEST_PAUSE_AT: expected PHASE:RANK[:N]"
-             "LOOM_TEST_PAUSE_AT=steady:-1|LOOM_TEST_PAUSE_AT: expected PHASE:RANK[:N]"
-             "LOOM_TEST_PAUSE_AT=warmup:1:0|LOOM_TEST_PAUSE_AT: expected PHASE:RANK[:N]"
-             "LOOM_TEST_SLOW_RANK=1|LOOM_TEST_SLOW_RANK: expected RANK:MS"
-             "LOOM_TEST_SLOW_RANK=x:5|LOOM_TEST_SLOW_RANK: expected RANK:MS"
-             "LOOM_TEST_SLOW_RANK=0:5ms|LOOM_TEST_SLOW_RANK: expected RANK:MS"
-             "LOOM_RING_SEGMENT_KB=4abc|LOOM_RING_SEGMENT_KB='4abc' is not a count"
-             "LOOM_MEMORY_LIMIT_MB=-3|LOOM_MEMORY_LIMIT_MB='-3' is not a positive number")
-  string(REPLACE "|" ";" parts "${case}")
-  list(GET parts 0 assignment)
-  list(GET parts 1 expected)
-  string(REPLACE "=" ";" kv "${assignment}")
-  list(GET kv 0 name)
-  list(GET kv 1 value)
-  set(ENV{${name}} "${value}")
-  expect_failure("${expected}" train --stages 2 --steps 1)
+# (NAME=VALUE|SENTENCE: a SENTENCE holds ';', so no list splits them.)
+set(pause_at "LOOM_TEST_PAUSE_AT: expected PHASE:RANK[:N] (PHASE warmup, steady or allreduce; RANK >= 0; N >= 1), got")
+set(slow_rank "LOOM_TEST_SLOW_RANK: expected RANK:MS (RANK >= 0, MS in [0, 60000] milliseconds), got")
+foreach(case "LOOM_TEST_PAUSE_AT=bogus:1|${pause_at} 'bogus:1'"
+             "LOOM_TEST_PAUSE_AT=steady:-1|${pause_at} 'steady:-1'"
+             "LOOM_TEST_PAUSE_AT=warmup:1:0|${pause_at} 'warmup:1:0'"
+             "LOOM_TEST_SLOW_RANK=1|${slow_rank} '1'"
+             "LOOM_TEST_SLOW_RANK=x:5|${slow_rank} 'x:5'"
+             "LOOM_TEST_SLOW_RANK=0:5ms|${slow_rank} '0:5ms'"
+             "LOOM_RING_SEGMENT_KB=4abc|environment variable LOOM_RING_SEGMENT_KB='4abc' is not a count (an integer \
+in [0, 4194304])"
+             "LOOM_MEMORY_LIMIT_MB=-3|environment variable LOOM_MEMORY_LIMIT_MB='-3' is not a positive number")
+  string(REGEX MATCH "^([A-Z_]+)=([^|]*)[|](.*)$" parsed "${case}")
+  set(name "${CMAKE_MATCH_1}")
+  set(ENV{${name}} "${CMAKE_MATCH_2}")
+  expect_failure("${CMAKE_MATCH_3}" train --stages 2 --steps 1)
   unset(ENV{${name}})
 endforeach()
 
@@ -206,11 +308,12 @@ string(REPEAT "]" 100000 deep_close)
 file(WRITE ${WORK_DIR}/deep_cluster.json "{\"nodes\": 1, \"devices_per_node\": ${deep_open}${deep_close}}")
 file(WRITE ${WORK_DIR}/deep_profile.json "${profile_head}[${layer}, ${deep_open}${deep_close}]}")
 file(WRITE ${WORK_DIR}/deep_plan.json "{\"format\": \"loom-plan\", \"version\": ${deep_open}${deep_close}}")
-expect_single_failure("deep_cluster.json:1:545: JSON nested deeper than 512 levels"
+expect_single_failure("${WORK_DIR}/deep_cluster.json:1:545: JSON nested deeper than 512 levels"
                       plan --profile ${WORK_DIR}/two_layers.json --cluster ${WORK_DIR}/deep_cluster.json --global-batch 8)
-expect_single_failure("deep_profile.json:1:665: JSON nested deeper than 512 levels"
+expect_single_failure("${WORK_DIR}/deep_profile.json:1:665: JSON nested deeper than 512 levels"
                       plan --profile ${WORK_DIR}/deep_profile.json --cluster 1x2 --global-batch 8)
-expect_failure("deep_plan.json:1:547: JSON nested deeper than 512 levels" train --plan ${WORK_DIR}/deep_plan.json --steps 1)
+expect_failure("${WORK_DIR}/deep_plan.json:1:547: JSON nested deeper than 512 levels"
+               train --plan ${WORK_DIR}/deep_plan.json --steps 1)
 
 # --config FILE is strict (every command): keys at the top level or in a section named after the
 # command run; an unknown key (with the closest one), a value of the wrong type or another command's
@@ -228,12 +331,16 @@ file(WRITE ${config_dir}/simulate.toml "[simulate]\nstages = 2\nmicrobatchez = 4
 expect_single_success("done: 2 steps" train --config ${config_dir}/top.toml)
 expect_single_success("done: 2 steps" train --config ${config_dir}/section.toml)
 expect_single_success("done: 3 steps" train --config ${config_dir}/top.toml --steps 3)  # the command line wins
-expect_single_failure("typo.toml:3: unknown key 'stepz' (did you mean 'steps'?)" train --config ${config_dir}/typo.toml)
-expect_single_failure("type.toml:3: steps: 'abc' is not an integer" train --config ${config_dir}/type.toml)
-expect_single_failure("other.toml:1: section [profile] is not a subcommand" train --config ${config_dir}/other.toml)
-expect_single_failure("simulate.toml:3: unknown key 'microbatchez' (did you mean 'microbatches'?)"
-                      simulate --config ${config_dir}/simulate.toml)
-expect_failure("typo.toml:3: unknown key 'stepz' (did you mean 'steps'?)" train --config ${config_dir}/typo.toml)
+expect_single_failure("${config_dir}/typo.toml:3: unknown key 'stepz' (did you mean 'steps'?)"
+                      train --config ${config_dir}/typo.toml)
+expect_single_failure("${config_dir}/type.toml:3: steps: 'abc' is not an integer"
+                      train --config ${config_dir}/type.toml)
+expect_single_failure("${config_dir}/other.toml:1: section [profile] is not a subcommand of this command \
+(loom train reads keys at the top of the file or in a [train] section)" train --config ${config_dir}/other.toml)
+expect_single_failure("${config_dir}/simulate.toml:3: unknown key 'microbatchez' (did you mean \
+'microbatches'?)" simulate --config ${config_dir}/simulate.toml)
+expect_failure("${config_dir}/typo.toml:3: unknown key 'stepz' (did you mean 'steps'?)"
+               train --config ${config_dir}/typo.toml)
 # Each rank on its own: its line, and exit status 1 (a shell around each, so mpiexec kills none early).
 execute_process(COMMAND ${MPIEXEC} ${MPIEXEC_FLAGS} -n 2 sh -c "\"$0\" train --config \"$1\"; echo \"exit $?\"" ${LOOM}
                         ${config_dir}/type.toml
@@ -266,10 +373,12 @@ message(STATUS "ok: written.options.toml reads back, on 1 and 2 stages")
 # Typed configuration (issue 27): names are parsed once, at the edge, before any communicator;
 # PipeDream has no micro-batches, so an explicit --microbatches is an error, and the options file a
 # pipedream run writes (without --microbatches) repeats it through --config.
-expect_failure("--allreduce: unknown allreduce algorithm 'bogus'" train --stages 2 --steps 1 --allreduce bogus)
+expect_failure("--allreduce: unknown allreduce algorithm 'bogus' (expected mpi, ring or hierarchical)"
+               train --stages 2 --steps 1 --allreduce bogus)
 expect_failure("--reduce-backend 'gloo': expected auto, mpi or nccl" train --stages 2 --steps 1 --reduce-backend gloo)
-expect_failure("--microbatches 4 with --schedule pipedream" train --model mlp --size tiny --stages 2 --steps 2
-               --schedule pipedream --microbatches 4)
+expect_failure("--microbatches 4 with --schedule pipedream: PipeDream runs whole minibatches, one at a time (no \
+micro-batches); drop --microbatches, or use --schedule pipedream-2bw"
+               train --model mlp --size tiny --stages 2 --steps 2 --schedule pipedream --microbatches 4)
 execute_process(COMMAND ${MPIEXEC} ${MPIEXEC_FLAGS} -n 2 ${LOOM} train --model mlp --size tiny --stages 2 --steps 2
                         --schedule pipedream --threads 1 --metrics ${WORK_DIR}/pipedream.jsonl
                 RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 120)
@@ -290,22 +399,23 @@ message(STATUS "ok: --config pipedream.options.toml repeats the pipedream run")
 # Schedule files (issue 28): a PyTorch CSV that cannot run gives one line naming the file, the rank
 # and the cell; a schedule exported as CSV (and as loom's text) simulates, sizes from the file.
 file(WRITE ${WORK_DIR}/bad.csv "0F0,0B1,0F1,0B0\r\n1F0,1B0,1F1,1B1\r\n")
-expect_single_failure("bad.csv: rank 0, step 2: '0B1': backward B with no forward before it"
-                      simulate --schedule-file ${WORK_DIR}/bad.csv)
+expect_single_failure("${WORK_DIR}/bad.csv: rank 0, step 2: '0B1': backward B with no forward before it on this rank \
+(a backward needs its forward's activations) (stage 0, micro-batch 1)" simulate --schedule-file ${WORK_DIR}/bad.csv)
 file(WRITE ${WORK_DIR}/overlap.csv "0F0,0F1,(0B0;0F2)OVERLAP_F_B,0B1,0B2\r\n")
-expect_single_failure("overlap.csv: rank 0, step 3: '(0B0;0F2)OVERLAP_F_B': an overlapped pair runs a forward F"
-                      simulate --schedule-file ${WORK_DIR}/overlap.csv)
-expect_single_failure("--format: unknown schedule file format 'json'"
+expect_single_failure("${WORK_DIR}/overlap.csv: rank 0, step 3: '(0B0;0F2)OVERLAP_F_B': an overlapped pair runs a \
+forward F and then a full backward B (e.g. (0F7;7B3)OVERLAP_F_B)" simulate --schedule-file ${WORK_DIR}/overlap.csv)
+expect_single_failure("--format: unknown schedule file format 'json' (expected loom or csv)"
                       schedule export --schedule dapple --stages 2 --microbatches 4 --format json)
-expect_single_failure("--format csv: 'pipedream' is asynchronous"
+expect_single_failure("--format csv: 'pipedream' is asynchronous (weight versions, a STEP per minibatch) and PyTorch's \
+CSV holds synchronous schedules only; use --format loom"
                       schedule export --schedule pipedream --stages 2 --microbatches 4 --format csv)
 expect_single_success("wrote ${WORK_DIR}/zb-h1.csv" schedule export --schedule zb-h1 --stages 4 --microbatches 8
                       --format csv --out ${WORK_DIR}/zb-h1.csv)
 expect_single_success("S=4 stages, M=8 micro-batches" simulate --schedule-file ${WORK_DIR}/zb-h1.csv)
 expect_single_success("S=4 stages, M=8 micro-batches" simulate --schedule-file ${WORK_DIR}/zb-h1.csv --stages 4
                       --microbatches 8 --schedule zb-h1)
-expect_single_failure("--stages 2 does not match ${WORK_DIR}/zb-h1.csv, which has 4 stages"
-                      simulate --schedule-file ${WORK_DIR}/zb-h1.csv --stages 2)
+expect_single_failure("--stages 2 does not match ${WORK_DIR}/zb-h1.csv, which has 4 stages (leave --stages out: the \
+file sets it)" simulate --schedule-file ${WORK_DIR}/zb-h1.csv --stages 2)
 expect_single_success("wrote ${WORK_DIR}/interleaved.txt" schedule export --schedule interleaved --stages 2
                       --microbatches 4 --chunks 2 --format loom --out ${WORK_DIR}/interleaved.txt)
 expect_single_success("v=2 chunks per stage" simulate --schedule-file ${WORK_DIR}/interleaved.txt)

@@ -94,6 +94,14 @@ launcher_hang() {
 
 # The loom processes of mpiexec $1 (its children).
 ranks_of() { pgrep -P "$1" -f "$(basename "$LOOM")" || true; }
+# find_ranks MPIEXEC [PIDS]: RANKS, mpiexec's NP loom processes (with PIDS, seen before). Fewer is a
+# failure: "every rank process is gone" over a short list would pass with ranks left behind.
+find_ranks() {
+  RANKS=$(echo ${2:-} $(ranks_of "$1") | tr ' ' '\n' | sort -u)
+  [ "$(wc -w <<<"$RANKS")" -eq "$NP" ] && return 0
+  pkill -9 -P "$1"; kill -9 "$1"
+  fail "found $(wc -w <<<"$RANKS") of $NP rank processes of mpiexec $1:" $RANKS
+}
 
 # Fails if any of the given processes is alive BOUND_S after the fault, at $1 (a zombie, killed
 # and not yet reaped, counts as gone).
@@ -123,7 +131,8 @@ signal_paused() {
   start run "$NP" "$@"
   local mpiexec=$PID
   wait_line "$WORK/run.err" "paused $hook" 120 "$mpiexec"
-  local ranks; ranks=$(ranks_of "$mpiexec")
+  find_ranks "$mpiexec"
+  local ranks=$RANKS
   local line; line=$(grep -m1 "paused $hook" "$WORK/run.err")
   local pid; pid=$(sed -n 's/.* pid \([0-9]*\) paused.*/\1/p' <<<"$line")
   STOPPED_RANK=$(sed -n 's/.*test hook: rank \([0-9]*\) .*/\1/p' <<<"$line")
@@ -233,17 +242,19 @@ at_launch() {
   [ "$1" = STOP ] && export LOOM_COMM_TIMEOUT_S=$TIMEOUT_S
   start run "$NP" "${RUN[@]}"
   export LOOM_COMM_TIMEOUT_S=60
-  local mpiexec=$PID t0 pid="" deadline=$(( $(date +%s) + 30 ))
+  local mpiexec=$PID t0 pid="" seen="" deadline=$(( $(date +%s) + 30 ))
   while [ -z "$pid" ]; do
     [ "$(date +%s)" -ge "$deadline" ] && fail "rank $STOPPED_RANK never appeared"
     for candidate in $(ranks_of "$mpiexec"); do
+      seen+=" $candidate"  # a killed rank may be reaped before find_ranks looks
       if tr '\0' '\n' <"/proc/$candidate/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$STOPPED_RANK"; then
         kill "-$1" "$candidate" && pid=$candidate && t0=$(now)
       fi
     done
     sleep 0.01
   done
-  local ranks; ranks=$(ranks_of "$mpiexec")
+  find_ranks "$mpiexec" "$seen"
+  local ranks=$RANKS
   finish "$mpiexec" "$BOUND_S"
   TIME_TO_EXIT=$(elapsed "$t0")
   FAULT_RC=$RC
