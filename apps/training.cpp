@@ -107,17 +107,20 @@ class Progress {
   }
 
  private:
-  // A rank whose busy time per step (its time not spent waiting for the others) has been over 1.5x
-  // the median of all ranks for 3 steps in a row: one warning line per such streak.
+  // A rank whose busy time per step (its time not spent waiting for the others) has been over the
+  // rule's ratio x the median of its stage's other replicas for its steps in a row: one warning
+  // line per such streak (runtime/straggler.h).
   void warn_stragglers(const runtime::StepReport& r) {
+    const runtime::StragglerRule& rule = trainer_.straggler_rule();
     for (int rank : r.stragglers) {
       end_bar_line();
       const double busy = r.rank_busy_seconds.at(static_cast<std::size_t>(rank));
+      const double reference = r.busy_reference_seconds.at(static_cast<std::size_t>(rank));
       std::fprintf(stderr,
                    "loom train: warning: rank %d (stage %d) is a straggler: busy %.3g s per step at step %lld, %.1fx the "
-                   "median %.3g s of all ranks, for 3 steps in a row\n",
-                   rank, trainer_.stage_of_rank(rank), busy, static_cast<long long>(r.step), busy / r.busy_median_seconds,
-                   r.busy_median_seconds);
+                   "median %.3g s of its stage's other replicas, for %d steps in a row\n",
+                   rank, trainer_.stage_of_rank(rank), busy, static_cast<long long>(r.step), busy / reference, reference,
+                   rule.steps);
     }
   }
   void draw_bar(const runtime::StepReport& r, const std::string& rate) {
@@ -190,6 +193,8 @@ TrainSummary train(const TrainOptions& o, runtime::ResolvedConfig run, const std
       std::printf("loom train: %s\nloom train: %s\nloom train: %.4g GFLOP per trained sample (forward x 3); %s\n",
                   trainer.describe().c_str(), trainer.groups().topology().describe_hosts().c_str(), flops / 1e9,
                   peak_text(peak).c_str());
+    if (!o.quiet && !trainer.straggler_notice().empty())
+      std::printf("loom train: busy times not compared (no straggler warnings): %s\n", trainer.straggler_notice().c_str());
     if (!o.quiet && trainer.first_step() > 0)
       std::printf("resumed from %s after step %lld\n", trainer.resumed_from().c_str(),
                   static_cast<long long>(trainer.first_step()));

@@ -10,6 +10,7 @@
 #include <limits>
 #include <optional>
 #include <set>
+#include <thread>
 
 #include <loom/comm/control.h>
 #include <loom/comm/device_placement.h>
@@ -75,7 +76,8 @@ struct TrainerState {
   // the metrics sample it, the steps of a small model are far shorter than a second.
   DeviceMemoryInfo device_memory;
   std::optional<Stopwatch> device_memory_age;
-  StragglerDetector stragglers;  // over every rank's busy time per step
+  StragglerDetector stragglers;  // each stage's replicas' busy times per step (none when cores are shared)
+  std::string straggler_notice;  // why no rank is watched, empty when they are
 };
 }  // namespace detail
 
@@ -387,6 +389,24 @@ std::vector<double> rank_busy_seconds(comm::Communicator& world, const StepResul
   return busy;
 }
 
+// The straggler watch (straggler.h): each stage's replicas compared, unless some node's ranks share
+// its cores (an oversubscribed job), which the notice then says.
+void watch_stragglers(detail::TrainerState& s) {
+  comm::Communicator& world = s.groups->world();
+  const std::string here =
+      cores_shared(std::max(1, local_rank_count()), num_threads(), static_cast<int>(std::thread::hardware_concurrency()));
+  double shared = here.empty() ? 0 : 1;
+  world.allreduce(&shared, 1, DType::f64);
+  if (shared > 0) {
+    s.straggler_notice = here.empty() ? "the ranks of another node share its cores" : here;
+    return;
+  }
+  std::vector<int> stage_of_rank(static_cast<std::size_t>(world.size()), -1);
+  for (std::size_t stage = 0; stage < s.partition.ranks.size(); ++stage)
+    for (const int rank : s.partition.ranks[stage]) stage_of_rank.at(static_cast<std::size_t>(rank)) = static_cast<int>(stage);
+  s.stragglers = StragglerDetector(std::move(stage_of_rank));
+}
+
 // The maximum over stages of each entry: the peak of the fullest rank.
 MemoryPeaks max_over_stages(const std::vector<MemoryPeaks>& stages) {
   MemoryPeaks peaks{};
@@ -413,6 +433,7 @@ Trainer::Trainer(ResolvedConfig config, ModelSpec model) : state_(std::make_uniq
   resolve_run(*state_);
   build(*state_, comm::world_rank());
   if (!state_->config.checkpoint.resume.empty()) resume(*state_);
+  watch_stragglers(*state_);
 }
 
 Trainer::~Trainer() = default;
@@ -444,7 +465,7 @@ TrainSummary Trainer::run(const TrainerHooks& hooks) {
       if (hooks.on_step)
         hooks.on_step({s.step, loss, s.optimizer->learning_rate(s.step - 1), peaks, memory.peaks, memory.device,
                        scaler ? scaler->last_scale() : 1.0, scaler && scaler->last_skipped(), busy,
-                       std::move(stragglers), s.stragglers.median()});
+                       std::move(stragglers), s.stragglers.references()});
     }
     if (s.data->has_test() && s.step % s.shape.steps_per_epoch == 0) {
       const std::int64_t epoch = s.step / s.shape.steps_per_epoch;
@@ -510,6 +531,8 @@ int Trainer::stage_of_rank(int rank) const {
     if (std::find(ranks[s].begin(), ranks[s].end(), rank) != ranks[s].end()) return static_cast<int>(s);
   LOOM_THROW("rank ", rank, " is in no pipeline stage of this run");
 }
+const std::string& Trainer::straggler_notice() const { return state_->straggler_notice; }
+const StragglerRule& Trainer::straggler_rule() const { return state_->stragglers.rule(); }
 Device Trainer::device() const { return state_->device; }
 const std::vector<Chain*>& Trainer::chunks() const { return state_->chunks; }
 std::pair<int, int> Trainer::scattered_buckets() const { return state_->executor->scattered_buckets(); }

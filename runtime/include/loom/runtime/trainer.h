@@ -26,6 +26,7 @@
 #include <loom/core/memory.h>
 #include <loom/layers/chain.h>
 #include <loom/models/model.h>
+#include <loom/runtime/straggler.h>
 #include <loom/runtime/trainer_config.h>
 #include <loom/schedule/schedule_kind.h>
 
@@ -52,10 +53,11 @@ struct StepReport {
   double loss_scale = 1.0;
   bool skipped = false;
   // Per world rank: the step's time on it not spent waiting for other ranks (straggler.h); the ranks
-  // whose busy time has just been over 1.5x the median for 3 steps in a row, and that median.
+  // whose busy time has just been over the rule's ratio x the median of their stage's other
+  // replicas for its number of steps in a row, and per world rank that median (0: none compared).
   std::vector<double> rank_busy_seconds;
   std::vector<int> stragglers;
-  double busy_median_seconds = 0;
+  std::vector<double> busy_reference_seconds;
 };
 struct EpochReport {
   std::int64_t epoch = 0;  // 1-based
@@ -123,6 +125,10 @@ class Trainer {
   const std::string& resumed_from() const;  // the checkpoint directory of a resume (DIR/step-N), else empty
   int stage() const;                // this rank's pipeline stage
   int stage_of_rank(int rank) const;  // the pipeline stage world rank `rank` belongs to
+  // Why no rank is watched for straggling this run (a node's ranks share its cores), empty when
+  // each stage's replicas are compared (straggler.h).
+  const std::string& straggler_notice() const;
+  const StragglerRule& straggler_rule() const;
   Device device() const;            // where this rank computes (resolved from the config's device)
   const std::vector<Chain*>& chunks() const;  // this rank's model chunks (global block indices)
   // This rank's gradient buckets that reduce-scatter (--zero 1), and all of them.
