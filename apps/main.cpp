@@ -9,6 +9,7 @@
 
 #include "commands.h"
 #include "strict_config.h"
+#include "version.h"
 
 namespace {
 
@@ -39,6 +40,7 @@ int main(int argc, char** argv) {
   prefer_passive_openmp(argv);
   CLI::App app{"loom: pipelined and data-parallel training (DAPPLE, PipeDream)", "loom"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", loom::apps::version_text(), "Print loom's version (commit, build, backends, CPU ISA)");
   app.config_formatter(loom::apps::strict_config(app));  // unknown keys and bad values are errors with FILE:LINE
   app.set_config("--config", "", "read the command's options from a TOML file: `key = value` lines (the flag "
                  "names without dashes) at the top or in a section named after the command, e.g. [train], as loom "
@@ -63,9 +65,11 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);
-    if (code != 0) return loom::comm::end_with_error(e.what(), 2);
-    return 0;
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    // One line, loom's own: CLI11's words, and the nearest flag for an unknown one.
+    std::string message = e.what();
+    if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) message += loom::apps::unknown_flags_hint(app);
+    return loom::comm::end_with_error(message.c_str(), 2);
   } catch (const std::exception& e) {
     return loom::comm::end_with_error(e.what(), loom::comm::exit_status(e));
   }

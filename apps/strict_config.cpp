@@ -90,8 +90,8 @@ void key_names(CLI::App& app, std::vector<std::string>& names) {
     key_names(*group, names);
 }
 
-// " (did you mean 'steps'?)" for the closest key within a third of the key's length (at least 1 edit).
-std::string suggestion(const std::string& key, CLI::App& app) {
+// The closest key within a third of the key's length (at least 1 edit), or "".
+std::string nearest_key(const std::string& key, CLI::App& app) {
   std::vector<std::string> names;
   key_names(app, names);
   const std::size_t most = std::max<std::size_t>(1, key.size() / 3);
@@ -99,6 +99,12 @@ std::string suggestion(const std::string& key, CLI::App& app) {
   std::size_t best_distance = most + 1;
   for (const std::string& name : names)
     if (const std::size_t d = edit_distance(key, name); d < best_distance) best = name, best_distance = d;
+  return best;
+}
+
+// " (did you mean 'steps'?)", or "".
+std::string suggestion(const std::string& key, CLI::App& app) {
+  const std::string best = nearest_key(key, app);
   return best.empty() ? "" : " (did you mean '" + best + "'?)";
 }
 
@@ -187,5 +193,20 @@ class StrictConfig : public CLI::ConfigTOML {
 }  // namespace
 
 std::shared_ptr<CLI::Config> strict_config(CLI::App& root) { return std::make_shared<StrictConfig>(root); }
+
+std::string unknown_flags_hint(CLI::App& root) {
+  std::vector<CLI::App*> chain = config_file::invoked_chain(root);
+  chain.insert(chain.begin(), &root);  // unknown flags fall through to the root
+  CLI::App* command = chain.back();
+  std::string hint;
+  for (CLI::App* app : chain)
+    for (const std::string& arg : app->remaining()) {
+      if (arg.size() < 2 || arg[0] != '-') continue;
+      const std::string key = arg.substr(arg.find_first_not_of('-'), arg.find('=') - arg.find_first_not_of('-'));
+      if (const std::string best = config_file::nearest_key(key, *command); !best.empty())
+        hint += std::string(hint.empty() ? " (" : ", ") + arg + ": did you mean --" + best + "?";
+    }
+  return hint.empty() ? hint : hint + ")";
+}
 
 }  // namespace loom::apps

@@ -1,4 +1,5 @@
-// `--config FILE` read strictly: a CLI11 config formatter that stops at an unknown key, a bad value or a foreign section.
+// `--config FILE` read strictly: a CLI11 config formatter that stops at an unknown key, a bad value or a foreign
+// section; and the same "did you mean" for an unknown flag on the command line.
 #pragma once
 
 #include <memory>
@@ -15,5 +16,9 @@ namespace loom::apps {
 // subcommand ("unknown key 'stepz' (did you mean 'steps'?)"), a value its option refuses ("steps:
 // 'abc' is not an integer"), a section of another subcommand. Writing (to_config) is CLI11's TOML.
 std::shared_ptr<CLI::Config> strict_config(CLI::App& root);
+
+// After an ExtrasError from `root`'s parse: for each unknown flag the invoked command's closest
+// option, as the config file's keys get (" (--stepz: did you mean --steps?)"), or "".
+std::string unknown_flags_hint(CLI::App& root);
 
 }  // namespace loom::apps

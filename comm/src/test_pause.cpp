@@ -1,6 +1,8 @@
 // LOOM_TEST_PAUSE_AT (see test_pause.h).
 #include <loom/comm/test_pause.h>
 
+#include <loom/comm/test_slow.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -58,10 +60,21 @@ PauseTarget parse_target(const char* text) {
   return target;
 }
 
+const PauseTarget& pause_target() {
+  static const PauseTarget target = parse_target(std::getenv("LOOM_TEST_PAUSE_AT"));
+  return target;
+}
+
 }  // namespace
 
+void check_test_hooks() {
+  pause_target();
+  test_slow_ms();
+  test_busy_seconds();
+}
+
 void test_pause_at(PausePhase phase) {
-  static const PauseTarget target = parse_target(std::getenv("LOOM_TEST_PAUSE_AT"));
+  const PauseTarget& target = pause_target();
   if (!target.armed || phase != target.phase) return;
   static std::atomic<long> arrivals{0};
   if (world_rank() != target.rank || ++arrivals != target.arrival) return;

@@ -17,6 +17,7 @@
 #include <loom/comm/parallel_layout.h>
 #include <loom/comm/process_groups.h>
 #include <loom/comm/runtime.h>
+#include <loom/comm/test_pause.h>
 #include <loom/comm/test_slow.h>
 #include <loom/comm/topology.h>
 #include <loom/core/device_memory.h>
@@ -426,6 +427,7 @@ Trainer::Trainer(const TrainerConfig& config, ModelSpec model) : Trainer(resolve
 
 Trainer::Trainer(ResolvedConfig config, ModelSpec model) : state_(std::make_unique<detail::TrainerState>()) {
   comm::ensure_mpi();
+  comm::check_test_hooks();
   set_num_threads(config.threads > 0 ? config.threads : default_num_threads());
   state_->config = std::move(config);
   state_->spec = std::move(model);

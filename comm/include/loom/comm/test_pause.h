@@ -18,5 +18,9 @@ namespace loom::comm {
 enum class PausePhase { warmup, steady, allreduce };
 
 void test_pause_at(PausePhase phase);
+// Reads every test hook's variable now (LOOM_TEST_PAUSE_AT, and test_slow.h's LOOM_TEST_SLOW_RANK
+// and LOOM_TEST_BUSY_MS): a malformed value fails every rank at start-up, together, rather than
+// the first rank to reach a hook while the others wait for it.
+void check_test_hooks();
 
 }  // namespace loom::comm
