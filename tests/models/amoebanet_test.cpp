@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <map>
+#include <memory>
 #include <string>
 
 #include <loom/core/memory.h>
@@ -47,7 +48,8 @@ std::vector<std::int64_t> profiled_parameters(const ModelSpec& spec) {
   std::vector<std::int64_t> counts;
   for (std::int64_t b = 0; b < spec.blocks(); ++b) {
     std::int64_t count = 0;
-    for (const NamedParameter& p : spec.build(b, b + 1)->parameters()) {
+    const std::unique_ptr<Chain> block = spec.build(b, b + 1);  // alive while its parameters are read
+    for (const NamedParameter& p : block->parameters()) {
       const bool linear_bias = spec.block_names[static_cast<std::size_t>(b)] == "final_layer" &&
                                p.parameter->value.rank() == 1;
       if (p.parameter->trainable && (p.parameter->value.rank() >= 2 || linear_bias)) count += p.parameter->value.numel();

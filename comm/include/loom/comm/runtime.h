@@ -24,12 +24,9 @@ void finalize_mpi();
 // MPI or NCCL call, as the watchdog's exit: a peer or its connection lost, which a restart may get
 // past), 1 for any other error (bad input, a damaged file).
 int exit_status(const std::exception& error);
-// Ends this process's part of the job on an error and returns `status`: one line for the whole job.
-// Where every rank fails (a bad flag, plan or file: they all read it), the ranks agree within 10 s,
-// one prints "loom: error: MESSAGE" (the lowest whose message names the cause rather than "another
-// rank" failing) and all finalise MPI (no abort banner); a rank failing alone prints "loom: error
-// (rank R): MESSAGE" and aborts the job, so none is left waiting. Source locations (" [file.cpp:42,
-// rank 3]") are left out of the line unless LOOM_DEBUG=1.
+// Prints `message` as one line on stderr ("loom: error (rank R): ..." once MPI runs), without
+// loom's source locations (" [file.cpp:42, rank 3]") unless LOOM_DEBUG=1, aborts the MPI job if it
+// runs with other ranks (none is left waiting) or finalises it, and returns `status`.
 int end_with_error(const char* message, int status);
 
 }  // namespace loom::comm
