@@ -405,7 +405,7 @@ void watch_stragglers(detail::TrainerState& s) {
   std::vector<int> stage_of_rank(static_cast<std::size_t>(world.size()), -1);
   for (std::size_t stage = 0; stage < s.partition.ranks.size(); ++stage)
     for (const int rank : s.partition.ranks[stage]) stage_of_rank.at(static_cast<std::size_t>(rank)) = static_cast<int>(stage);
-  s.stragglers = StragglerDetector(std::move(stage_of_rank));
+  s.stragglers = StragglerDetector(stage_of_rank);
 }
 
 // The maximum over stages of each entry: the peak of the fullest rank.

@@ -6,45 +6,24 @@ Usage: compare_runs.py LOOM SEQUENTIAL RUN STEPS, where NAME.jsonl is a run's me
 NAME.ckpt its checkpoint directory (--metrics NAME.jsonl --checkpoint NAME.ckpt)."""
 import json
 import os
-import struct
 import subprocess
 import sys
 import tempfile
 
-import numpy
-
-DTYPES = {"F32": "<f4", "F64": "<f8", "F16": "<f2", "I64": "<i8", "I32": "<i4"}
+# The layer tests' safetensors reader (plain Python + torch): one parser for the test suite.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "layers", "reference"))
+import common  # noqa: E402
+import torch  # noqa: E402
 
 
 def losses(path):
     return [json.loads(line)["loss"] for line in open(path) if '"loss"' in line]
 
 
-def tensors(path):
-    """name -> float64 values of a safetensors file (BF16 widened to f32 exactly)."""
-    with open(path, "rb") as f:
-        data = f.read()
-    (length,) = struct.unpack("<Q", data[:8])
-    header = json.loads(data[8:8 + length])
-    body = data[8 + length:]
-    out = {}
-    for name, entry in header.items():
-        if name == "__metadata__":
-            continue
-        begin, end = entry["data_offsets"]
-        raw = body[begin:end]
-        if entry["dtype"] == "BF16":
-            values = (numpy.frombuffer(raw, "<u2").astype("<u4") << 16).view("<f4")
-        else:
-            values = numpy.frombuffer(raw, DTYPES[entry["dtype"]])
-        out[name] = values.astype(numpy.float64)
-    return out
-
-
 def final_weights(loom, checkpoint, scratch):
     out = os.path.join(scratch, os.path.basename(checkpoint) + ".safetensors")
     subprocess.run([loom, "checkpoint", "export", checkpoint, "--out", out], check=True, stdout=subprocess.DEVNULL)
-    return tensors(out)
+    return {name: t.to(torch.float64).reshape(-1) for name, t in common.read_safetensors(out).items()}
 
 
 loom, reference_name, run_name, steps = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
@@ -62,7 +41,7 @@ assert expected, f"{reference_name}.ckpt: no tensors"
 assert sorted(got) == sorted(expected), f"{run_name}: tensors {sorted(got)} against the sequential run's {sorted(expected)}"
 worst = 0.0
 for name, values in expected.items():
-    error = numpy.linalg.norm(got[name] - values) / max(numpy.linalg.norm(values), 1e-30)
+    error = (torch.linalg.norm(got[name] - values) / max(torch.linalg.norm(values).item(), 1e-30)).item()
     worst = max(worst, error)
     assert error <= 1e-5, f"{run_name}: final weight {name} differs from the sequential run's (relative {error:.2e})"
 print(f"{run_name}: {len(expected)} final weights equal the sequential run's (largest relative error {worst:.2e})")

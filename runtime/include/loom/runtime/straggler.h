@@ -27,7 +27,7 @@ class StragglerDetector {
  public:
   StragglerDetector() = default;  // watches nothing
   // stage_of_rank[r]: world rank r's pipeline stage.
-  explicit StragglerDetector(std::vector<int> stage_of_rank, StragglerRule rule = {});
+  explicit StragglerDetector(const std::vector<int>& stage_of_rank, StragglerRule rule = {});
 
   // One step's busy seconds, per world rank; returns the ranks whose streak reaches rule.steps now.
   std::vector<int> observe(const std::vector<double>& busy_seconds);
@@ -36,7 +36,8 @@ class StragglerDetector {
   const StragglerRule& rule() const { return rule_; }
 
  private:
-  std::vector<int> stage_of_rank_;
+  std::size_t ranks_ = 0;
+  std::vector<std::vector<int>> replica_groups_;  // the ranks of each stage
   StragglerRule rule_;
   int observed_ = 0;
   std::vector<double> references_;
