@@ -43,19 +43,34 @@ void run_export(const ScheduleExportFlags& flags) {
               std::string(schedule::schedule_file_format_name(format)).c_str());
 }
 
+// `loom schedule list`: a line per kind (the table of schedule_kind.cpp); --json for scripts.
+void run_list(bool json) {
+  if (json) {
+    std::printf("%s\n", schedule::schedule_kinds_json().c_str());
+    return;
+  }
+  std::printf("%-15s %-9s %-13s %-9s %s\n", "schedule", "chunks", "updates", "backward", "what it does");
+  for (const schedule::ScheduleKindRow& row : schedule::schedule_kind_rows()) {
+    const char* chunks = row.placement == schedule::ChunkPlacement::single ? "1"
+                         : row.placement == schedule::ChunkPlacement::v  ? "2 in a V"
+                                                                          : "--chunks";
+    std::printf("%-15s %-9s %-13s %-9s %s\n", std::string(row.name).c_str(), chunks,
+                row.asynchronous ? "asynchronous" : "synchronous", row.splits_backward ? "split" : "whole",
+                std::string(row.summary).c_str());
+  }
+}
+
 }  // namespace
 
 void add_schedule_command(CLI::App& app) {
-  CLI::App* cmd = app.add_subcommand("schedule", "Schedule files: export a built-in schedule (loom's text or PyTorch's "
-                                                 "CSV); read one back with `loom simulate --schedule-file`");
+  CLI::App* cmd = app.add_subcommand("schedule", "Schedule kinds and files: list the built-in kinds, export one (loom's "
+                                                 "text or PyTorch's CSV); read one back with `loom simulate --schedule-file`");
   cmd->require_subcommand(1);
   auto flags = std::make_shared<ScheduleExportFlags>();
   CLI::App* exp = cmd->add_subcommand(
       "export", "Write a built-in schedule to a file: --format loom (every action, docs/schedules.md) or csv "
                 "(PyTorch's compute-only CSV, torch.distributed.pipelining's _load_csv)");
-  std::string kinds;
-  for (const std::string& kind : schedule::schedule_kinds()) kinds += (kinds.empty() ? "" : "|") + kind;
-  exp->add_option("--schedule", flags->schedule.kind, "Schedule: " + kinds)->required();
+  exp->add_option("--schedule", flags->schedule.kind, "Schedule: " + schedule::schedule_kind_list("|"))->required();
   exp->add_option("--stages", flags->schedule.stages, "Pipeline stages S")->capture_default_str();
   exp->add_option("--microbatches", flags->schedule.microbatches,
                   "Micro-batches M per step (pipedream: minibatches in the window; pipedream-2bw: per minibatch)")
@@ -70,6 +85,11 @@ void add_schedule_command(CLI::App& app) {
   exp->add_option("--format", flags->format, "File format: loom or csv")->capture_default_str();
   exp->add_option("--out", flags->out, "Write to this file (default: standard output)");
   exp->callback([flags] { run_export(*flags); });
+  auto json = std::make_shared<bool>(false);
+  CLI::App* list = cmd->add_subcommand("list", "The schedule kinds loom generates: chunks, updates, backward, what each "
+                                                "does (--json: the same for scripts)");
+  list->add_flag("--json", *json, "Print the table as JSON");
+  list->callback([json] { run_list(*json); });
 }
 
 }  // namespace loom::apps

@@ -84,35 +84,6 @@ schedule::CostModel cost_model(const SimulateFlags& flags, int stages) {
 }
 
 // --schedule with --schedule-file: the file must hold what that generator makes for the file's sizes.
-void check_file_is_kind(const SimulateFlags& flags, const schedule::Schedule& sched) {
-  const std::string& kind = flags.schedule.kind;
-  const std::string& path = flags.schedule_file;
-  LOOM_CHECK(sched.name == "custom" || sched.name == kind, "--schedule ", kind, " does not match ", path,
-             ", which holds schedule '", sched.name, "' (leave --schedule out: the file sets it)");
-  schedule::ScheduleOptions options = flags.schedule;
-  options.stages = sched.stages;
-  options.chunks = sched.chunks;
-  options.microbatches = sched.microbatches;
-  if (schedule::parse_schedule_kind(kind, "--schedule") == schedule::ScheduleKind::pipedream_2bw) {
-    options.minibatches = sched.batches();
-    options.microbatches = sched.microbatches_per_batch();
-  }
-  schedule::Schedule generated;
-  try {
-    generated = schedule::make_schedule(options);
-  } catch (const loom::Error& e) {
-    LOOM_THROW("--schedule ", kind, " does not fit ", path, " (S=", sched.stages, ", M=", sched.microbatches, ", v=",
-               sched.chunks, "): ", e.what());
-  }
-  generated.name = sched.name;
-  if (generated == sched) return;
-  int stage = 0;
-  while (stage < sched.stages && generated.programs[stage] == sched.programs[stage]) ++stage;
-  LOOM_THROW("--schedule ", kind, " does not match ", path, ": the file is not ", kind, "'s schedule for S=",
-             sched.stages, ", M=", sched.microbatches, (stage < sched.stages ? ", stage " + std::to_string(stage) +
-             " differs" : ", the placement differs"), " (leave --schedule out to simulate the file as it is)");
-}
-
 // --schedule-file: S, M and v come from the file; --stages, --microbatches, --chunks and --schedule,
 // when given, must agree with it.
 schedule::Schedule load_schedule_file(const SimulateFlags& flags) {
@@ -125,7 +96,9 @@ schedule::Schedule load_schedule_file(const SimulateFlags& flags) {
   LOOM_CHECK(!flags.chunks_given || flags.schedule.chunks == sched.chunks, "--chunks ", flags.schedule.chunks,
              " does not match ", path, ", which has ", sched.chunks,
              " chunks per stage (leave --chunks out: the file sets it)");
-  if (flags.kind_given) check_file_is_kind(flags, sched);
+  if (flags.kind_given)
+    schedule::check_file_is_kind(sched, schedule::parse_schedule_kind(flags.schedule.kind, "--schedule"), path,
+                                 flags.schedule);
   return sched;
 }
 
@@ -221,9 +194,7 @@ void add_simulate_command(CLI::App& app) {
       "simulate",
       "Predict a pipeline schedule's timeline: prints the per-stage programs, step time, bubble fraction and peak "
       "activation memory per stage. Per-stage values take one number for all stages or a comma list, one per stage.");
-  std::string kinds;
-  for (const std::string& kind : schedule::schedule_kinds()) kinds += (kinds.empty() ? "" : "|") + kind;
-  cmd->add_option("--schedule", flags->schedule.kind, "Schedule: " + kinds)->capture_default_str();
+  cmd->add_option("--schedule", flags->schedule.kind, "Schedule: " + schedule::schedule_kind_list("|"))->capture_default_str();
   cmd->add_option("--stages", flags->schedule.stages, "Pipeline stages S")->capture_default_str();
   cmd->add_option("--microbatches", flags->schedule.microbatches,
                   "Micro-batches M per step (pipedream: minibatches in the window; pipedream-2bw: per minibatch)")

@@ -35,12 +35,6 @@ std::vector<int> parse_int_list(const std::string& text, const char* flag) {
   return values;
 }
 
-std::string schedule_list() {
-  std::string names;
-  for (const std::string& kind : schedule::schedule_kinds()) names += (names.empty() ? "" : ", ") + kind;
-  return names;
-}
-
 // Whether a run uses `flag` (a long option name without dashes): what it does not use is left out
 // of the file write_resolved_options writes, so that reading it back repeats the run.
 bool run_uses(const std::string& flag, const TrainOptions& o, const runtime::ResolvedConfig& run) {
@@ -148,7 +142,7 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--replicas", o.replicas, "replicas R of every stage")->capture_default_str();
   cmd->fallthrough();  // `loom train --config FILE`: the file's [train] section (main.cpp)
   cmd->add_option("--plan", o.plan, "plan JSON from `loom plan` (replaces --stages/--replicas/--microbatches/--schedule)");
-  cmd->add_option("--schedule", o.schedule, schedule_list() + " (default dapple; not with --plan)");
+  cmd->add_option("--schedule", o.schedule, schedule::schedule_kind_list(", ") + " (default dapple; not with --plan)");
   cmd->add_option("--schedule-file", o.schedule_file,
                   "run the schedule in this file: loom's text or PyTorch's CSV (`loom schedule export` writes both); "
                   "stages and chunks from the file, replicas = ranks / stages, M the file's");

@@ -285,10 +285,8 @@ void seed(const Profile& profile, const Cluster& cluster, int global_batch, cons
 
 std::vector<schedule::ScheduleKind> joint_kinds() {
   std::vector<schedule::ScheduleKind> kinds;
-  for (std::size_t i = 0; i < schedule::schedule_kinds().size(); ++i) {
-    const auto kind = static_cast<schedule::ScheduleKind>(i);
-    if (!schedule::is_asynchronous(kind)) kinds.push_back(kind);
-  }
+  for (const schedule::ScheduleKindRow& row : schedule::schedule_kind_rows())
+    if (!row.asynchronous) kinds.push_back(row.kind);
   return kinds;
 }
 

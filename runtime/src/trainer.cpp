@@ -97,13 +97,9 @@ void resolve_schedule_file(detail::TrainerState& s, int world) {
   s.shape.microbatches = s.schedule.microbatches;
   s.shape.chunks = s.schedule.chunks;
   if (o.schedule) {
-    schedule::ScheduleOptions so;
-    so.stages = s.schedule.stages, so.microbatches = s.schedule.microbatches, so.chunks = s.schedule.chunks;
-    schedule::Schedule generated = schedule::make_schedule(*o.schedule, so);
-    generated.name = s.schedule.name;
-    LOOM_CHECK(generated == s.schedule, "--schedule ", schedule::schedule_kind_name(*o.schedule), " does not match ",
-               o.schedule_file, " (S=", so.stages, ", M=", so.microbatches, ", v=", so.chunks,
-               "): leave --schedule out to run the file as it is");
+    schedule::ScheduleOptions generator;
+    generator.warmup = o.warmup;
+    schedule::check_file_is_kind(s.schedule, *o.schedule, o.schedule_file, generator);
   }
   LOOM_CHECK(world % s.schedule.stages == 0, o.schedule_file, " has ", s.schedule.stages, " stages, but mpirun started ",
              world, " ranks (replicas = ranks / stages must be whole)");

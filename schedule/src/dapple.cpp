@@ -48,7 +48,7 @@ std::vector<int> warmup_depths(int stages, int microbatches, const std::vector<i
 
 Schedule dapple(int stages, int microbatches, const std::vector<int>& warmup) {
   const std::vector<int> depths = warmup_depths(stages, microbatches, warmup);
-  Schedule schedule{"dapple", stages, microbatches, 1, {}, {}};
+  Schedule schedule = empty_schedule(ScheduleKind::dapple, stages, microbatches);
   for (int s = 0; s < stages; ++s) {
     schedule.programs.push_back(detail::one_f_one_b_order(microbatches, depths[s]));
     schedule.programs.back().push_back(allreduce());

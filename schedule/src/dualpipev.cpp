@@ -121,7 +121,7 @@ Schedule dualpipev(int stages, int microbatches) {
   LOOM_CHECK(stages >= 1 && microbatches >= 1, "dualpipev needs at least one stage and one micro-batch (got S = ",
              stages, ", M = ", microbatches, ")");
   const int n = std::max(microbatches, 2 * stages - 1);
-  Schedule schedule{"dualpipev", stages, microbatches, 2, {}, v_placement(stages)};
+  Schedule schedule = empty_schedule(ScheduleKind::dualpipev, stages, microbatches, 2);
   for (int r = 0; r < stages; ++r)
     schedule.programs.push_back(first_microbatches(dualpipev_order(stages, n, r), microbatches));
   for (auto& program : schedule.programs) {

@@ -8,7 +8,7 @@ namespace loom::schedule {
 
 Schedule gpipe(int stages, int microbatches) {
   LOOM_CHECK(stages >= 1 && microbatches >= 1, "a schedule needs at least one stage and one micro-batch");
-  Schedule schedule{"gpipe", stages, microbatches, 1, {}, {}};
+  Schedule schedule = empty_schedule(ScheduleKind::gpipe, stages, microbatches);
   for (int s = 0; s < stages; ++s) {
     std::vector<Action> program;
     for (int m = 0; m < microbatches; ++m) program.push_back(forward(m));

@@ -31,7 +31,7 @@ Schedule interleaved(int stages, int microbatches, int chunks) {
   LOOM_CHECK(microbatches % stages == 0, "interleaved 1F1B needs the number of micro-batches (", microbatches,
                   ") to be a multiple of the number of stages (", stages,
                   "): micro-batches go through the chunks in groups of S");
-  Schedule schedule{"interleaved", stages, microbatches, chunks, {}, {}};
+  Schedule schedule = empty_schedule(ScheduleKind::interleaved, stages, microbatches, chunks);
   const int total = microbatches * chunks;
   for (int s = 0; s < stages; ++s) {
     // Megatron's warm-up: enough forwards that the first backward of the last chunk can arrive.

@@ -43,7 +43,7 @@ Schedule interleaved_zb(int stages, int microbatches, int chunks) {
              ") to split into max(1, M / S) = ", rounds, " rounds of equal size (S = ", stages,
              "): micro-batches go through the chunks in rounds");
   const int round = microbatches / rounds;
-  Schedule schedule{"interleaved-zb", stages, microbatches, chunks, {}};
+  Schedule schedule = empty_schedule(ScheduleKind::interleaved_zb, stages, microbatches, chunks);
   const int total = microbatches * chunks;
   auto step = [&](int k, Op op) {
     const bool is_forward = op == Op::Forward;

@@ -15,7 +15,7 @@ namespace loom::schedule {
 Schedule looped_bfs(int stages, int microbatches, int chunks) {
   LOOM_CHECK(stages >= 1 && microbatches >= 1, "a schedule needs at least one stage and one micro-batch");
   LOOM_CHECK(chunks >= 1, "looped-bfs needs at least one chunk per stage, got ", chunks);
-  Schedule schedule{"looped-bfs", stages, microbatches, chunks, {}};
+  Schedule schedule = empty_schedule(ScheduleKind::looped_bfs, stages, microbatches, chunks);
   for (int s = 0; s < stages; ++s) {
     std::vector<Action> program;
     for (int c = 0; c < chunks; ++c)

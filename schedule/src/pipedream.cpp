@@ -14,7 +14,7 @@ namespace loom::schedule {
 
 Schedule pipedream(int stages, int minibatches, const std::vector<int>& warmup) {
   const std::vector<int> depths = warmup_depths(stages, minibatches, warmup);
-  Schedule schedule{"pipedream", stages, minibatches, 1, {}, {}};
+  Schedule schedule = empty_schedule(ScheduleKind::pipedream, stages, minibatches);
   for (int s = 0; s < stages; ++s) {
     std::vector<Action> program;
     std::map<int, int> version_of;  // minibatch -> version its forward used
@@ -40,7 +40,7 @@ Schedule pipedream_2bw(int stages, int microbatches, int minibatches, const std:
                   microbatches, " < ", stages, "): with fewer, a stage would need a third weight version");
   const int total = microbatches * minibatches;
   const std::vector<int> depths = warmup_depths(stages, total, warmup);
-  Schedule schedule{"pipedream-2bw", stages, total, 1, {}, {}};
+  Schedule schedule = empty_schedule(ScheduleKind::pipedream_2bw, stages, total);
   for (int s = 0; s < stages; ++s) {
     std::vector<Action> program;
     for (Action action : detail::one_f_one_b_order(total, depths[s])) {

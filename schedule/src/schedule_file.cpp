@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include <loom/core/error.h>
+#include <loom/schedule/generators.h>
 #include <loom/schedule/text.h>
 #include <loom/schedule/validator.h>
 
@@ -93,6 +94,37 @@ void write_schedule_file(const Schedule& schedule, ScheduleFileFormat format, co
   out << text;
   out.close();
   LOOM_CHECK(static_cast<bool>(out), path, ": cannot write the schedule file (", std::strerror(errno), ")");
+}
+
+void check_file_is_kind(const Schedule& file, ScheduleKind kind, const std::string& path, const ScheduleOptions& base) {
+  const std::string_view name = schedule_kind_name(kind);
+  LOOM_CHECK(file.name == "custom" || file.name == name, "--schedule ", name, " does not match ", path,
+             ", which holds schedule '", file.name, "' (leave --schedule out: the file sets it)");
+  ScheduleOptions options = base;
+  options.stages = file.stages;
+  options.chunks = file.chunks;
+  options.microbatches = file.microbatches;
+  if (kind == ScheduleKind::pipedream_2bw) {
+    options.minibatches = file.batches();
+    options.microbatches = file.microbatches_per_batch();
+  }
+  const std::string sizes = "S=" + std::to_string(file.stages) + ", M=" + std::to_string(file.microbatches) +
+                            ", v=" + std::to_string(file.chunks);
+  Schedule generated;
+  try {
+    generated = make_schedule(kind, options);
+  } catch (const loom::Error& e) {
+    LOOM_THROW("--schedule ", name, " does not fit ", path, " (", sizes, "): ", e.what());
+  }
+  if (same_programs(generated, file)) return;
+  std::string why = " (" + std::string(name) + " runs v=" + std::to_string(generated.chunks) + ")";
+  if (generated.chunks == file.chunks) {
+    int stage = 0;
+    while (stage < file.stages && generated.programs[stage] == file.programs[stage]) ++stage;
+    why = stage < file.stages ? " (stage " + std::to_string(stage) + " differs)" : " (the placement differs)";
+  }
+  LOOM_THROW("--schedule ", name, " does not match ", path, ": the file is not ", name, "'s schedule for ", sizes, why,
+             "; leave --schedule out to use the file as it is");
 }
 
 }  // namespace loom::schedule

@@ -26,13 +26,14 @@ namespace loom::schedule {
 
 namespace {
 
-void check_sizes(const char* name, int stages, int microbatches) {
-  LOOM_CHECK(stages >= 1 && microbatches >= 1, name, " needs at least one stage and one micro-batch (got S = ",
+void check_sizes(ScheduleKind kind, int stages, int microbatches) {
+  LOOM_CHECK(stages >= 1 && microbatches >= 1, schedule_kind_name(kind), " needs at least one stage and one micro-batch (got S = ",
              stages, ", M = ", microbatches, ")");
 }
 
-Schedule v_schedule(const char* name, int stages, int microbatches, std::vector<std::vector<Action>> programs) {
-  Schedule schedule{name, stages, microbatches, 2, std::move(programs), v_placement(stages)};
+Schedule v_schedule(ScheduleKind kind, int stages, int microbatches, std::vector<std::vector<Action>> programs) {
+  Schedule schedule = empty_schedule(kind, stages, microbatches, 2);
+  schedule.programs = std::move(programs);
   for (auto& program : schedule.programs) {
     program.push_back(allreduce());
     program.push_back(optimizer_step());
@@ -152,24 +153,24 @@ std::vector<Action> block_order(const Block& block, int microbatches) {
 }
 
 template <typename MakeBlock>
-Schedule from_blocks(const char* name, int stages, int microbatches, MakeBlock make_block) {
-  check_sizes(name, stages, microbatches);
+Schedule from_blocks(ScheduleKind kind, int stages, int microbatches, MakeBlock make_block) {
+  check_sizes(kind, stages, microbatches);
   std::vector<std::vector<Action>> programs;
   for (int s = 0; s < stages; ++s) programs.push_back(block_order(make_block(stages, s), microbatches));
-  return v_schedule(name, stages, microbatches, std::move(programs));
+  return v_schedule(kind, stages, microbatches, std::move(programs));
 }
 
 }  // namespace
 
 Schedule zb_v(int stages, int microbatches) {
-  check_sizes("zb-v", stages, microbatches);
+  check_sizes(ScheduleKind::zb_v, stages, microbatches);
   std::vector<std::vector<Action>> programs;
   for (int r = 0; r < stages; ++r) programs.push_back(zb_v_order(stages, microbatches, r));
-  return v_schedule("zb-v", stages, microbatches, std::move(programs));
+  return v_schedule(ScheduleKind::zb_v, stages, microbatches, std::move(programs));
 }
 
-Schedule v_half(int stages, int microbatches) { return from_blocks("v-half", stages, microbatches, v_half_block); }
+Schedule v_half(int stages, int microbatches) { return from_blocks(ScheduleKind::v_half, stages, microbatches, v_half_block); }
 
-Schedule v_min(int stages, int microbatches) { return from_blocks("v-min", stages, microbatches, v_min_block); }
+Schedule v_min(int stages, int microbatches) { return from_blocks(ScheduleKind::v_min, stages, microbatches, v_min_block); }
 
 }  // namespace loom::schedule

@@ -31,7 +31,7 @@ namespace loom::schedule {
 
 Schedule zb_h2(int stages, int microbatches) {
   LOOM_CHECK(stages >= 1 && microbatches >= 1, "a schedule needs at least one stage and one micro-batch");
-  Schedule schedule{"zb-h2", stages, microbatches, 1, {}};
+  Schedule schedule = empty_schedule(ScheduleKind::zb_h2, stages, microbatches);
   const int weight_lag = std::min(2 * (stages - 1), microbatches);
   for (int s = 0; s < stages; ++s) {
     const int input_lag = 2 * (stages - 1 - s);

@@ -14,7 +14,7 @@ namespace loom::schedule {
 
 Schedule zb_h1(int stages, int microbatches) {
   LOOM_CHECK(stages >= 1 && microbatches >= 1, "a schedule needs at least one stage and one micro-batch");
-  Schedule schedule{"zb-h1", stages, microbatches, 1, {}, {}};
+  Schedule schedule = empty_schedule(ScheduleKind::zb_h1, stages, microbatches);
   for (int s = 0; s < stages; ++s) {
     const int warmup = std::min(stages - s, microbatches);
     const int lag = s;  // BWs deferred by this stage

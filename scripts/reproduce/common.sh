@@ -69,5 +69,5 @@ repro_finish() {
 }
 
 repro_plot() {  # repro_plot FIGURE: DIR/NAME.csv -> DIR/NAME.png
-  "$python" "$root/scripts/reproduce/plot.py" "$1" "$csv" "$png"
+  LOOM="$loom" "$python" "$root/scripts/reproduce/plot.py" "$1" "$csv" "$png"
 }

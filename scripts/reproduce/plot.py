@@ -5,7 +5,11 @@ One function per figure reads the CSV its script wrote and draws a PNG with a ti
 (with units) and a legend. Needs Debian's python3-matplotlib (run with /usr/bin/python3).
 """
 import csv
+import json
+import os
+import subprocess
 import sys
+import textwrap
 from collections import defaultdict
 
 import matplotlib
@@ -319,9 +323,12 @@ def weight_stashing(rows, png):
                     "with weight stashing vs without (--no-weight-stashing-experiment)")
 
 
-SCHEDULE_LABELS = {"gpipe": "GPipe", "dapple": "1F1B\n(DAPPLE)", "zb-h1": "ZB-H1", "zb-h2": "ZB-H2",
-                   "interleaved": "interleaved\n1F1B", "looped-bfs": "looped\nBFS", "interleaved-zb": "interleaved\nZB",
-                   "zb-v": "ZB-V", "v-half": "V-Half", "v-min": "V-Min", "dualpipev": "DualPipeV"}
+def schedule_labels():
+    """Each kind's title from loom's table (`loom schedule list --json`, $LOOM as repro_plot sets it),
+    wrapped for a tick label."""
+    listing = subprocess.run([os.environ["LOOM"], "schedule", "list", "--json"], check=True, capture_output=True,
+                             text=True).stdout
+    return {k["name"]: textwrap.fill(k["title"], 11) for k in json.loads(listing)}
 
 
 def schedule_memory(rows, png):
@@ -329,6 +336,7 @@ def schedule_memory(rows, png):
     in-flight count and the paper's figure; (b) the fullest stage against 1F1B's stage 0 for each M,
     measured, simulated and the paper's; (c) the simulator's bubble against the closed form."""
     kinds = list(dict.fromkeys(r["schedule"] for r in rows))
+    labels = schedule_labels()
     ms = sorted({int(r["microbatches"]) for r in rows})
     stages = sorted({int(r["stage"]) for r in rows})
     unit = number(rows[0]["stage_microbatch_bytes"])
@@ -385,7 +393,7 @@ def schedule_memory(rows, png):
                       fontsize=10)
     for ax in axes:
         ax.set_xticks(range(len(kinds)))
-        ax.set_xticklabels([SCHEDULE_LABELS.get(kind, kind) for kind in kinds], fontsize=9)
+        ax.set_xticklabels([labels.get(kind, kind) for kind in kinds], fontsize=9)
         ax.grid(axis="y", alpha=0.3)
         ax.set_ylim(0, ax.get_ylim()[1] * 1.35)  # room for the legend
         ax.legend(fontsize=8, ncol=3, loc="upper left")

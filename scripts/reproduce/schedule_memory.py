@@ -26,16 +26,17 @@ import sys
 
 TOKEN = re.compile(r"^(F|BI|BW|B|SA|RA|SG|RG|AR|STEP)(\d*)(?:c(\d+))?(?:@\d+)?$")
 COMPUTE = {"F", "B", "BI", "BW"}
-SPLIT_KINDS = {"zb-h1", "zb-h2", "interleaved-zb", "zb-v", "v-half", "v-min", "dualpipev"}  # dualpipev: in part
-CHUNKED_KINDS = {"interleaved", "looped-bfs", "interleaved-zb"}  # take --chunks
-V_KINDS = {"zb-v", "v-half", "v-min", "dualpipev"}
-LABELS = {"gpipe": "GPipe", "dapple": "1F1B (DAPPLE)", "zb-h1": "ZB-H1", "zb-h2": "ZB-H2",
-          "interleaved": "interleaved 1F1B", "looped-bfs": "looped BFS", "interleaved-zb": "interleaved ZB",
-          "zb-v": "ZB-V", "v-half": "V-Half", "v-min": "V-Min", "dualpipev": "DualPipeV"}
+# loom's table of schedule kinds (`loom schedule list --json`, written to WORK by schedule_memory.sh).
+KINDS = {}
+
+
+def load_kinds(work):
+    with open(f"{work}/schedule_kinds.json") as f:
+        KINDS.update({k["name"]: k for k in json.load(f)})
 
 
 def chunks_of(kind):
-    return 2 if kind in CHUNKED_KINDS or kind in V_KINDS else 1
+    return KINDS[kind]["chunks"] or 2  # 0: --chunks, which schedule_memory.sh sets to 2
 
 
 # ---- the papers' figures, relative to 1F1B's stage-0 peak (S micro-batches) ----
@@ -339,6 +340,7 @@ def main():
     rows_per_mb, hidden, classes, layers, stages, repeats = map(int, (rows_per_mb, hidden, classes, layers, stages, repeats))
     microbatches = [int(m) for m in microbatches.split()]
     kinds = kinds.split()
+    load_kinds(work)
     unit = rows_per_mb * hidden * 4  # one block's output for one micro-batch (f32)
     stage_mb = unit * layers // stages  # one micro-batch's activations on one stage
     import tables
@@ -362,7 +364,7 @@ def main():
                 chunk_bytes = stage_mb // v
                 rows.append({
                     "schedule": kind, "chunks": v, "stages": stages, "microbatches": m, "microbatch_rows": rows_per_mb,
-                    "stage": stage, "repeats": repeats, "split_backward": int(kind in SPLIT_KINDS),
+                    "stage": stage, "repeats": repeats, "split_backward": int(KINDS[kind]["splits_backward"]),
                     "block_output_bytes": unit, "chunk_activation_bytes": chunk_bytes, "stage_microbatch_bytes": stage_mb,
                     "measured_min_bytes": min(measured), "measured_max_bytes": max(measured),
                     "simulated_inflight_chunks": inflight,
@@ -409,7 +411,7 @@ def print_tables(rows, microbatches, kinds, stages, stage_mb, unit, rows_per_mb)
             lo = max(r["measured_ratio_min"] for r in p)
             hi = max(r["measured_ratio_max"] for r in p)
             ratio = f"{lo:.2f}" if lo == hi else f"{lo:.2f}–{hi:.2f}"
-            print(f"| {LABELS[kind]} | {measured} | {model} | {sim} | {ratio} | {max(r['simulated_ratio'] for r in p):.2f} "
+            print(f"| {KINDS[kind]['title']} | {measured} | {model} | {sim} | {ratio} | {max(r['simulated_ratio'] for r in p):.2f} "
                   f"| {max(r['simulated_inflight_ratio'] for r in p):.2f} | {p[0]['paper_ratio']:.2f} ({p[0]['paper_source']}) |")
     print("\nBubble fraction: `loom simulate` (F = 1 ms, B = 2 ms, BI = BW = 1 ms, free links) against docs/schedules.md\n")
     print("| kind | " + " | ".join(f"M = {m}: simulator | formula" for m in microbatches) + " | the formula |")
@@ -419,7 +421,7 @@ def print_tables(rows, microbatches, kinds, stages, stage_mb, unit, rows_per_mb)
         for m in microbatches:
             r = part(kind, m)[0]
             cells += [f"{r['simulated_bubble']:.4f}", "—" if r["formula_bubble"] == "" else f"{r['formula_bubble']:.4f}"]
-        print(f"| {LABELS[kind]} | " + " | ".join(cells) + f" | {part(kind, microbatches[-1])[0]['formula_source']} |")
+        print(f"| {KINDS[kind]['title']} | " + " | ".join(cells) + f" | {part(kind, microbatches[-1])[0]['formula_source']} |")
 
 
 if __name__ == "__main__":

@@ -20,7 +20,13 @@
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 repro_init schedule_memory "$@"
-kinds=${KINDS:-gpipe dapple zb-h1 zb-h2 interleaved looped-bfs interleaved-zb zb-v v-half v-min dualpipev}
+# loom's table of schedule kinds: every synchronous kind unless KINDS names some; the ones whose
+# chunks --chunks sets run 2.
+"$loom" schedule list --json >"$work/schedule_kinds.json"
+kinds_where() { "$python" -c 'import json, sys; print(" ".join(k["name"] for k in json.load(open(sys.argv[1]))
+if eval(sys.argv[2], {}, k)))' "$work/schedule_kinds.json" "$1"; }
+kinds=${KINDS:-$(kinds_where 'not asynchronous')}
+chunked_kinds=" $(kinds_where 'chunks == 0') "
 rows=${ROWS:-8}
 layers=${LAYERS:-8}
 width=512
@@ -34,7 +40,7 @@ if [ "$quick" = 1 ]; then
   repeats=${REPEATS:-1}
 fi
 set_=input=$width,hidden=$width,layers=$layers,classes=$width
-chunked() { case $1 in interleaved|looped-bfs|interleaved-zb) echo --chunks 2 ;; esac; }
+chunked() { case $chunked_kinds in *" $1 "*) echo --chunks 2 ;; esac; }
 
 # Uniform blocks: the same output on every block (the tensor each one keeps per micro-batch).
 "$loom" describe --model mlp --set "$set_" >"$work/describe.txt"

@@ -415,6 +415,13 @@ file sets it)" simulate --schedule-file ${WORK_DIR}/zb-h1.csv --stages 2)
 expect_single_success("wrote ${WORK_DIR}/interleaved.txt" schedule export --schedule interleaved --stages 2
                       --microbatches 4 --chunks 2 --format loom --out ${WORK_DIR}/interleaved.txt)
 expect_single_success("v=2 chunks per stage" simulate --schedule-file ${WORK_DIR}/interleaved.txt)
+expect_single_failure("--schedule zb-h2 does not match ${WORK_DIR}/zb-h1.csv: the file is not zb-h2's schedule for \
+S=4, M=8, v=1 (stage 0 differs); leave --schedule out to use the file as it is"
+                      simulate --schedule-file ${WORK_DIR}/zb-h1.csv --schedule zb-h2)
+expect_single_failure("--schedule zb-h2 does not match ${WORK_DIR}/zb-h1.csv: the file is not zb-h2's schedule for \
+S=4, M=8, v=1 (stage 0 differs); leave --schedule out to use the file as it is"
+                      train --model mlp --schedule-file ${WORK_DIR}/zb-h1.csv --schedule zb-h2 --steps 1)
+expect_single_success("interleaved-zb  --chunks  synchronous   split" schedule list)
 
 # `loom --version`: one line naming the commit, the build type, the backends and the compiled ISA.
 execute_process(COMMAND ${LOOM} --version RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 60)

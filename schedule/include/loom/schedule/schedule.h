@@ -13,11 +13,12 @@
 #include <vector>
 
 #include <loom/schedule/action.h>
+#include <loom/schedule/schedule_kind.h>
 
 namespace loom::schedule {
 
 struct Schedule {
-  std::string name;      // "gpipe", "dapple", ... or "custom" for parsed text
+  std::string name;      // the kind's name ("gpipe", ...), or a file's own ("custom" when it has none)
   int stages = 0;        // S
   int microbatches = 0;  // M: micro-batches covered by the program (the whole window for PipeDream)
   int chunks = 1;        // v: virtual stages per rank
@@ -25,6 +26,9 @@ struct Schedule {
   // placement[chunk * stages + stage]: the virtual stage that chunk of that stage holds; empty: the
   // looped c·S + s. A permutation of 0..S·v−1 (the validator checks it).
   std::vector<int> placement = {};
+  // Where the programs came from: the generator of a kind, or custom (read from a file, built by
+  // hand). Not part of what the schedule is: == ignores it (a file of dapple's programs == dapple()).
+  ScheduleKind kind = ScheduleKind::custom;
 
   int virtual_stages() const { return stages * chunks; }
   int virtual_stage(int stage, int chunk) const {
@@ -41,8 +45,17 @@ struct Schedule {
   int batches() const;
   int microbatches_per_batch() const { return microbatches / batches(); }
 
-  friend bool operator==(const Schedule&, const Schedule&) = default;
+  friend bool operator==(const Schedule& a, const Schedule& b) { return a.name == b.name && same_programs(a, b); }
+  // The same stages, micro-batches, chunks, placement and programs, whatever the names and kinds.
+  friend bool same_programs(const Schedule& a, const Schedule& b) {
+    return a.stages == b.stages && a.microbatches == b.microbatches && a.chunks == b.chunks &&
+           a.placement == b.placement && a.programs == b.programs;
+  }
 };
+
+// A schedule of `kind` with its name and placement (a V for V-shaped kinds) and no programs yet: what
+// each generator starts from.
+Schedule empty_schedule(ScheduleKind kind, int stages, int microbatches, int chunks = 1);
 
 // The V placement of S stages with 2 chunks each: chunk 0 of stage s holds virtual stage s, chunk 1
 // holds 2S−1−s (ZB-V, V-Half, V-Min, DualPipeV).

@@ -56,6 +56,11 @@ Schedule parse_schedule_file(std::string_view text, const std::string& source, c
 // Reads the file at `path` and parse_schedule_file()s it.
 Schedule read_schedule_file(const std::string& path, const ScheduleFileOptions& options = {});
 
+// For `--schedule K` given with a schedule file: `file` (read from `path`) must be what kind K's
+// generator makes at the file's S, M and v (with `base`'s warm-up and window); otherwise a loom::Error
+// naming the path and the first stage that differs, and saying to leave --schedule out.
+void check_file_is_kind(const Schedule& file, ScheduleKind kind, const std::string& path, const ScheduleOptions& base);
+
 // The file's content in `format` (to_text() with transfers, or to_csv()).
 std::string write_schedule_file(const Schedule& schedule, ScheduleFileFormat format);
 // The same, written to `path`; errors name the file.
