@@ -22,7 +22,7 @@
 #include <loom/comm/allreduce_cost.h>
 #include <loom/comm/link_shaper.h>
 #include <loom/comm/mpi_communicator.h>
-#include <loom/comm/runtime.h>
+#include <loom/comm/mpi_session.h>
 #include <loom/comm/topology.h>
 #include <loom/core/device.h>
 #include <loom/core/memory.h>

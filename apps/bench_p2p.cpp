@@ -11,7 +11,7 @@
 #include <mpi.h>
 #include <nlohmann/json.hpp>
 
-#include <loom/comm/runtime.h>
+#include <loom/comm/mpi_session.h>
 #include <loom/comm/stage_link.h>
 
 #include "commands.h"

@@ -5,7 +5,7 @@
 #include <sstream>
 
 #include <loom/comm/link_shaper.h>
-#include <loom/comm/runtime.h>
+#include <loom/comm/mpi_session.h>
 #include <loom/comm/topology.h>
 #include <loom/layers/optimizer_kind.h>
 #include <loom/runtime/weight_stash.h>

@@ -4,7 +4,7 @@
 
 #include <unistd.h>
 
-#include <loom/comm/runtime.h>
+#include <loom/comm/mpi_session.h>
 #include <loom/core/log.h>
 
 #include "commands.h"

@@ -9,7 +9,7 @@
 
 #include <mpi.h>
 
-#include <loom/comm/runtime.h>
+#include <loom/comm/mpi_session.h>
 #include <loom/comm/topology.h>
 #include <loom/core/error.h>
 #include <loom/core/ops.h>

@@ -16,7 +16,7 @@
 
 #include <loom/core/bytes_text.h>
 #include <loom/comm/process_groups.h>
-#include <loom/comm/runtime.h>
+#include <loom/comm/mpi_session.h>
 #include <loom/core/error.h>
 #include <loom/core/threads.h>
 #include <loom/core/timer.h>

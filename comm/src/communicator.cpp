@@ -1,7 +1,7 @@
 #include <loom/comm/communicator.h>
 
 #include <loom/comm/mpi_communicator.h>
-#include <loom/comm/runtime.h>
+#include <loom/comm/mpi_session.h>
 #include <loom/comm/watchdog.h>
 #include <loom/core/error.h>
 #ifdef LOOM_WITH_CUDA

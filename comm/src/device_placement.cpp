@@ -3,7 +3,7 @@
 
 #include <mpi.h>
 
-#include <loom/comm/runtime.h>
+#include <loom/comm/mpi_session.h>
 #include <loom/comm/watchdog.h>
 #include <loom/core/error.h>
 

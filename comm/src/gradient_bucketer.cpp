@@ -6,8 +6,8 @@
 
 #include <mpi.h>
 
-#include <loom/comm/runtime.h>
-#include <loom/comm/test_pause.h>
+#include <loom/comm/mpi_session.h>
+#include <loom/comm/detail/test_hooks.h>
 #include <loom/comm/watchdog.h>
 #include <loom/core/log.h>
 #include <loom/core/memory.h>

@@ -5,7 +5,7 @@
 #include <mutex>
 #include <thread>
 
-#include <loom/comm/runtime.h>
+#include <loom/comm/mpi_session.h>
 #include <loom/core/error.h>
 
 namespace loom::comm {

@@ -4,7 +4,7 @@
 #include <map>
 
 #include <loom/comm/nccl_group.h>
-#include <loom/comm/runtime.h>
+#include <loom/comm/mpi_session.h>
 #include <loom/core/cuda/context.h>
 
 namespace loom::comm::detail {

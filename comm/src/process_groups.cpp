@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include <loom/comm/runtime.h>
+#include <loom/comm/mpi_session.h>
 #include <loom/comm/watchdog.h>
 #include <loom/core/error.h>
 

@@ -29,7 +29,7 @@
 
 #include <mpi.h>
 
-#include <loom/comm/runtime.h>
+#include <loom/comm/mpi_session.h>
 #include <loom/core/error.h>
 
 namespace loom::comm {

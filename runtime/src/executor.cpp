@@ -3,9 +3,8 @@
 
 #include <algorithm>
 
+#include <loom/comm/detail/test_hooks.h>
 #include <loom/comm/partition.h>
-#include <loom/comm/test_pause.h>
-#include <loom/comm/test_slow.h>
 #include <loom/core/ops.h>
 #include <loom/core/timer.h>
 #include <loom/layers/loss.h>
@@ -45,7 +44,7 @@ std::vector<char> final_backwards(const std::vector<Action>& program, int chunks
   return final_backward;
 }
 
-// Per action: 1 + the LOOM_TEST_PAUSE_AT point it is (comm/test_pause.h), 0 for none: the first
+// Per action: 1 + the LOOM_TEST_PAUSE_AT point it is (comm/detail/test_hooks.h), 0 for none: the first
 // forward of each batch (warmup) and its first forward after a backward (steady).
 std::vector<char> pause_points(const std::vector<Action>& program, int per_batch) {
   std::vector<char> points(program.size(), 0);

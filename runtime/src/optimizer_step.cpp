@@ -36,7 +36,7 @@ std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& c, std::vector<
 }
 }  // namespace
 
-OptimizerStep::OptimizerStep(const OptimizerConfig& config, const StepPrecision& precision,
+OptimizerStep::OptimizerStep(const OptimizerConfig& config, const PrecisionConfig& precision,
                              std::vector<NamedParameter> parameters, std::int64_t total_steps,
                              comm::Communicator* norm_group, bool contributes_norm, ZeroShard* shard)
     : clip_norm_(config.clip_norm), norm_group_(norm_group), shard_(shard), contributes_norm_(contributes_norm || shard) {

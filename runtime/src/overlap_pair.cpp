@@ -17,7 +17,7 @@
 #include <optional>
 #include <thread>
 
-#include <loom/comm/test_slow.h>
+#include <loom/comm/detail/test_hooks.h>
 #include <loom/comm/watchdog.h>
 #include <loom/core/timer.h>
 #include <loom/runtime/executor.h>

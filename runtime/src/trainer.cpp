@@ -16,9 +16,8 @@
 #include <loom/comm/device_placement.h>
 #include <loom/comm/parallel_layout.h>
 #include <loom/comm/process_groups.h>
-#include <loom/comm/runtime.h>
-#include <loom/comm/test_pause.h>
-#include <loom/comm/test_slow.h>
+#include <loom/comm/mpi_session.h>
+#include <loom/comm/detail/test_hooks.h>
 #include <loom/comm/topology.h>
 #include <loom/core/device_memory.h>
 #include <loom/core/log.h>
@@ -305,7 +304,7 @@ void build(detail::TrainerState& s, int rank) {
   build_chunks(s, trainable);
   tie_parameters(s, trainable);
   shard_optimizer(s, trainable, positions.front().replica);
-  s.optimizer = std::make_unique<OptimizerStep>(o.optimizer, StepPrecision{o.precision.precision, o.precision.loss_scaler},
+  s.optimizer = std::make_unique<OptimizerStep>(o.optimizer, o.precision,
                                                 std::move(trainable), s.shape.steps, &s.groups->world(),
                                                 s.first_replica, s.zero_shard.get());
   s.optimizer->set_before_step([ties = s.ties.get()] { ties->sum_gradients(); });

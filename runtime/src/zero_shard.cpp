@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <utility>
 
-#include <loom/comm/runtime.h>
+#include <loom/comm/mpi_session.h>
 
 #include <loom/core/error.h>
 #include <loom/core/memory.h>

@@ -13,7 +13,7 @@
 #include <catch2/catch.hpp>
 
 #include <loom/comm/partition.h>
-#include <loom/comm/runtime.h>
+#include <loom/comm/mpi_session.h>
 #include <loom/models/model.h>
 #include <loom/schedule/generators.h>
 #include <loom/schedule/simulator.h>

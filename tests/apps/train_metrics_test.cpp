@@ -23,7 +23,7 @@
 #include <mpi.h>
 #include <nlohmann/json.hpp>
 
-#include <loom/comm/runtime.h>
+#include <loom/comm/mpi_session.h>
 #include <loom/core/memory.h>
 
 #include "model_flops.h"

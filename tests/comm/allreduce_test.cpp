@@ -10,7 +10,7 @@
 #include <catch2/catch.hpp>
 
 #include <loom/comm/allreduce.h>
-#include <loom/comm/runtime.h>
+#include <loom/comm/mpi_session.h>
 #include <loom/core/tensor.h>
 
 #include "comm_test_support.h"

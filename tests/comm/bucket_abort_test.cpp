@@ -8,7 +8,7 @@
 #include <catch2/catch.hpp>
 
 #include <loom/comm/gradient_bucketer.h>
-#include <loom/comm/runtime.h>
+#include <loom/comm/mpi_session.h>
 
 using namespace loom;
 using namespace loom::comm;

@@ -11,7 +11,7 @@
 #include <catch2/catch.hpp>
 
 #include <loom/comm/gradient_bucketer.h>
-#include <loom/comm/runtime.h>
+#include <loom/comm/mpi_session.h>
 #include <loom/core/memory.h>
 
 #include "comm_test_support.h"

@@ -14,7 +14,7 @@
 #ifdef LOOM_WITH_CUDA
 #include <loom/comm/nccl_group.h>
 #endif
-#include <loom/comm/runtime.h>
+#include <loom/comm/mpi_session.h>
 #include <loom/comm/stage_link.h>
 #include <loom/core/device.h>
 #include <loom/core/tensor.h>

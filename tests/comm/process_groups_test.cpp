@@ -5,7 +5,7 @@
 
 #include <loom/comm/allreduce.h>
 #include <loom/comm/process_groups.h>
-#include <loom/comm/runtime.h>
+#include <loom/comm/mpi_session.h>
 
 using namespace loom;
 using namespace loom::comm;

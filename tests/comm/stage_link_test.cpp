@@ -4,7 +4,7 @@
 // different dtypes, and micro-batches with fewer rows than replicas.
 #include <catch2/catch.hpp>
 
-#include <loom/comm/runtime.h>
+#include <loom/comm/mpi_session.h>
 #include <loom/comm/stage_link.h>
 #include <loom/core/memory.h>
 

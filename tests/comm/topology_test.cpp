@@ -6,7 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include <loom/comm/device_placement.h>
-#include <loom/comm/runtime.h>
+#include <loom/comm/mpi_session.h>
 #include <loom/comm/topology.h>
 #include <loom/core/error.h>
 

@@ -10,7 +10,7 @@
 #include <catch2/catch.hpp>
 
 #include <loom/comm/communicator.h>
-#include <loom/comm/runtime.h>
+#include <loom/comm/mpi_session.h>
 #include <loom/comm/stage_link.h>
 #include <loom/comm/watchdog.h>
 

@@ -14,7 +14,7 @@
 #include <mpi.h>
 
 #include <loom/comm/allreduce.h>
-#include <loom/comm/runtime.h>
+#include <loom/comm/mpi_session.h>
 #include <loom/comm/topology.h>
 
 #include "../comm/comm_test_support.h"

@@ -10,7 +10,7 @@
 #include <map>
 #include <string>
 
-#include <loom/comm/runtime.h>
+#include <loom/comm/mpi_session.h>
 
 #include "train_run.h"
 

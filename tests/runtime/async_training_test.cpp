@@ -5,7 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <loom/comm/partition.h>
-#include <loom/comm/runtime.h>
+#include <loom/comm/mpi_session.h>
 #include <loom/schedule/generators.h>
 
 #include "sequential_reference.h"

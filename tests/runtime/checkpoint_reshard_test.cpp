@@ -19,7 +19,7 @@
 
 #include <mpi.h>
 
-#include <loom/comm/runtime.h>
+#include <loom/comm/mpi_session.h>
 #include <loom/models/model.h>
 #include <loom/runtime/checkpoint_reader.h>
 #include <loom/runtime/training_checkpoint.h>

@@ -8,7 +8,7 @@
 #include <cmath>
 
 #include <loom/comm/process_groups.h>
-#include <loom/comm/runtime.h>
+#include <loom/comm/mpi_session.h>
 #include <loom/runtime/executor.h>
 #include <loom/schedule/generators.h>
 

@@ -11,7 +11,7 @@
 
 #include <optional>
 
-#include <loom/comm/runtime.h>
+#include <loom/comm/mpi_session.h>
 
 #include "sequential_reference.h"
 

@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <string>
 
-#include <loom/comm/runtime.h>
+#include <loom/comm/mpi_session.h>
 
 namespace loom::test {
 

@@ -9,8 +9,8 @@
 #include <cstdlib>
 #include <thread>
 
-#include <loom/comm/runtime.h>
-#include <loom/comm/test_slow.h>
+#include <loom/comm/mpi_session.h>
+#include <loom/comm/detail/test_hooks.h>
 #include <loom/runtime/straggler.h>
 #include <loom/runtime/trainer.h>
 

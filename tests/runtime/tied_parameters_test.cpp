@@ -11,7 +11,7 @@
 #include <fstream>
 #include <mpi.h>
 
-#include <loom/comm/runtime.h>
+#include <loom/comm/mpi_session.h>
 #include <loom/runtime/checkpoint_reader.h>
 #include <loom/runtime/training_checkpoint.h>
 

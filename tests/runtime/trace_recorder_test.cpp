@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include <loom/comm/parallel_layout.h>
-#include <loom/comm/runtime.h>
+#include <loom/comm/mpi_session.h>
 #include <loom/core/timer.h>
 #include <loom/runtime/trace_recorder.h>
 

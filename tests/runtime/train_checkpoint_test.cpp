@@ -14,7 +14,7 @@
 
 #include <mpi.h>
 
-#include <loom/comm/runtime.h>
+#include <loom/comm/mpi_session.h>
 
 #include "checkpoint_run.h"
 

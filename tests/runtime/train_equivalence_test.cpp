@@ -7,7 +7,7 @@
 
 #include <mpi.h>
 
-#include <loom/comm/runtime.h>
+#include <loom/comm/mpi_session.h>
 
 #include "equivalence_models.h"
 #include "sequential_reference.h"

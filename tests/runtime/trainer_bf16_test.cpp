@@ -12,7 +12,7 @@
 //     AVX-512 EPYC), and not equal to it (rounding happens), and its parameters are bf16 values;
 //   - a resume from a bf16 checkpoint (the fp32 masters) continues the curve bit for bit, and a
 //     resume with another --precision is refused by name.
-#include <loom/comm/runtime.h>
+#include <loom/comm/mpi_session.h>
 #include <loom/core/ops.h>
 #include <loom/runtime/precision.h>
 #include <loom/runtime/trainer.h>

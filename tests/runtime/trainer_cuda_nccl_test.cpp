@@ -6,7 +6,7 @@
 // so and exits with 77 (skipped). Never run yet: no GPU has been lent.
 #include <catch2/catch.hpp>
 
-#include <loom/comm/runtime.h>
+#include <loom/comm/mpi_session.h>
 #ifdef LOOM_WITH_CUDA
 #include <loom/comm/nccl_group.h>
 #endif

@@ -13,7 +13,7 @@
 
 #include <catch2/catch.hpp>
 
-#include <loom/comm/runtime.h>
+#include <loom/comm/mpi_session.h>
 #include <loom/runtime/trainer.h>
 
 #include "compare_runs.h"

@@ -18,7 +18,7 @@
 #include <mpi.h>
 
 #include <loom/comm/process_groups.h>
-#include <loom/comm/runtime.h>
+#include <loom/comm/mpi_session.h>
 #include <loom/core/memory.h>
 #include <loom/runtime/trainer.h>
 

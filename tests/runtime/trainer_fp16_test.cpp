@@ -10,7 +10,7 @@
 //     against 2.5531 in Release, 2.5793 against 2.5527 under ASan);
 //   - a resume continues bit for bit, the loss scale and its count of good steps included, and a
 //     checkpoint whose manifest lost its loss scale is refused by name.
-#include <loom/comm/runtime.h>
+#include <loom/comm/mpi_session.h>
 #include <loom/runtime/trainer.h>
 
 #include <catch2/catch.hpp>

@@ -8,7 +8,7 @@
 
 #include <filesystem>
 
-#include <loom/comm/runtime.h>
+#include <loom/comm/mpi_session.h>
 #include <loom/layers/activation.h>
 #include <loom/layers/linear.h>
 #include <loom/layers/loss.h>

@@ -10,7 +10,7 @@
 
 #include <mpi.h>
 
-#include <loom/comm/runtime.h>
+#include <loom/comm/mpi_session.h>
 #include <loom/core/memory.h>
 
 #include "checkpoint_run.h"

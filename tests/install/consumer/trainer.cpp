@@ -6,7 +6,7 @@
 
 #include <mpi.h>
 
-#include <loom/comm/runtime.h>
+#include <loom/comm/mpi_session.h>
 #include <loom/runtime/trainer.h>
 
 int main() {

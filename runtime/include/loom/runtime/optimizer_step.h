@@ -38,20 +38,15 @@ inline constexpr double kMaxLearningRate = 1e3;
 // config with it; resolve_config (trainer_config.h) before the Trainer builds anything.
 void validate(const OptimizerConfig& config);
 
-// The precision's part of the step: the fp32 master weights the optimizer updates under bf16 and
-// fp16 (master_weights.h), and fp16's loss scaler (loss_scaler.h).
-struct StepPrecision {
-  Precision precision = Precision::fp32;
-  LossScalerOptions loss_scaler;  // fp16
-};
-
 class OptimizerStep {
  public:
+  // `precision`: under bf16 and fp16 the step updates fp32 master weights (master_weights.h), under
+  // fp16 with the loss scaler (loss_scaler.h).
   // `parameters`: the model's trainable parameters on their device. Under bf16 and fp16 the
   // optimizer updates fp32 masters of them, published to the model (rounded) now and after each step.
   // `shard` (--zero 1): the optimizer and the masters hold this replica's slice only (zero_shard.h);
   // each step ends by gathering the slices, and every replica adds its slice to the norm.
-  OptimizerStep(const OptimizerConfig& config, const StepPrecision& precision, std::vector<NamedParameter> parameters,
+  OptimizerStep(const OptimizerConfig& config, const PrecisionConfig& precision, std::vector<NamedParameter> parameters,
                 std::int64_t total_steps, comm::Communicator* norm_group, bool contributes_norm,
                 ZeroShard* shard = nullptr);
   ~OptimizerStep();

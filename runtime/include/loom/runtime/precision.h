@@ -26,12 +26,19 @@
 #pragma once
 
 #include <loom/layers/layer.h>
+#include <loom/runtime/loss_scaler.h>
 
 #include <string>
 
 namespace loom::runtime {
 
 enum class Precision : unsigned char { fp32, bf16, fp16 };
+
+// A run's precision (--precision) and, for fp16, its loss scaling (--loss-scale, --loss-scale-window).
+struct PrecisionConfig {
+  Precision precision = Precision::fp32;
+  LossScalerOptions loss_scaler;  // fp16
+};
 
 // "fp32", "bf16" or "fp16"; anything else is a loom::Error naming --precision.
 Precision parse_precision(const std::string& name);

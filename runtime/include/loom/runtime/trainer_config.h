@@ -105,10 +105,6 @@ struct CommConfig {
   comm::AllreduceAlgorithm allreduce = comm::AllreduceAlgorithm::hierarchical;
   double bucket_mb = 25.0;
 };
-struct PrecisionConfig {
-  Precision precision = Precision::fp32;
-  LossScalerOptions loss_scaler;  // fp16
-};
 // What a run writes and reads besides the data.
 struct CheckpointConfig {
   std::string dir;  // --checkpoint

@@ -1,4 +1,4 @@
-#include <loom/comm/runtime.h>
+#include <loom/comm/mpi_session.h>
 
 #include <chrono>
 #include <cstdio>
@@ -13,6 +13,7 @@
 
 #include <mpi.h>
 
+#include <loom/comm/detail/test_hooks.h>
 #include <loom/comm/watchdog.h>
 #include <loom/core/error.h>
 #include <loom/core/log.h>
@@ -21,27 +22,16 @@ namespace loom::comm {
 
 namespace {
 
-struct Runtime {
+struct Session {
   int rank = 0;
   int size = 1;
   bool thread_multiple = false;
 };
 
-Runtime g_runtime;
+Session g_session;
 std::once_flag g_once;
 
 void finalize_at_exit() { finalize_mpi(); }
-
-// Test-only hook (docs/reliability.md): the rank named by LOOM_TEST_PAUSE_AFTER_MPI_INIT says so on
-// stderr and sleeps right after MPI_Init_thread, so that a fault test can stop it at start-up.
-void test_pause_after_init(int rank) {
-  const char* named = std::getenv("LOOM_TEST_PAUSE_AFTER_MPI_INIT");
-  if (!named || !*named || std::to_string(rank) != named) return;
-  std::fprintf(stderr, "loom: test hook: rank %d pid %ld paused after MPI_Init_thread (LOOM_TEST_PAUSE_AFTER_MPI_INIT)\n",
-               rank, static_cast<long>(::getpid()));
-  std::fflush(stderr);
-  for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
-}
 
 }  // namespace
 
@@ -62,22 +52,22 @@ void ensure_mpi() {
     // Return codes instead of MPI's own abort, so LOOM_MPI_CHECK can name the call and the rank.
     // Communicators created later inherit this handler.
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-    MPI_Comm_rank(MPI_COMM_WORLD, &g_runtime.rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &g_runtime.size);
-    g_runtime.thread_multiple = provided >= MPI_THREAD_MULTIPLE;
-    log::init(g_runtime.rank);
-    test_pause_after_init(g_runtime.rank);
+    MPI_Comm_rank(MPI_COMM_WORLD, &g_session.rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &g_session.size);
+    g_session.thread_multiple = provided >= MPI_THREAD_MULTIPLE;
+    log::init(g_session.rank);
+    test_pause_after_mpi_init(g_session.rank);
   });
 }
 
 int world_rank() {
   ensure_mpi();
-  return g_runtime.rank;
+  return g_session.rank;
 }
 
 int world_size() {
   ensure_mpi();
-  return g_runtime.size;
+  return g_session.size;
 }
 
 void finalize_mpi() {
@@ -93,7 +83,7 @@ void finalize_mpi() {
 
 bool mpi_thread_multiple() {
   ensure_mpi();
-  return g_runtime.thread_multiple;
+  return g_session.thread_multiple;
 }
 
 int exit_status(const std::exception& error) {
