@@ -2,6 +2,7 @@
 // The per-element math (casts, Philox) is the same LOOM_HD code the CPU backend runs.
 #include <cfloat>
 
+#include <loom/core/cuda/block_reduce.cuh>
 #include <loom/core/cuda/column_sums.cuh>
 #include <loom/core/cuda/context.h>
 #include <loom/core/error.h>
@@ -57,19 +58,13 @@ __global__ void round_to_f16_kernel(float* x, long long n) {
   LOOM_GRID_STRIDE(i, n) x[i] = half::f16_to_float(half::float_to_f16(x[i]));
 }
 
-// One block: deterministic tree reduction of a*b in double.
+// Each block's sum of a*b in double (block_sum: an order fixed by the block size).
 template <typename T>
 __global__ void dot_kernel(const T* a, const T* b, long long n, double* block_sums) {
-  __shared__ double partial[kThreads];
   double total = 0;
   LOOM_GRID_STRIDE(i, n) total += static_cast<double>(a[i]) * b[i];
-  partial[threadIdx.x] = total;
-  __syncthreads();
-  for (unsigned int stride = blockDim.x / 2; stride > 0; stride /= 2) {
-    if (threadIdx.x < stride) partial[threadIdx.x] += partial[threadIdx.x + stride];
-    __syncthreads();
-  }
-  if (threadIdx.x == 0) block_sums[blockIdx.x] = partial[0];
+  total = block_sum(total);
+  if (threadIdx.x == 0) block_sums[blockIdx.x] = total;
 }
 
 // *result (= 0 first unless `accumulate`) += the blocks' sums in block order (one thread: at most
@@ -120,45 +115,24 @@ __global__ void reduce_kernel(char op, const T* x, long long outer, long long le
 // One block per row.
 template <typename T>
 __global__ void softmax_kernel(const T* x, T* y, long long n, bool log_output) {
-  __shared__ T scratch[kThreads];
   const T* xr = x + blockIdx.x * n;
   T* yr = y + blockIdx.x * n;
   T top = -INFINITY;
   for (long long j = threadIdx.x; j < n; j += blockDim.x) top = max(top, xr[j]);
-  scratch[threadIdx.x] = top;
-  __syncthreads();
-  for (unsigned int s = blockDim.x / 2; s > 0; s /= 2) {
-    if (threadIdx.x < s) scratch[threadIdx.x] = max(scratch[threadIdx.x], scratch[threadIdx.x + s]);
-    __syncthreads();
-  }
-  top = scratch[0];
-  __syncthreads();
+  top = block_max(top, T(-INFINITY));
   T total = 0;
   for (long long j = threadIdx.x; j < n; j += blockDim.x) total += exp(xr[j] - top);
-  scratch[threadIdx.x] = total;
-  __syncthreads();
-  for (unsigned int s = blockDim.x / 2; s > 0; s /= 2) {
-    if (threadIdx.x < s) scratch[threadIdx.x] += scratch[threadIdx.x + s];
-    __syncthreads();
-  }
-  total = scratch[0];
+  total = block_sum(total);
   for (long long j = threadIdx.x; j < n; j += blockDim.x)
     yr[j] = log_output ? xr[j] - top - log(total) : exp(xr[j] - top) / total;
 }
 
 template <typename T>
 __global__ void softmax_backward_kernel(const T* y, const T* dy, T* dx, long long n) {
-  __shared__ T scratch[kThreads];
   const long long offset = blockIdx.x * n;
   T total = 0;
   for (long long j = threadIdx.x; j < n; j += blockDim.x) total += dy[offset + j] * y[offset + j];
-  scratch[threadIdx.x] = total;
-  __syncthreads();
-  for (unsigned int s = blockDim.x / 2; s > 0; s /= 2) {
-    if (threadIdx.x < s) scratch[threadIdx.x] += scratch[threadIdx.x + s];
-    __syncthreads();
-  }
-  total = scratch[0];
+  total = block_sum(total);
   for (long long j = threadIdx.x; j < n; j += blockDim.x) dx[offset + j] = y[offset + j] * (dy[offset + j] - total);
 }
 

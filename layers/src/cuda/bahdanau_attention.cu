@@ -2,6 +2,7 @@
 // over independent outputs; tanh is recomputed instead of stored, as on the CPU.
 #include "cuda/bahdanau_attention.h"
 
+#include <loom/core/cuda/block_reduce.cuh>
 #include <loom/core/cuda/context.h>
 #include <loom/core/dtype_dispatch.h>
 
@@ -78,7 +79,6 @@ __global__ void projection_grad_kernel(Sizes s, const T* pq, const T* pk, const 
 template <typename T>
 __global__ void vector_grads_kernel(Sizes s, const T* pq, const T* pk, const T* bias, const T* grad_scores,
                                     const T* grad_pq, T* grad_v_hat, T* grad_bias) {
-  __shared__ double v_part[kThreads], b_part[kThreads];
   const long long u = blockIdx.x;
   double v_sum = 0, b_sum = 0;
   for (long long k = threadIdx.x; k < s.batch * s.queries * s.keys; k += blockDim.x) {
@@ -88,19 +88,11 @@ __global__ void vector_grads_kernel(Sizes s, const T* pq, const T* pk, const T* 
     v_sum += ds * tanh(pq[ni * s.units + u] + pk[(n * s.keys + j) * s.units + u] + bias[u]);
   }
   for (long long ni = threadIdx.x; ni < s.batch * s.queries; ni += blockDim.x) b_sum += grad_pq[ni * s.units + u];
-  v_part[threadIdx.x] = v_sum;
-  b_part[threadIdx.x] = b_sum;
-  __syncthreads();
-  for (unsigned int half = blockDim.x / 2; half > 0; half /= 2) {
-    if (threadIdx.x < half) {
-      v_part[threadIdx.x] += v_part[threadIdx.x + half];
-      b_part[threadIdx.x] += b_part[threadIdx.x + half];
-    }
-    __syncthreads();
-  }
+  v_sum = cuda::block_sum(v_sum);
+  b_sum = cuda::block_sum(b_sum);
   if (threadIdx.x == 0) {
-    grad_v_hat[u] = static_cast<T>(v_part[0]);
-    grad_bias[u] = static_cast<T>(b_part[0]);
+    grad_v_hat[u] = static_cast<T>(v_sum);
+    grad_bias[u] = static_cast<T>(b_sum);
   }
 }
 
