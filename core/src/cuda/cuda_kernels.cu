@@ -5,6 +5,7 @@
 #include <loom/core/cuda/block_reduce.cuh>
 #include <loom/core/cuda/column_sums.cuh>
 #include <loom/core/cuda/context.h>
+#include <loom/core/cuda/grid_loop.cuh>
 #include <loom/core/error.h>
 #include <loom/core/dtype_dispatch.h>
 #include <loom/core/half.h>
@@ -18,16 +19,12 @@ namespace {
 
 constexpr unsigned int kThreads = 256;
 
-#define LOOM_GRID_STRIDE(i, n) \
-  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < (n); \
-       i += static_cast<long long>(blockDim.x) * gridDim.x)
-
 __global__ void fill_kernel(void* out, DType dtype, long long n, double value) {
-  LOOM_GRID_STRIDE(i, n) store_element<double>(out, dtype, i, value);
+  LOOM_GRID_LOOP(i, n) store_element<double>(out, dtype, i, value);
 }
 
 __global__ void cast_kernel(const void* in, DType in_type, void* out, DType out_type, long long n) {
-  LOOM_GRID_STRIDE(i, n) {
+  LOOM_GRID_LOOP(i, n) {
     if (in_type == DType::i64 && out_type == DType::i64)
       static_cast<std::int64_t*>(out)[i] = static_cast<const std::int64_t*>(in)[i];
     else
@@ -37,32 +34,32 @@ __global__ void cast_kernel(const void* in, DType in_type, void* out, DType out_
 
 template <typename T>
 __global__ void binary_kernel(char op, const T* a, const T* b, T* out, long long n) {
-  LOOM_GRID_STRIDE(i, n) out[i] = op == '+' ? a[i] + b[i] : (op == '-' ? a[i] - b[i] : a[i] * b[i]);
+  LOOM_GRID_LOOP(i, n) out[i] = op == '+' ? a[i] + b[i] : (op == '-' ? a[i] - b[i] : a[i] * b[i]);
 }
 
 template <typename T>
 __global__ void add_scaled_kernel(const T* a, T alpha, const T* b, T beta, T* out, long long n) {
-  LOOM_GRID_STRIDE(i, n) out[i] = alpha * a[i] + beta * b[i];
+  LOOM_GRID_LOOP(i, n) out[i] = alpha * a[i] + beta * b[i];
 }
 
 template <typename T>
 __global__ void scale_kernel(T* x, T alpha, long long n) {
-  LOOM_GRID_STRIDE(i, n) x[i] *= alpha;
+  LOOM_GRID_LOOP(i, n) x[i] *= alpha;
 }
 
 // The CPU's rounding functions (half.h), element by element: bf16 or f16 values in f32 storage.
 __global__ void round_to_bf16_kernel(float* x, long long n) {
-  LOOM_GRID_STRIDE(i, n) x[i] = half::bf16_to_float(half::float_to_bf16(x[i]));
+  LOOM_GRID_LOOP(i, n) x[i] = half::bf16_to_float(half::float_to_bf16(x[i]));
 }
 __global__ void round_to_f16_kernel(float* x, long long n) {
-  LOOM_GRID_STRIDE(i, n) x[i] = half::f16_to_float(half::float_to_f16(x[i]));
+  LOOM_GRID_LOOP(i, n) x[i] = half::f16_to_float(half::float_to_f16(x[i]));
 }
 
 // Each block's sum of a*b in double (block_sum: an order fixed by the block size).
 template <typename T>
 __global__ void dot_kernel(const T* a, const T* b, long long n, double* block_sums) {
   double total = 0;
-  LOOM_GRID_STRIDE(i, n) total += static_cast<double>(a[i]) * b[i];
+  LOOM_GRID_LOOP(i, n) total += static_cast<double>(a[i]) * b[i];
   total = block_sum(total);
   if (threadIdx.x == 0) block_sums[blockIdx.x] = total;
 }
@@ -77,7 +74,7 @@ __global__ void add_block_sums_kernel(const double* block_sums, unsigned int blo
 
 template <typename T>
 __global__ void bias_add_kernel(T* x, const T* bias, long long n, long long width) {
-  LOOM_GRID_STRIDE(i, n) x[i] += bias[i % width];
+  LOOM_GRID_LOOP(i, n) x[i] += bias[i % width];
 }
 
 // Element (row, column) of a rows x width gradient, for its column sums (column_sums.cuh).
@@ -91,7 +88,7 @@ struct GradientElement {
 template <typename T>
 __global__ void reduce_kernel(char op, const T* x, long long outer, long long length, long long inner, T* out,
                               std::int64_t* indices) {
-  LOOM_GRID_STRIDE(idx, outer * inner) {
+  LOOM_GRID_LOOP(idx, outer * inner) {
     const long long o = idx / inner, i = idx % inner;
     const T* base = x + o * length * inner + i;
     if (op == 'M') {
@@ -139,7 +136,7 @@ __global__ void softmax_backward_kernel(const T* y, const T* dy, T* dx, long lon
 template <typename T>
 __global__ void random_kernel(RandomKind kind, T* out, long long n, std::uint64_t seed, std::uint64_t key, float p0,
                               float p1, std::uint64_t first) {
-  LOOM_GRID_STRIDE(i, n) {
+  LOOM_GRID_LOOP(i, n) {
     const std::uint64_t index = first + static_cast<std::uint64_t>(i);
     if (kind == RandomKind::uniform)
       out[i] = static_cast<T>(philox::uniform(seed, key, index, p0, p1));

@@ -4,6 +4,7 @@
 
 #include <loom/core/cuda/block_reduce.cuh>
 #include <loom/core/cuda/context.h>
+#include <loom/core/cuda/grid_loop.cuh>
 #include <loom/core/dtype_dispatch.h>
 
 namespace loom::cuda_kernels {
@@ -16,15 +17,11 @@ struct Sizes {
   long long batch, queries, keys, units;
 };
 
-#define LOOM_FOR_EACH(k, n)                                                                   \
-  for (long long k = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; k < (n); \
-       k += static_cast<long long>(blockDim.x) * gridDim.x)
-
 // scores[n, i, j] (padded keys: -inf).
 template <typename T>
 __global__ void scores_kernel(Sizes s, const T* pq, const T* pk, const T* bias, const T* v_hat, const T* padding,
                               T* scores) {
-  LOOM_FOR_EACH(k, s.batch * s.queries * s.keys) {
+  LOOM_GRID_LOOP(k, s.batch * s.queries * s.keys) {
     const long long j = k % s.keys, ni = k / s.keys, n = ni / s.queries;
     if (padding && padding[n * s.keys + j] != T(0)) {
       scores[k] = -INFINITY;
@@ -41,7 +38,7 @@ __global__ void scores_kernel(Sizes s, const T* pq, const T* pk, const T* bias, 
 // Row softmax in place; a row whose keys are all padded becomes zeros.
 template <typename T>
 __global__ void softmax_rows_kernel(Sizes s, T* probs) {
-  LOOM_FOR_EACH(row, s.batch * s.queries) {
+  LOOM_GRID_LOOP(row, s.batch * s.queries) {
     T* p = probs + row * s.keys;
     T largest = -INFINITY;
     for (long long j = 0; j < s.keys; ++j) largest = p[j] > largest ? p[j] : largest;
@@ -61,7 +58,7 @@ template <typename T, bool kByQuery>
 __global__ void projection_grad_kernel(Sizes s, const T* pq, const T* pk, const T* bias, const T* v_hat,
                                        const T* grad_scores, T* out) {
   const long long rows = kByQuery ? s.queries : s.keys, others = kByQuery ? s.keys : s.queries;
-  LOOM_FOR_EACH(k, s.batch * rows * s.units) {
+  LOOM_GRID_LOOP(k, s.batch * rows * s.units) {
     const long long u = k % s.units, r = (k / s.units) % rows, n = k / (s.units * rows);
     T total = 0;
     for (long long o = 0; o < others; ++o) {
