@@ -2,21 +2,30 @@
 // CPU from vectorised Philox tiles, and a CUDA kernel; both draw exactly rng::bernoulli's stream.
 #include <loom/layers/dropout.h>
 
-#include <algorithm>
 #include <cmath>
 
 #include <loom/core/parallel.h>
+#include <loom/core/philox.h>
 #include <loom/core/rng.h>
 
 #include "cuda/kernels.h"
 #include "layer_util.h"
-#include "cpu/philox.h"
 
 namespace loom {
 
 namespace {
 
-// Words come from philox_words in tiles; element i uses word first + i of the stream.
+// result[j] = in[j] * scale where words[j] < limit, else 0.
+template <typename T>
+void mask_and_scale(const T* __restrict in, const std::uint32_t* __restrict words, std::uint64_t count,
+                    std::uint64_t limit, T scale, T* __restrict result) {
+  for (std::uint64_t j = 0; j < count; ++j) {
+    const T scaled = in[j] * scale;  // loaded unconditionally so that the loop vectorises
+    result[j] = static_cast<std::uint64_t>(words[j]) < limit ? scaled : T(0);
+  }
+}
+
+// Words come from philox::for_word_runs (vectorised tiles); element i uses word first + i of the stream.
 template <typename T>
 void cpu_dropout(const T* x, T* out, std::int64_t n, std::uint64_t seed, std::uint64_t key, std::uint64_t first,
                  float keep, T scale) {
@@ -24,25 +33,12 @@ void cpu_dropout(const T* x, T* out, std::int64_t n, std::uint64_t seed, std::ui
   // w < ceil(keep * 2^32 - 0.5), exact in double, so the loop compares integers.
   const auto limit = static_cast<std::uint64_t>(std::ceil(static_cast<double>(keep) * 4294967296.0 - 0.5));
   parallel_for(n, 1 << 14, [=](std::int64_t begin, std::int64_t end) {
-    constexpr int kTileBlocks = 256;
-    std::uint32_t words[4 * kTileBlocks];
-    std::int64_t i = begin;
-    while (i < end) {
-      const std::uint64_t index = first + static_cast<std::uint64_t>(i);
-      const std::uint64_t block = index >> 2;
-      const std::int64_t remaining = end - i + static_cast<std::int64_t>(index & 3);
-      const int blocks = static_cast<int>(std::min<std::int64_t>(kTileBlocks, (remaining + 3) / 4));
-      detail::philox_words(seed, key, block, blocks, words);
-      const std::int64_t count = std::min<std::int64_t>(end - i, 4 * blocks - static_cast<std::int64_t>(index & 3));
-      const std::uint32_t* __restrict w = words + (index & 3);
-      const T* __restrict in = x + i;
-      T* __restrict result = out + i;
-      for (std::int64_t j = 0; j < count; ++j) {
-        const T scaled = in[j] * scale;  // loaded unconditionally so that the loop vectorises
-        result[j] = static_cast<std::uint64_t>(w[j]) < limit ? scaled : T(0);
-      }
-      i += count;
-    }
+    const T* in = x + begin;
+    T* result = out + begin;
+    philox::for_word_runs(seed, key, first + static_cast<std::uint64_t>(begin), static_cast<std::uint64_t>(end - begin),
+                          [&](std::uint64_t offset, const std::uint32_t* words, std::uint64_t count) {
+                            mask_and_scale(in + offset, words, count, limit, scale, result + offset);
+                          });
   });
 }
 

@@ -1,8 +1,9 @@
 // Counter-based RNG: known-answer vectors, independence from the generator and from slicing,
-// and distribution moments.
+// distribution moments, and the host's vectorised blocks against the scalar words.
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <vector>
 
 #include <loom/core/philox.h>
 #include <loom/core/rng.h>
@@ -95,4 +96,35 @@ TEST_CASE("uniform_from_word rounds (hi - lo) * u + lo once", "[rng]") {
     if (product + lo != once) ++twice_differs;
   }
   CHECK(twice_differs > 0);
+}
+
+// philox::blocks (the host's vectorised Philox, 32 blocks at a time) against philox::word: counts
+// that end inside a group of lanes, and runs whose block index crosses 2^32 (the counter's second
+// word). for_word_runs: a first word inside a block and runs of whole tiles and a remainder.
+TEST_CASE("philox::blocks and for_word_runs give philox::word's words", "[rng]") {
+  struct Run {
+    std::uint64_t seed, key, first_block;
+    int count;
+  };
+  const Run runs[] = {{0, 0, 0, 1},
+                      {42, 7, 3, 33},
+                      {~0ull, 1ull << 40, (1ull << 32) - 20, 45},
+                      {0x243f6a8885a308d3ull, 0x13198a2e03707344ull, (3ull << 32) - 1, 100},
+                      {5, ~0ull, (1ull << 61) + 7, 64}};
+  for (const Run& r : runs) {
+    std::vector<std::uint32_t> words(4 * static_cast<std::size_t>(r.count));
+    philox::blocks(r.seed, r.key, r.first_block, r.count, words.data());
+    for (std::size_t i = 0; i < words.size(); ++i) {
+      INFO("seed " << r.seed << " key " << r.key << " block " << r.first_block << " + " << i / 4);
+      REQUIRE(words[i] == philox::word(r.seed, r.key, 4 * r.first_block + i));
+    }
+  }
+  const std::uint64_t first = 4 * ((1ull << 32) - 300) + 3, n = 2500;
+  std::uint64_t next = 0;
+  philox::for_word_runs(9, 4, first, n, [&](std::uint64_t offset, const std::uint32_t* words, std::uint64_t count) {
+    REQUIRE(offset == next);
+    for (std::uint64_t j = 0; j < count; ++j) REQUIRE(words[j] == philox::word(9, 4, first + offset + j));
+    next += count;
+  });
+  CHECK(next == n);
 }

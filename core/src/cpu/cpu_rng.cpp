@@ -1,6 +1,6 @@
-// CPU random fills: the same philox:: functions the CUDA kernels call. One Philox block gives four
-// 32-bit words, so uniform and bernoulli draw a block per four elements and normal (two words per
-// value) a block per two; the values are exactly those of philox::uniform/normal/bernoulli.
+// CPU random fills: the same philox:: functions the CUDA kernels call, on words drawn in runs of
+// blocks by philox::for_word_runs (vectorised); uniform and bernoulli take one word per element and
+// normal two, so the values are exactly those of philox::uniform/normal/bernoulli.
 #include <loom/core/philox.h>
 
 #include "backend.h"
@@ -9,15 +9,13 @@ namespace loom::cpu {
 
 namespace {
 
-// Calls f(i, word) for the stream words [first, first + n) of (seed, key), one block per four words.
+// Calls f(i, word) for the stream words [first, first + n) of (seed, key), i = 0 .. n - 1 in order.
 template <typename F>
 void for_words(std::uint64_t seed, std::uint64_t key, std::uint64_t first, std::uint64_t n, F&& f) {
-  std::uint64_t i = 0;
-  while (i < n) {
-    const std::uint64_t word = first + i;
-    const philox::Block b = philox::block(seed, key, word >> 2);
-    for (std::uint64_t lane = word & 3; lane < 4 && i < n; ++lane, ++i) f(i, b.v[lane]);
-  }
+  philox::for_word_runs(seed, key, first, n,
+                        [&](std::uint64_t offset, const std::uint32_t* words, std::uint64_t count) {
+                          for (std::uint64_t j = 0; j < count; ++j) f(offset + j, words[j]);
+                        });
 }
 
 template <typename T>

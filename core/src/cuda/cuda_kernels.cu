@@ -2,8 +2,10 @@
 // The per-element math (casts, Philox) is the same LOOM_HD code the CPU backend runs.
 #include <cfloat>
 
+#include <loom/core/cuda/block_reduce.cuh>
 #include <loom/core/cuda/column_sums.cuh>
 #include <loom/core/cuda/context.h>
+#include <loom/core/cuda/grid_loop.cuh>
 #include <loom/core/error.h>
 #include <loom/core/dtype_dispatch.h>
 #include <loom/core/half.h>
@@ -17,16 +19,12 @@ namespace {
 
 constexpr unsigned int kThreads = 256;
 
-#define LOOM_GRID_STRIDE(i, n) \
-  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < (n); \
-       i += static_cast<long long>(blockDim.x) * gridDim.x)
-
 __global__ void fill_kernel(void* out, DType dtype, long long n, double value) {
-  LOOM_GRID_STRIDE(i, n) store_element<double>(out, dtype, i, value);
+  LOOM_GRID_LOOP(i, n) store_element<double>(out, dtype, i, value);
 }
 
 __global__ void cast_kernel(const void* in, DType in_type, void* out, DType out_type, long long n) {
-  LOOM_GRID_STRIDE(i, n) {
+  LOOM_GRID_LOOP(i, n) {
     if (in_type == DType::i64 && out_type == DType::i64)
       static_cast<std::int64_t*>(out)[i] = static_cast<const std::int64_t*>(in)[i];
     else
@@ -36,40 +34,34 @@ __global__ void cast_kernel(const void* in, DType in_type, void* out, DType out_
 
 template <typename T>
 __global__ void binary_kernel(char op, const T* a, const T* b, T* out, long long n) {
-  LOOM_GRID_STRIDE(i, n) out[i] = op == '+' ? a[i] + b[i] : (op == '-' ? a[i] - b[i] : a[i] * b[i]);
+  LOOM_GRID_LOOP(i, n) out[i] = op == '+' ? a[i] + b[i] : (op == '-' ? a[i] - b[i] : a[i] * b[i]);
 }
 
 template <typename T>
 __global__ void add_scaled_kernel(const T* a, T alpha, const T* b, T beta, T* out, long long n) {
-  LOOM_GRID_STRIDE(i, n) out[i] = alpha * a[i] + beta * b[i];
+  LOOM_GRID_LOOP(i, n) out[i] = alpha * a[i] + beta * b[i];
 }
 
 template <typename T>
 __global__ void scale_kernel(T* x, T alpha, long long n) {
-  LOOM_GRID_STRIDE(i, n) x[i] *= alpha;
+  LOOM_GRID_LOOP(i, n) x[i] *= alpha;
 }
 
 // The CPU's rounding functions (half.h), element by element: bf16 or f16 values in f32 storage.
 __global__ void round_to_bf16_kernel(float* x, long long n) {
-  LOOM_GRID_STRIDE(i, n) x[i] = half::bf16_to_float(half::float_to_bf16(x[i]));
+  LOOM_GRID_LOOP(i, n) x[i] = half::bf16_to_float(half::float_to_bf16(x[i]));
 }
 __global__ void round_to_f16_kernel(float* x, long long n) {
-  LOOM_GRID_STRIDE(i, n) x[i] = half::f16_to_float(half::float_to_f16(x[i]));
+  LOOM_GRID_LOOP(i, n) x[i] = half::f16_to_float(half::float_to_f16(x[i]));
 }
 
-// One block: deterministic tree reduction of a*b in double.
+// Each block's sum of a*b in double (block_sum: an order fixed by the block size).
 template <typename T>
 __global__ void dot_kernel(const T* a, const T* b, long long n, double* block_sums) {
-  __shared__ double partial[kThreads];
   double total = 0;
-  LOOM_GRID_STRIDE(i, n) total += static_cast<double>(a[i]) * b[i];
-  partial[threadIdx.x] = total;
-  __syncthreads();
-  for (unsigned int stride = blockDim.x / 2; stride > 0; stride /= 2) {
-    if (threadIdx.x < stride) partial[threadIdx.x] += partial[threadIdx.x + stride];
-    __syncthreads();
-  }
-  if (threadIdx.x == 0) block_sums[blockIdx.x] = partial[0];
+  LOOM_GRID_LOOP(i, n) total += static_cast<double>(a[i]) * b[i];
+  total = block_sum(total);
+  if (threadIdx.x == 0) block_sums[blockIdx.x] = total;
 }
 
 // *result (= 0 first unless `accumulate`) += the blocks' sums in block order (one thread: at most
@@ -82,7 +74,7 @@ __global__ void add_block_sums_kernel(const double* block_sums, unsigned int blo
 
 template <typename T>
 __global__ void bias_add_kernel(T* x, const T* bias, long long n, long long width) {
-  LOOM_GRID_STRIDE(i, n) x[i] += bias[i % width];
+  LOOM_GRID_LOOP(i, n) x[i] += bias[i % width];
 }
 
 // Element (row, column) of a rows x width gradient, for its column sums (column_sums.cuh).
@@ -96,7 +88,7 @@ struct GradientElement {
 template <typename T>
 __global__ void reduce_kernel(char op, const T* x, long long outer, long long length, long long inner, T* out,
                               std::int64_t* indices) {
-  LOOM_GRID_STRIDE(idx, outer * inner) {
+  LOOM_GRID_LOOP(idx, outer * inner) {
     const long long o = idx / inner, i = idx % inner;
     const T* base = x + o * length * inner + i;
     if (op == 'M') {
@@ -120,52 +112,31 @@ __global__ void reduce_kernel(char op, const T* x, long long outer, long long le
 // One block per row.
 template <typename T>
 __global__ void softmax_kernel(const T* x, T* y, long long n, bool log_output) {
-  __shared__ T scratch[kThreads];
   const T* xr = x + blockIdx.x * n;
   T* yr = y + blockIdx.x * n;
   T top = -INFINITY;
   for (long long j = threadIdx.x; j < n; j += blockDim.x) top = max(top, xr[j]);
-  scratch[threadIdx.x] = top;
-  __syncthreads();
-  for (unsigned int s = blockDim.x / 2; s > 0; s /= 2) {
-    if (threadIdx.x < s) scratch[threadIdx.x] = max(scratch[threadIdx.x], scratch[threadIdx.x + s]);
-    __syncthreads();
-  }
-  top = scratch[0];
-  __syncthreads();
+  top = block_max(top, T(-INFINITY));
   T total = 0;
   for (long long j = threadIdx.x; j < n; j += blockDim.x) total += exp(xr[j] - top);
-  scratch[threadIdx.x] = total;
-  __syncthreads();
-  for (unsigned int s = blockDim.x / 2; s > 0; s /= 2) {
-    if (threadIdx.x < s) scratch[threadIdx.x] += scratch[threadIdx.x + s];
-    __syncthreads();
-  }
-  total = scratch[0];
+  total = block_sum(total);
   for (long long j = threadIdx.x; j < n; j += blockDim.x)
     yr[j] = log_output ? xr[j] - top - log(total) : exp(xr[j] - top) / total;
 }
 
 template <typename T>
 __global__ void softmax_backward_kernel(const T* y, const T* dy, T* dx, long long n) {
-  __shared__ T scratch[kThreads];
   const long long offset = blockIdx.x * n;
   T total = 0;
   for (long long j = threadIdx.x; j < n; j += blockDim.x) total += dy[offset + j] * y[offset + j];
-  scratch[threadIdx.x] = total;
-  __syncthreads();
-  for (unsigned int s = blockDim.x / 2; s > 0; s /= 2) {
-    if (threadIdx.x < s) scratch[threadIdx.x] += scratch[threadIdx.x + s];
-    __syncthreads();
-  }
-  total = scratch[0];
+  total = block_sum(total);
   for (long long j = threadIdx.x; j < n; j += blockDim.x) dx[offset + j] = y[offset + j] * (dy[offset + j] - total);
 }
 
 template <typename T>
 __global__ void random_kernel(RandomKind kind, T* out, long long n, std::uint64_t seed, std::uint64_t key, float p0,
                               float p1, std::uint64_t first) {
-  LOOM_GRID_STRIDE(i, n) {
+  LOOM_GRID_LOOP(i, n) {
     const std::uint64_t index = first + static_cast<std::uint64_t>(i);
     if (kind == RandomKind::uniform)
       out[i] = static_cast<T>(philox::uniform(seed, key, index, p0, p1));

@@ -1,9 +1,9 @@
 // CUDA kernels of the activation layers: one thread per element over activation_math.h.
 #include <loom/core/cuda/context.h>
+#include <loom/core/cuda/grid_loop.cuh>
 #include <loom/core/dtype_dispatch.h>
 
 #include "activation_math.h"
-#include "cuda/block_reduce.cuh"
 #include "cuda/kernels.h"
 
 namespace loom::cuda_kernels {

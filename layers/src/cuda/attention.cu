@@ -2,10 +2,11 @@
 // and [B*H, T, D] heads (one thread per element), and the masked row softmax (one block per row).
 #include <cfloat>
 
+#include <loom/core/cuda/block_reduce.cuh>
 #include <loom/core/cuda/context.h>
+#include <loom/core/cuda/grid_loop.cuh>
 #include <loom/core/dtype_dispatch.h>
 
-#include "cuda/block_reduce.cuh"
 #include "cuda/kernels.h"
 
 namespace loom::cuda_kernels {
@@ -42,7 +43,7 @@ __global__ void masked_softmax_kernel(T* scores, const T* key_padding, long long
   T m = lowest;
   for (long long j = threadIdx.x; j < limit; j += blockDim.x)
     if (!pad || pad[j] == T(0)) m = max(m, r[j]);
-  m = block_max(m, lowest);
+  m = cuda::block_max(m, lowest);
   if (m == lowest) {  // every key masked: zero attention
     for (long long j = threadIdx.x; j < S; j += blockDim.x) r[j] = T(0);
     return;
@@ -54,7 +55,7 @@ __global__ void masked_softmax_kernel(T* scores, const T* key_padding, long long
     r[j] = e;
     sum += e;
   }
-  const T inv = T(1) / block_sum(sum);
+  const T inv = T(1) / cuda::block_sum(sum);
   for (long long j = threadIdx.x; j < S; j += blockDim.x) r[j] *= inv;
 }
 

@@ -2,7 +2,9 @@
 // over independent outputs; tanh is recomputed instead of stored, as on the CPU.
 #include "cuda/bahdanau_attention.h"
 
+#include <loom/core/cuda/block_reduce.cuh>
 #include <loom/core/cuda/context.h>
+#include <loom/core/cuda/grid_loop.cuh>
 #include <loom/core/dtype_dispatch.h>
 
 namespace loom::cuda_kernels {
@@ -15,15 +17,11 @@ struct Sizes {
   long long batch, queries, keys, units;
 };
 
-#define LOOM_FOR_EACH(k, n)                                                                   \
-  for (long long k = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; k < (n); \
-       k += static_cast<long long>(blockDim.x) * gridDim.x)
-
 // scores[n, i, j] (padded keys: -inf).
 template <typename T>
 __global__ void scores_kernel(Sizes s, const T* pq, const T* pk, const T* bias, const T* v_hat, const T* padding,
                               T* scores) {
-  LOOM_FOR_EACH(k, s.batch * s.queries * s.keys) {
+  LOOM_GRID_LOOP(k, s.batch * s.queries * s.keys) {
     const long long j = k % s.keys, ni = k / s.keys, n = ni / s.queries;
     if (padding && padding[n * s.keys + j] != T(0)) {
       scores[k] = -INFINITY;
@@ -40,7 +38,7 @@ __global__ void scores_kernel(Sizes s, const T* pq, const T* pk, const T* bias, 
 // Row softmax in place; a row whose keys are all padded becomes zeros.
 template <typename T>
 __global__ void softmax_rows_kernel(Sizes s, T* probs) {
-  LOOM_FOR_EACH(row, s.batch * s.queries) {
+  LOOM_GRID_LOOP(row, s.batch * s.queries) {
     T* p = probs + row * s.keys;
     T largest = -INFINITY;
     for (long long j = 0; j < s.keys; ++j) largest = p[j] > largest ? p[j] : largest;
@@ -60,7 +58,7 @@ template <typename T, bool kByQuery>
 __global__ void projection_grad_kernel(Sizes s, const T* pq, const T* pk, const T* bias, const T* v_hat,
                                        const T* grad_scores, T* out) {
   const long long rows = kByQuery ? s.queries : s.keys, others = kByQuery ? s.keys : s.queries;
-  LOOM_FOR_EACH(k, s.batch * rows * s.units) {
+  LOOM_GRID_LOOP(k, s.batch * rows * s.units) {
     const long long u = k % s.units, r = (k / s.units) % rows, n = k / (s.units * rows);
     T total = 0;
     for (long long o = 0; o < others; ++o) {
@@ -78,7 +76,6 @@ __global__ void projection_grad_kernel(Sizes s, const T* pq, const T* pk, const 
 template <typename T>
 __global__ void vector_grads_kernel(Sizes s, const T* pq, const T* pk, const T* bias, const T* grad_scores,
                                     const T* grad_pq, T* grad_v_hat, T* grad_bias) {
-  __shared__ double v_part[kThreads], b_part[kThreads];
   const long long u = blockIdx.x;
   double v_sum = 0, b_sum = 0;
   for (long long k = threadIdx.x; k < s.batch * s.queries * s.keys; k += blockDim.x) {
@@ -88,19 +85,11 @@ __global__ void vector_grads_kernel(Sizes s, const T* pq, const T* pk, const T* 
     v_sum += ds * tanh(pq[ni * s.units + u] + pk[(n * s.keys + j) * s.units + u] + bias[u]);
   }
   for (long long ni = threadIdx.x; ni < s.batch * s.queries; ni += blockDim.x) b_sum += grad_pq[ni * s.units + u];
-  v_part[threadIdx.x] = v_sum;
-  b_part[threadIdx.x] = b_sum;
-  __syncthreads();
-  for (unsigned int half = blockDim.x / 2; half > 0; half /= 2) {
-    if (threadIdx.x < half) {
-      v_part[threadIdx.x] += v_part[threadIdx.x + half];
-      b_part[threadIdx.x] += b_part[threadIdx.x + half];
-    }
-    __syncthreads();
-  }
+  v_sum = cuda::block_sum(v_sum);
+  b_sum = cuda::block_sum(b_sum);
   if (threadIdx.x == 0) {
-    grad_v_hat[u] = static_cast<T>(v_part[0]);
-    grad_bias[u] = static_cast<T>(b_part[0]);
+    grad_v_hat[u] = static_cast<T>(v_sum);
+    grad_bias[u] = static_cast<T>(b_sum);
   }
 }
 

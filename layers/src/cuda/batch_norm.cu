@@ -3,6 +3,7 @@
 // cuDNN updates the running variance with the unbiased batch variance, as PyTorch does.
 #include "cuda/batch_norm.h"
 
+#include <loom/core/cuda/block_reduce.cuh>
 #include <loom/core/dtype_dispatch.h>
 
 #include "cuda/cudnn_util.h"
@@ -31,7 +32,6 @@ template <typename T>
 __global__ void backward_fixed_statistics_kernel(const T* x, const T* grad_y, const T* weight, const T* mean,
                                                  const T* invstd, T* grad_x, T* grad_weight, T* grad_bias,
                                                  long long batch, long long channels, long long plane) {
-  __shared__ double sum_dy[kThreads], sum_dy_xhat[kThreads];
   const long long c = blockIdx.x;
   const T m = mean[c], is = invstd[c], scale = weight[c] * invstd[c];
   double a = 0, b = 0;
@@ -41,19 +41,10 @@ __global__ void backward_fixed_statistics_kernel(const T* x, const T* grad_y, co
     b += static_cast<double>(grad_y[i]) * static_cast<double>((x[i] - m) * is);
     grad_x[i] = grad_y[i] * scale;
   }
-  sum_dy[threadIdx.x] = a;
-  sum_dy_xhat[threadIdx.x] = b;
-  __syncthreads();
-  for (unsigned int half = blockDim.x / 2; half > 0; half /= 2) {
-    if (threadIdx.x < half) {
-      sum_dy[threadIdx.x] += sum_dy[threadIdx.x + half];
-      sum_dy_xhat[threadIdx.x] += sum_dy_xhat[threadIdx.x + half];
-    }
-    __syncthreads();
-  }
+  const double sum_dy = cuda::block_sum(a), sum_dy_xhat = cuda::block_sum(b);
   if (threadIdx.x == 0) {
-    grad_weight[c] += static_cast<T>(sum_dy_xhat[0]);
-    grad_bias[c] += static_cast<T>(sum_dy[0]);
+    grad_weight[c] += static_cast<T>(sum_dy_xhat);
+    grad_bias[c] += static_cast<T>(sum_dy);
   }
 }
 

@@ -1,9 +1,9 @@
 // CUDA kernel of dropout: one thread per element, the same philox::bernoulli as rng::bernoulli.
 #include <loom/core/cuda/context.h>
+#include <loom/core/cuda/grid_loop.cuh>
 #include <loom/core/dtype_dispatch.h>
 #include <loom/core/philox.h>
 
-#include "cuda/block_reduce.cuh"
 #include "cuda/kernels.h"
 
 namespace loom::cuda_kernels {

@@ -4,9 +4,9 @@
 // may differ in the last bits between two identical runs on the GPU. The CPU backend adds them in
 // token order. (A deterministic version sorts the ids and reduces each run of equal ids.)
 #include <loom/core/cuda/context.h>
+#include <loom/core/cuda/grid_loop.cuh>
 #include <loom/core/dtype_dispatch.h>
 
-#include "cuda/block_reduce.cuh"
 #include "cuda/kernels.h"
 
 namespace loom::cuda_kernels {

@@ -1,10 +1,10 @@
 // CUDA kernels of LayerNorm: one block per row for the statistics and dx (sums in double), one
 // thread per column for dgamma/dbeta (coalesced across columns, rows looped), accumulating.
+#include <loom/core/cuda/block_reduce.cuh>
 #include <loom/core/cuda/column_sums.cuh>
 #include <loom/core/cuda/context.h>
 #include <loom/core/dtype_dispatch.h>
 
-#include "cuda/block_reduce.cuh"
 #include "cuda/kernels.h"
 
 namespace loom::cuda_kernels {
@@ -21,13 +21,13 @@ __global__ void forward_kernel(const T* x, const T* gamma, const T* beta, T* y, 
   T* yr = y + row * n;
   double sum = 0;
   for (long long j = threadIdx.x; j < n; j += blockDim.x) sum += xr[j];
-  const double mu = block_sum(sum) / static_cast<double>(n);
+  const double mu = cuda::block_sum(sum) / static_cast<double>(n);
   double squares = 0;
   for (long long j = threadIdx.x; j < n; j += blockDim.x) {
     const double d = xr[j] - mu;
     squares += d * d;
   }
-  const double inv = rsqrt(block_sum(squares) / static_cast<double>(n) + eps);
+  const double inv = rsqrt(cuda::block_sum(squares) / static_cast<double>(n) + eps);
   const T m = static_cast<T>(mu), s = static_cast<T>(inv);
   for (long long j = threadIdx.x; j < n; j += blockDim.x)
     yr[j] = gamma ? (xr[j] - m) * s * gamma[j] + beta[j] : (xr[j] - m) * s;
@@ -51,8 +51,8 @@ __global__ void backward_input_kernel(const T* x, const T* gamma, const T* mean,
     a += dxhat;
     b += static_cast<double>(dxhat) * xhat;
   }
-  const T ma = static_cast<T>(block_sum(a) / static_cast<double>(n));
-  const T mb = static_cast<T>(block_sum(b) / static_cast<double>(n));
+  const T ma = static_cast<T>(cuda::block_sum(a) / static_cast<double>(n));
+  const T mb = static_cast<T>(cuda::block_sum(b) / static_cast<double>(n));
   for (long long j = threadIdx.x; j < n; j += blockDim.x) {
     const T xhat = (xr[j] - m) * s;
     const T dxhat = gamma ? gr[j] * gamma[j] : gr[j];

@@ -3,12 +3,13 @@
 // gradient (one thread per element) scaled by the loss's gradient read on the device: the host
 // waits for neither (issue 33).
 
+#include <loom/core/cuda/block_reduce.cuh>
 #include <loom/core/cuda/context.h>
+#include <loom/core/cuda/grid_loop.cuh>
 #include <loom/core/dtype_dispatch.h>
 #include <loom/core/memory.h>
 #include <loom/core/ops.h>
 
-#include "cuda/block_reduce.cuh"
 #include "cuda/kernels.h"
 
 namespace loom::cuda_kernels {
@@ -24,7 +25,7 @@ __global__ void row_loss_kernel(const T* log_probs, const Index* targets, long l
   double sum = 0;
   if (t != ignore_index && smoothing > 0)
     for (long long c = threadIdx.x; c < classes; c += blockDim.x) sum += lp[c];
-  sum = block_sum(sum);
+  sum = cuda::block_sum(sum);
   if (threadIdx.x == 0)
     row_loss[row] = t == ignore_index ? 0.0 : -(1.0 - smoothing) * lp[t] - smoothing / static_cast<double>(classes) * sum;
 }

@@ -3,6 +3,7 @@
 #include "cuda/lstm.h"
 
 #include <loom/core/cuda/context.h>
+#include <loom/core/cuda/grid_loop.cuh>
 #include <loom/core/dtype_dispatch.h>
 
 #include "lstm_cell.h"
@@ -14,8 +15,7 @@ namespace {
 template <typename T>
 __global__ void cell_forward_kernel(long long rows, long long hidden, T* gates, const T* bias, const T* c_prev, T* c,
                                     T* h) {
-  for (long long k = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; k < rows * hidden;
-       k += static_cast<long long>(blockDim.x) * gridDim.x) {
+  LOOM_GRID_LOOP(k, rows * hidden) {
     const long long n = k / hidden, j = k % hidden;
     lstm_cell::forward<T>(j, hidden, gates + n * 4 * hidden, bias, c_prev ? c_prev[k] : T(0), c + n * hidden,
                           h + n * hidden);
@@ -26,8 +26,7 @@ template <typename T>
 __global__ void cell_backward_kernel(long long rows, long long hidden, const T* gates, const T* c, const T* c_prev,
                                      const T* grad_h, long long grad_h_pitch, const T* grad_h_recurrent, T* grad_c,
                                      T* grad_gates) {
-  for (long long k = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; k < rows * hidden;
-       k += static_cast<long long>(blockDim.x) * gridDim.x) {
+  LOOM_GRID_LOOP(k, rows * hidden) {
     const long long n = k / hidden, j = k % hidden;
     const T dh = grad_h_recurrent[k] + (grad_h ? grad_h[n * grad_h_pitch + j] : T(0));
     grad_c[k] = lstm_cell::backward<T>(j, hidden, gates + n * 4 * hidden, c[k], c_prev ? c_prev[k] : T(0), dh,

@@ -1,5 +1,6 @@
 // Fused optimizer update kernels: one thread per element, the same math as the CPU loop.
 #include <loom/core/cuda/context.h>
+#include <loom/core/cuda/grid_loop.cuh>
 #include <loom/core/dtype_dispatch.h>
 
 #include "cuda/optimizer.h"
@@ -11,8 +12,7 @@ namespace {
 template <typename T>
 __global__ void sgd_kernel(T* param, const T* grad, T* buffer, long long n, T lr, T grad_scale, T momentum,
                            T dampening, T weight_decay, bool nesterov, bool first) {
-  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<long long>(blockDim.x) * gridDim.x)
+  LOOM_GRID_LOOP(i, n)
     sgd_update<T>(param[i], grad[i] * grad_scale, buffer ? buffer + i : nullptr, lr, momentum, dampening,
                   weight_decay, nesterov, first);
 }
@@ -20,8 +20,7 @@ __global__ void sgd_kernel(T* param, const T* grad, T* buffer, long long n, T lr
 template <typename T>
 __global__ void adam_kernel(T* param, const T* grad, T* exp_avg, T* exp_avg_sq, long long n, T lr, T grad_scale,
                             T beta1, T beta2, T eps, T weight_decay, bool decoupled, T bc1, T bc2_sqrt) {
-  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<long long>(blockDim.x) * gridDim.x)
+  LOOM_GRID_LOOP(i, n)
     adam_update<T>(param[i], grad[i] * grad_scale, exp_avg[i], exp_avg_sq[i], lr, beta1, beta2, eps, weight_decay,
                    decoupled, bc1, bc2_sqrt);
 }

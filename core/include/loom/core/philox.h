@@ -4,6 +4,7 @@
 // produce the same numbers from these same functions.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -49,6 +50,26 @@ LOOM_HD Block block(std::uint64_t seed, std::uint64_t key, std::uint64_t block) 
 // Word `index` of the stream (seed, key): lane index % 4 of block index / 4.
 LOOM_HD std::uint32_t word(std::uint64_t seed, std::uint64_t key, std::uint64_t index) {
   return block(seed, key, index >> 2).v[index & 3];
+}
+
+// Host only (philox.cpp): the blocks first_block .. first_block + count - 1 of the stream, many at a
+// time in SIMD lanes; words[4 i + lane] = block(seed, key, first_block + i).v[lane].
+void blocks(std::uint64_t seed, std::uint64_t key, std::uint64_t first_block, int count, std::uint32_t* words);
+
+// Host only: the stream's words [first, first + n) in runs from blocks(); calls
+// run(offset, words, count) with words[j] = word(seed, key, first + offset + j) for j < count.
+template <typename Run>
+void for_word_runs(std::uint64_t seed, std::uint64_t key, std::uint64_t first, std::uint64_t n, Run&& run) {
+  constexpr std::uint64_t kRunBlocks = 256;
+  std::uint32_t words[4 * kRunBlocks];
+  for (std::uint64_t offset = 0; offset < n;) {
+    const std::uint64_t at = first + offset, lane = at & 3;
+    const std::uint64_t run_blocks = std::min(kRunBlocks, (n - offset + lane + 3) / 4);
+    blocks(seed, key, at >> 2, static_cast<int>(run_blocks), words);
+    const std::uint64_t count = std::min(n - offset, 4 * run_blocks - lane);
+    run(offset, static_cast<const std::uint32_t*>(words + lane), count);
+    offset += count;
+  }
 }
 
 // Uniform in (0, 1]: 24 random bits, never 0 (safe for log in Box-Muller).

@@ -10,6 +10,7 @@
 
 #include <cuda_runtime.h>
 
+#include <loom/core/cuda/grid_loop.cuh>
 #include <loom/core/error.h>
 #include <loom/core/memory.h>
 #include <loom/core/tensor.h>
@@ -38,8 +39,7 @@ __global__ void column_partials_kernel(Term term, long long rows, long long widt
 // out[j] += the partials of column j, in chunk order.
 template <typename T>
 __global__ void add_column_partials_kernel(const double* partials, long long chunks, long long width, T* out) {
-  for (long long j = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; j < width;
-       j += static_cast<long long>(blockDim.x) * gridDim.x) {
+  LOOM_GRID_LOOP(j, width) {
     double total = 0;
     for (long long c = 0; c < chunks; ++c) total += partials[c * width + j];
     out[j] += static_cast<T>(total);
