@@ -11,7 +11,7 @@
 #include <cblas.h>
 #include <nlohmann/json.hpp>
 
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 #include <loom/core/ops.h>
 #include <loom/core/rng.h>
 #include <loom/core/threads.h>

@@ -22,7 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include <loom/core/device.h>
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 #include <loom/core/rng.h>
 #include <loom/core/threads.h>
 #include <loom/core/timer.h>

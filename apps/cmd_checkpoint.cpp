@@ -10,7 +10,7 @@
 #include <string>
 
 #include <loom/core/bytes_text.h>
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 #include <loom/layers/safetensors.h>
 #include <loom/runtime/checkpoint_reader.h>
 #include <loom/runtime/training_checkpoint.h>

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include <loom/core/bytes_text.h>
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 #include <loom/layers/optimizer_kind.h>
 #include <loom/planner/baselines.h>
 #include <loom/planner/dapple_planner.h>
@@ -305,7 +305,7 @@ void run(const PlanOptions& o) {
     planner::Plan plan = best->result.plan;
     if (plan.planner != "joint") {
       plan.zero = o.zero;  // these planners count the whole state: the run holds less
-      const std::vector<planner::StageCost>& costs = best->result.cost.stages;  // the cost model's peaks
+      const std::vector<planner::StageEstimate>& costs = best->result.cost.stages;  // the cost model's peaks
       for (std::size_t s = 0; s < plan.stages.size() && costs.size() == plan.stages.size(); ++s)
         plan.stages[s].predicted_peak_bytes = costs[s].memory_bytes;
     }

@@ -5,7 +5,7 @@
 #include <memory>
 #include <string>
 
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 #include <loom/schedule/generators.h>
 #include <loom/schedule/schedule_file.h>
 #include <loom/schedule/validator.h>
@@ -71,17 +71,7 @@ void add_schedule_command(CLI::App& app) {
       "export", "Write a built-in schedule to a file: --format loom (every action, docs/schedules.md) or csv "
                 "(PyTorch's compute-only CSV, torch.distributed.pipelining's _load_csv)");
   exp->add_option("--schedule", flags->schedule.kind, "Schedule: " + schedule::schedule_kind_list("|"))->required();
-  exp->add_option("--stages", flags->schedule.stages, "Pipeline stages S")->capture_default_str();
-  exp->add_option("--microbatches", flags->schedule.microbatches,
-                  "Micro-batches M per step (pipedream: minibatches in the window; pipedream-2bw: per minibatch)")
-      ->capture_default_str();
-  exp->add_option("--chunks", flags->schedule.chunks, "Multi-chunk schedules: virtual stages per rank v")
-      ->capture_default_str();
-  exp->add_option("--minibatches", flags->schedule.minibatches, "pipedream-2bw: minibatches in the window")
-      ->capture_default_str();
-  exp->add_option("--warmup", flags->schedule.warmup,
-                  "dapple/pipedream: warm-up forwards, K of the first stage (K_s = K - s) or one per stage")
-      ->delimiter(',');
+  add_schedule_size_options(*exp, flags->schedule);
   exp->add_option("--format", flags->format, "File format: loom or csv")->capture_default_str();
   exp->add_option("--out", flags->out, "Write to this file (default: standard output)");
   exp->callback([flags] { run_export(*flags); });

@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 #include <loom/schedule/generators.h>
 #include <loom/schedule/schedule_file.h>
 #include <loom/schedule/simulator.h>
@@ -84,26 +84,16 @@ schedule::CostModel cost_model(const SimulateFlags& flags, int stages) {
 }
 
 // --schedule with --schedule-file: the file must hold what that generator makes for the file's sizes.
-// --schedule-file: S, M and v come from the file; --stages, --microbatches, --chunks and --schedule,
-// when given, must agree with it.
-schedule::Schedule load_schedule_file(const SimulateFlags& flags) {
-  const std::string& path = flags.schedule_file;
-  schedule::ScheduleFileOptions options;
-  if (flags.microbatches_given) options.microbatches = flags.schedule.microbatches;
-  const schedule::Schedule sched = schedule::read_schedule_file(path, options);
-  LOOM_CHECK(!flags.stages_given || flags.schedule.stages == sched.stages, "--stages ", flags.schedule.stages,
-             " does not match ", path, ", which has ", sched.stages, " stages (leave --stages out: the file sets it)");
-  LOOM_CHECK(!flags.chunks_given || flags.schedule.chunks == sched.chunks, "--chunks ", flags.schedule.chunks,
-             " does not match ", path, ", which has ", sched.chunks,
-             " chunks per stage (leave --chunks out: the file sets it)");
-  if (flags.kind_given)
-    schedule::check_file_is_kind(sched, schedule::parse_schedule_kind(flags.schedule.kind, "--schedule"), path,
-                                 flags.schedule);
-  return sched;
-}
-
 schedule::Schedule load_schedule(const SimulateFlags& flags) {
-  if (!flags.schedule_file.empty()) return load_schedule_file(flags);
+  if (!flags.schedule_file.empty()) {  // S, M and v come from the file; flags given must agree with it
+    schedule::ScheduleFileFlags given;
+    if (flags.stages_given) given.stages = flags.schedule.stages;
+    if (flags.chunks_given) given.chunks = flags.schedule.chunks;
+    if (flags.microbatches_given) given.microbatches = flags.schedule.microbatches;
+    if (flags.kind_given) given.kind = schedule::parse_schedule_kind(flags.schedule.kind, "--schedule");
+    given.warmup = flags.schedule.warmup;
+    return schedule::load_schedule_file(flags.schedule_file, given);
+  }
   if (flags.from.empty()) {
     check_schedule_sizes(flags.schedule);
     return schedule::make_schedule(flags.schedule);
@@ -188,6 +178,19 @@ void run(const SimulateFlags& flags) {
 
 }  // namespace
 
+void add_schedule_size_options(CLI::App& cmd, schedule::ScheduleOptions& options) {
+  cmd.add_option("--stages", options.stages, "Pipeline stages S")->capture_default_str();
+  cmd.add_option("--microbatches", options.microbatches,
+                 "Micro-batches M per step (pipedream: minibatches in the window; pipedream-2bw: per minibatch)")
+      ->capture_default_str();
+  cmd.add_option("--chunks", options.chunks, "Multi-chunk schedules: virtual stages per rank v")->capture_default_str();
+  cmd.add_option("--minibatches", options.minibatches, "pipedream-2bw: minibatches in the window")
+      ->capture_default_str();
+  cmd.add_option("--warmup", options.warmup,
+                 "dapple/pipedream: warm-up forwards, K of the first stage (K_s = K - s) or one per stage")
+      ->delimiter(',');
+}
+
 void add_simulate_command(CLI::App& app) {
   auto flags = std::make_shared<SimulateFlags>();
   CLI::App* cmd = app.add_subcommand(
@@ -195,16 +198,7 @@ void add_simulate_command(CLI::App& app) {
       "Predict a pipeline schedule's timeline: prints the per-stage programs, step time, bubble fraction and peak "
       "activation memory per stage. Per-stage values take one number for all stages or a comma list, one per stage.");
   cmd->add_option("--schedule", flags->schedule.kind, "Schedule: " + schedule::schedule_kind_list("|"))->capture_default_str();
-  cmd->add_option("--stages", flags->schedule.stages, "Pipeline stages S")->capture_default_str();
-  cmd->add_option("--microbatches", flags->schedule.microbatches,
-                  "Micro-batches M per step (pipedream: minibatches in the window; pipedream-2bw: per minibatch)")
-      ->capture_default_str();
-  cmd->add_option("--chunks", flags->schedule.chunks, "interleaved: virtual stages per rank v")->capture_default_str();
-  cmd->add_option("--minibatches", flags->schedule.minibatches, "pipedream-2bw: minibatches in the window")
-      ->capture_default_str();
-  cmd->add_option("--warmup", flags->schedule.warmup,
-                  "dapple/pipedream: warm-up forwards, K of the first stage (K_s = K - s) or one per stage")
-      ->delimiter(',');
+  add_schedule_size_options(*cmd, flags->schedule);
   CLI::Option* from = cmd->add_option("--from", flags->from, "Read the schedule from a text file (docs/schedules.md) instead");
   cmd->add_option("--schedule-file", flags->schedule_file,
                   "Read the schedule from a file, loom's text or PyTorch's CSV (told by content; docs/schedules.md "

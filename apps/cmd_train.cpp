@@ -9,7 +9,6 @@
 #include <loom/comm/topology.h>
 #include <loom/layers/optimizer_kind.h>
 #include <loom/runtime/weight_stash.h>
-#include <loom/schedule/schedule_file.h>
 #include <loom/schedule/schedule_kind.h>
 
 #include "commands.h"
@@ -62,17 +61,6 @@ void write_resolved_options(const CLI::App& cmd, const TrainOptions& o, const ru
     if (!unset && run_uses(line.substr(0, line.find('=')), o, run)) out << line << "\n";
   }
   LOOM_CHECK(out.good(), path, ": cannot write the run's options");
-}
-
-// --schedule-file sets the stages and chunks: an explicit --stages or --chunks must agree (the
-// Trainer checks --microbatches and --schedule; replicas are ranks / stages).
-void check_schedule_file_flags(const CLI::App& cmd, const TrainOptions& o) {
-  if (o.schedule_file.empty()) return;
-  const schedule::Schedule file = schedule::read_schedule_file(o.schedule_file, {o.microbatches});
-  LOOM_CHECK(cmd.count("--stages") == 0 || o.stages == file.stages, "--stages ", o.stages, " does not match ",
-             o.schedule_file, ", which has ", file.stages, " stages (leave --stages out: the file sets it)");
-  LOOM_CHECK(cmd.count("--chunks") == 0 || o.chunks == file.chunks, "--chunks ", o.chunks, " does not match ",
-             o.schedule_file, ", which has ", file.chunks, " chunks per stage (leave --chunks out: the file sets it)");
 }
 
 // Experiments only: loom's own transfers (stage boundaries, ring and hierarchical allreduce) wait
@@ -190,7 +178,9 @@ void add_train_command(CLI::App& app) {
     if (!warmup.empty()) o.warmup = parse_int_list(warmup, "--warmup");
     if (!o.schedule_file.empty() && cmd->count("--microbatches") == 0) o.microbatches = 0;  // the file's
     runtime::ResolvedConfig run = runtime::resolve_config(o);  // every name parsed, before MPI starts
-    check_schedule_file_flags(*cmd, o);
+    // A schedule file sets S and v: the --stages and --chunks given must agree with it.
+    if (cmd->count("--stages") > 0) run.pipeline.schedule_file_stages = o.stages;
+    if (cmd->count("--chunks") > 0) run.pipeline.schedule_file_chunks = o.chunks;
     LOOM_CHECK(cmd->count("--microbatches") == 0 || run.pipeline.schedule != schedule::ScheduleKind::pipedream,
                "--microbatches ", o.microbatches, " with --schedule pipedream: PipeDream runs whole minibatches, ",
                "one at a time (no micro-batches); drop --microbatches, or use --schedule pipedream-2bw");

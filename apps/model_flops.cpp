@@ -11,7 +11,7 @@
 
 #include <loom/comm/mpi_session.h>
 #include <loom/comm/topology.h>
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 #include <loom/core/ops.h>
 #include <loom/core/rng.h>
 #include <loom/core/threads.h>

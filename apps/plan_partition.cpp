@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include <loom/core/bytes_text.h>
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 #include <loom/layers/optimizer_kind.h>
 #include <loom/planner/partition_evaluation.h>
 #include <loom/planner/profile_json.h>

@@ -5,7 +5,7 @@
 #include <memory>
 #include <numeric>
 
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 #include <loom/core/memory.h>
 #include <loom/core/threads.h>
 #include <loom/core/timer.h>

@@ -1,7 +1,7 @@
 // check_schedule_sizes (see schedule_sizes.h).
 #include "schedule_sizes.h"
 
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 #include <loom/schedule/validator.h>
 
 namespace loom::apps {

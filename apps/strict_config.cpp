@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 
 namespace loom::apps {
 

@@ -17,7 +17,7 @@
 #include <loom/core/bytes_text.h>
 #include <loom/comm/process_groups.h>
 #include <loom/comm/mpi_session.h>
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 #include <loom/core/threads.h>
 #include <loom/core/timer.h>
 
@@ -39,7 +39,7 @@ nlohmann::json peaks_json(const runtime::MemoryPeaks& peaks) {
 class Progress {
  public:
   Progress(const TrainOptions& o, const runtime::Trainer& trainer, double flops_per_sample, PeakRate peak)
-      : o_(o), trainer_(trainer), shape_(trainer.shape()), fp16_(trainer.config().precision.precision == runtime::Precision::fp16),
+      : o_(o), trainer_(trainer), layout_(trainer.layout()), fp16_(trainer.config().precision.precision == runtime::Precision::fp16),
         flops_per_sample_(flops_per_sample), peak_(std::move(peak)) {
     if (!o.metrics.empty()) {
       metrics_ = std::make_unique<std::ofstream>(o.metrics);
@@ -51,10 +51,10 @@ class Progress {
 
   void step(const runtime::StepReport& r) {
     warn_stragglers(r);
-    samples_since_log_ += shape_.global_batch;
+    samples_since_log_ += layout_.global_batch;
     skipped_since_log_ += r.skipped ? 1 : 0;
-    if (r.step % o_.log_every != 0 && r.step != shape_.steps) return;
-    const std::int64_t steps = samples_since_log_ / shape_.global_batch;
+    if (r.step % o_.log_every != 0 && r.step != layout_.steps) return;
+    const std::int64_t steps = samples_since_log_ / layout_.global_batch;
     const double seconds = std::max(1e-9, since_log_.elapsed_ms() / 1000.0);
     const double rate = static_cast<double>(samples_since_log_) / seconds;
     const std::string rate_line = rate_text(samples_since_log_, seconds, steps);
@@ -124,11 +124,11 @@ class Progress {
     }
   }
   void draw_bar(const runtime::StepReport& r, const std::string& rate) {
-    const std::int64_t per_epoch = shape_.steps_per_epoch, in_epoch = (r.step - 1) % per_epoch + 1;
+    const std::int64_t per_epoch = layout_.steps_per_epoch, in_epoch = (r.step - 1) % per_epoch + 1;
     // Without a terminal the bar is a log line: about 20 per epoch, not one per step.
     if (!tty_ && in_epoch % std::max<std::int64_t>(1, per_epoch / 20) != 0 && in_epoch != per_epoch) return;
     const double elapsed = total_.elapsed_ms() / 1000.0;
-    const double eta = elapsed / static_cast<double>(r.step - first_step_) * static_cast<double>(shape_.steps - r.step);
+    const double eta = elapsed / static_cast<double>(r.step - first_step_) * static_cast<double>(layout_.steps - r.step);
     const int width = 30, filled = static_cast<int>(width * in_epoch / per_epoch);
     std::fprintf(stderr, "%sepoch %lld/%lld [%s%s] %lld/%lld loss %.4f %s ETA %s%s", tty_ ? "\r" : "",
                  static_cast<long long>((r.step - 1) / per_epoch + 1), static_cast<long long>(o_.epochs),
@@ -163,7 +163,7 @@ class Progress {
 
   const TrainOptions& o_;
   const runtime::Trainer& trainer_;
-  const runtime::RunShape& shape_;
+  const runtime::RunLayout& layout_;
   std::unique_ptr<std::ofstream> metrics_;
   bool bar_ = false;
   const bool tty_ = isatty(fileno(stderr));
@@ -205,7 +205,7 @@ TrainSummary train(const TrainOptions& o, runtime::ResolvedConfig run, const std
   }
   const TrainSummary summary = trainer.run(hooks);
   if (comm::world_rank() == 0 && !o.quiet)
-    std::printf("done: %lld steps, %lld samples in %.1f s (%s, %s)\n", static_cast<long long>(trainer.shape().steps),
+    std::printf("done: %lld steps, %lld samples in %.1f s (%s, %s)\n", static_cast<long long>(trainer.layout().steps),
                 static_cast<long long>(summary.samples), summary.seconds,
                 rate_text(summary.samples, summary.seconds, static_cast<std::int64_t>(summary.losses.size())).c_str(),
                 flops_text(flops, static_cast<double>(summary.samples) / std::max(1e-9, summary.seconds), peak).c_str());

@@ -6,8 +6,9 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 limit_mb=${GPU_BUNDLE_LIMIT_MB:-60}
+# (A tracked file deleted in the working tree is not carried: stat skips it.)
 tree=$(git -C "$root" ls-files -z --cached --others --exclude-standard |
-  (cd "$root" && xargs -0 stat -c %s 2>/dev/null) | awk '{ s += $1 } END { print s + 0 }')
+  (cd "$root" && xargs -0 stat -c %s 2>/dev/null || true) | awk '{ s += $1 } END { print s + 0 }')
 carried=0
 for file in "$@"; do
   [ -f "$file" ] || { echo "gpu_carry_size: $file: no such file" >&2; exit 1; }

@@ -1,6 +1,6 @@
 #include <loom/comm/allreduce.h>
 
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 
 namespace loom::comm {
 
@@ -31,14 +31,14 @@ const std::vector<AllreduceAlgorithm>& all_algorithms() {
 namespace {
 
 void ring_allreduce(Communicator& comm, void* data, std::int64_t count, DType dtype, double scale) {
-  const Partition parts = Partition::even(count, comm.size());
+  const RangeSplit parts = RangeSplit::even(count, comm.size());
   comm.reduce_scatter(data, parts, dtype, scale);
   comm.allgather(data, parts, dtype);
 }
 
 void hierarchical_allreduce(ReduceGroup& group, void* data, std::int64_t count, DType dtype, double scale) {
-  const Partition local_parts = group.intra_partition(count);
-  const Partition shards = Partition::even(count, group.shards());
+  const RangeSplit local_parts = group.intra_partition(count);
+  const RangeSplit shards = RangeSplit::even(count, group.shards());
   char* base = static_cast<char*>(data);
   const std::size_t element = dtype_size(dtype);
   group.intra().reduce_scatter(data, local_parts, dtype, 1.0, Exchange::halving);

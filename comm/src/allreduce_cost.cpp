@@ -1,6 +1,6 @@
 #include <loom/comm/allreduce_cost.h>
 
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 
 namespace loom::comm {
 

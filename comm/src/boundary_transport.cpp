@@ -2,7 +2,7 @@
 #include <loom/comm/boundary_transport.h>
 
 #include <loom/comm/watchdog.h>
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 
 #include "mpi_types.h"
 #include "nccl_transport.h"

@@ -3,7 +3,7 @@
 #include <loom/comm/mpi_communicator.h>
 #include <loom/comm/mpi_session.h>
 #include <loom/comm/watchdog.h>
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 #ifdef LOOM_WITH_CUDA
 #include <loom/comm/nccl_communicator.h>
 #endif

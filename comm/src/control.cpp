@@ -4,7 +4,7 @@
 #include <mpi.h>
 
 #include <loom/comm/watchdog.h>
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 
 namespace loom::comm {
 

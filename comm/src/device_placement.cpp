@@ -5,7 +5,7 @@
 
 #include <loom/comm/mpi_session.h>
 #include <loom/comm/watchdog.h>
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 
 namespace loom::comm {
 

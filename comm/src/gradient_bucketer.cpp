@@ -110,7 +110,7 @@ void GradientBucketer::shard_buckets(const BucketSharding& sharding) {
       offsets.push_back(std::clamp(sharding.owners.part(r).begin, span.begin, span.end) - span.begin);
     offsets.push_back(span.size());
     for (std::size_t m = 0; m < starts.size(); ++m) bucket.offsets[m] = starts[m] - first;
-    bucket.scatter = Partition(std::move(offsets));
+    bucket.scatter = RangeSplit(std::move(offsets));
   }
 }
 

@@ -1,6 +1,6 @@
 #include "host_reduce.h"
 
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 
 namespace loom::comm::detail {
 

@@ -6,7 +6,7 @@
 #include <thread>
 
 #include <loom/comm/mpi_session.h>
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 
 namespace loom::comm {
 

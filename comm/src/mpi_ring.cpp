@@ -22,7 +22,7 @@ bool power_of_two(int n) { return n > 0 && (n & (n - 1)) == 0; }
 
 }  // namespace
 
-void MpiCommunicator::reduce_scatter(void* data, const Partition& parts, DType dtype, double scale, Exchange exchange) {
+void MpiCommunicator::reduce_scatter(void* data, const RangeSplit& parts, DType dtype, double scale, Exchange exchange) {
   const std::size_t element = detail::reducible_size(dtype);
   LOOM_CHECK(parts.parts() == size(), "reduce_scatter: partition of ", parts.parts(), " parts for ", size(), " members");
   const int n = size(), r = rank();
@@ -43,7 +43,7 @@ void MpiCommunicator::reduce_scatter(void* data, const Partition& parts, DType d
   detail::scale(at(r), parts.part(r).size(), dtype, scale);
 }
 
-void MpiCommunicator::allgather(void* data, const Partition& parts, DType dtype, Exchange exchange) {
+void MpiCommunicator::allgather(void* data, const RangeSplit& parts, DType dtype, Exchange exchange) {
   const std::size_t element = dtype_size(dtype);
   LOOM_CHECK(parts.parts() == size(), "allgather: partition of ", parts.parts(), " parts for ", size(), " members");
   const int n = size(), r = rank();
@@ -62,7 +62,7 @@ void MpiCommunicator::allgather(void* data, const Partition& parts, DType dtype,
 // Recursive halving: at distance d = n/2, n/4, ..., 1 this member and its partner (rank ^ d) split
 // the block of 2d parts they both still hold; each keeps the half with its own part, sends the
 // other half and adds the partner's copy of its half. After log2(n) steps part r is complete.
-void MpiCommunicator::halving_reduce_scatter(char* data, const Partition& parts, DType dtype) {
+void MpiCommunicator::halving_reduce_scatter(char* data, const RangeSplit& parts, DType dtype) {
   const std::int64_t element = static_cast<std::int64_t>(dtype_size(dtype));
   const int r = rank();
   auto span = [&](int first, int last) { return Range{parts.part(first).begin, parts.part(last - 1).end}; };
@@ -80,7 +80,7 @@ void MpiCommunicator::halving_reduce_scatter(char* data, const Partition& parts,
 
 // Recursive doubling: at distance d = 1, 2, ..., n/2 this member sends the block of d parts it
 // holds to its partner (rank ^ d) and receives the partner's block next to it.
-void MpiCommunicator::doubling_allgather(char* data, const Partition& parts, DType dtype) {
+void MpiCommunicator::doubling_allgather(char* data, const RangeSplit& parts, DType dtype) {
   const std::int64_t element = static_cast<std::int64_t>(dtype_size(dtype));
   const int r = rank();
   auto span = [&](int first, int last) { return Range{parts.part(first).begin, parts.part(last - 1).end}; };

@@ -15,7 +15,7 @@
 
 #include <loom/comm/detail/test_hooks.h>
 #include <loom/comm/watchdog.h>
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 #include <loom/core/log.h>
 
 namespace loom::comm {

@@ -7,7 +7,7 @@
 #include <mpi.h>
 
 #include <loom/core/dtype.h>
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 
 namespace loom::comm::detail {
 

@@ -3,7 +3,7 @@
 #include <loom/comm/nccl_group.h>
 #include <loom/comm/watchdog.h>
 #include <loom/core/cuda/context.h>
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 
 #include "nccl_transport.h"
 
@@ -79,7 +79,7 @@ void NcclCommunicator::allreduce(void* data, std::int64_t count, DType dtype, do
   finish("ncclAllReduce");
 }
 
-void NcclCommunicator::reduce_scatter(void* data, const Partition& parts, DType dtype, double scale, Exchange) {
+void NcclCommunicator::reduce_scatter(void* data, const RangeSplit& parts, DType dtype, double scale, Exchange) {
   LOOM_CHECK(parts.parts() == size(), "reduce_scatter: partition of ", parts.parts(), " parts for ", size(), " members");
   if (parts.total() == 0) return;
   begin();
@@ -102,7 +102,7 @@ void NcclCommunicator::reduce_scatter(void* data, const Partition& parts, DType 
   finish("NCCL reduce-scatter");
 }
 
-void NcclCommunicator::allgather(void* data, const Partition& parts, DType dtype, Exchange) {
+void NcclCommunicator::allgather(void* data, const RangeSplit& parts, DType dtype, Exchange) {
   LOOM_CHECK(parts.parts() == size(), "allgather: partition of ", parts.parts(), " parts for ", size(), " members");
   if (parts.total() == 0) return;
   begin();

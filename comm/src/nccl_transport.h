@@ -11,7 +11,7 @@
 
 #include <loom/comm/boundary_transport.h>
 #include <loom/comm/watchdog.h>
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 
 namespace loom::comm::detail {
 

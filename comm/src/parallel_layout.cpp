@@ -4,7 +4,7 @@
 #include <set>
 #include <sstream>
 
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 
 namespace loom::comm {
 

@@ -4,7 +4,7 @@
 #include <map>
 #include <sstream>
 
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 
 namespace loom::comm {
 
@@ -39,13 +39,13 @@ Communicator& ReduceGroup::inter(int shard) {
   return *inter_[shard - owned_.begin];
 }
 
-Partition ReduceGroup::intra_partition(std::int64_t count) const {
-  const Partition shards = Partition::even(count, shards_);
+RangeSplit ReduceGroup::intra_partition(std::int64_t count) const {
+  const RangeSplit shards = RangeSplit::even(count, shards_);
   const int members = intra_->size();
   std::vector<std::int64_t> offsets(members + 1);
   for (int local = 0; local < members; ++local) offsets[local] = shards.part(static_cast<int>(even_split(shards_, members, local).begin)).begin;
   offsets[members] = count;
-  return Partition(std::move(offsets));
+  return RangeSplit(std::move(offsets));
 }
 
 std::string ReduceGroup::describe() const {

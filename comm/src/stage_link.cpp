@@ -9,7 +9,7 @@
 
 #include <loom/comm/link_shaper.h>
 #include <loom/comm/watchdog.h>
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 #include <loom/core/memory.h>
 
 #include "mpi_types.h"

@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include <loom/comm/mpi_session.h>
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 
 namespace loom::comm {
 

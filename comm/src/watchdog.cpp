@@ -30,7 +30,7 @@
 #include <mpi.h>
 
 #include <loom/comm/mpi_session.h>
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 
 namespace loom::comm {
 

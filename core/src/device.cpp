@@ -4,7 +4,7 @@
 #include <charconv>
 
 #include <loom/core/env.h>
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 
 #ifdef LOOM_WITH_CUDA
 #include <cuda_runtime.h>

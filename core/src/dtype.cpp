@@ -4,7 +4,7 @@
 
 #include <iterator>
 
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 
 namespace loom {
 

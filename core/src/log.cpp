@@ -3,7 +3,7 @@
 #include <cstdlib>
 #include <string>
 
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 
 namespace loom::log {
 

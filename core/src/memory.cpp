@@ -10,7 +10,7 @@
 #include <string>
 
 #include <loom/core/device_memory.h>
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 
 #include "backend.h"
 

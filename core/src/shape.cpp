@@ -2,7 +2,7 @@
 
 #include <sstream>
 
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 
 namespace loom {
 

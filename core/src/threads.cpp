@@ -14,7 +14,7 @@
 #include <spdlog/spdlog.h>
 
 #include <loom/core/env.h>
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 
 namespace loom {
 

@@ -2,7 +2,7 @@
 // being one image's block of C_i * H * W elements.
 #include "channel_concat.h"
 
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 
 #include "strided_copy.h"
 

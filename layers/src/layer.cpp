@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 #include <loom/core/memory.h>
 #include <loom/core/ops.h>
 #include <loom/core/rng.h>

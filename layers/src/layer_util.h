@@ -6,7 +6,7 @@
 #include <string_view>
 
 #include <loom/core/dtype_dispatch.h>
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 #include <loom/core/tensor.h>
 #include <loom/layers/layer.h>
 

@@ -2,7 +2,7 @@
 
 #include <zlib.h>
 
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 
 #include "input_file.h"
 

@@ -1,6 +1,6 @@
 // Data files are opened only when they are regular files of a sane size: a FIFO or a device
 // (/dev/zero) would block or never end, a directory cannot be read. The regular-file check is
-// the one every input of loom uses (loom/core/files.h); data files add a size limit and a hint
+// the one every input of loom uses (loom/base/files.h); data files add a size limit and a hint
 // on where the file should come from.
 #pragma once
 
@@ -9,8 +9,8 @@
 #include <string>
 #include <system_error>
 
-#include <loom/core/error.h>
-#include <loom/core/files.h>
+#include <loom/base/error.h>
+#include <loom/base/files.h>
 
 namespace loom {
 

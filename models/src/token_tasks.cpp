@@ -1,7 +1,7 @@
 // Masked LM, permutation LM and the synthetic translation task over a token stream (dataset.h).
 #include "token_tasks.h"
 
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 #include <loom/core/philox.h>
 #include <loom/core/rng.h>
 

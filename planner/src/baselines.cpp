@@ -25,20 +25,12 @@ PlannerResult plan_data_parallel(const Profile& profile, const Cluster& cluster,
   std::vector<Plan> candidates;
   for (int m : microbatch_candidates(global_batch, options, cluster.devices())) {
     if (global_batch / m < cluster.devices()) continue;
-    Plan plan;
-    plan.model = profile.model;
-    plan.planner = overlap ? "dp-overlap" : "dp";
-    plan.global_batch = global_batch;
-    plan.microbatches = m;
-    plan.overlap_allreduce = overlap;
+    Plan plan = candidate_plan(profile, overlap ? "dp-overlap" : "dp", global_batch, m, ScheduleKind::dapple, overlap);
     plan.stages = {{0, profile.size() - 1, all}};
     candidates.push_back(std::move(plan));
   }
-  PlannerResult result;
-  if (candidates.empty())
-    result.note = "the global batch is smaller than the number of devices";
-  else
-    result = best_of(profile, cluster, candidates, options.cost);
+  PlannerResult result =
+      best_of(profile, cluster, candidates, options.cost, "the global batch is smaller than the number of devices");
   result.planning_ms = elapsed_ms(start);
   return result;
 }
@@ -61,13 +53,7 @@ PlannerResult plan_gpipe(const Profile& profile, const Cluster& cluster, int glo
     const std::vector<int> last = detail::balanced_split(work, stages);
     for (int m : microbatch_candidates(global_batch, options, cluster.devices())) {
       if (global_batch / m < replicas) continue;
-      Plan plan;
-      plan.model = profile.model;
-      plan.planner = "gpipe";
-      plan.global_batch = global_batch;
-      plan.microbatches = m;
-      plan.schedule = ScheduleKind::gpipe;
-      plan.overlap_allreduce = options.overlap_allreduce;
+      Plan plan = candidate_plan(profile, "gpipe", global_batch, m, ScheduleKind::gpipe, options.overlap_allreduce);
       for (int s = 0, first = 0; s < stages; first = last[s] + 1, ++s) {
         StagePlan stage{first, last[s], std::vector<int>(replicas)};
         std::iota(stage.devices.begin(), stage.devices.end(), s * replicas);
@@ -76,11 +62,8 @@ PlannerResult plan_gpipe(const Profile& profile, const Cluster& cluster, int glo
       candidates.push_back(std::move(plan));
     }
   }
-  PlannerResult result;
-  if (candidates.empty())
-    result.note = "the global batch is smaller than the number of replicas of every split";
-  else
-    result = best_of(profile, cluster, candidates, options.cost);
+  PlannerResult result = best_of(profile, cluster, candidates, options.cost,
+                                 "the global batch is smaller than the number of replicas of every split");
   result.planning_ms = elapsed_ms(start);
   return result;
 }

@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <sstream>
 
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 #include "json_input.h"
 
 namespace loom::planner {

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <map>
 
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 
 namespace loom::planner {
 
@@ -192,7 +192,7 @@ PlanCost evaluate(const Profile& profile, const Cluster& cluster, const Plan& pl
   for (int s = 0; s < stages; ++s) {
     const StagePlan& stage = plan.stages[s];
     const int rows = ceil_div(b, stage.replicas());
-    StageCost sc;
+    StageEstimate sc;
     const RangeCost work = range_cost(profile, stage.first_layer, stage.last_layer, rows);
     sc.forward_ms = work.forward_ms;
     sc.backward_ms = work.backward_ms;

@@ -11,7 +11,7 @@
 #include <loom/planner/plan_simulation.h>
 
 #include "balanced_split.h"
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 
 namespace loom::planner {
 

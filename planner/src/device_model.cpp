@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 
 namespace loom::planner {
 

@@ -15,8 +15,8 @@
 
 #include <loom/schedule/text.h>
 
-#include <loom/core/error.h>
-#include <loom/core/files.h>
+#include <loom/base/error.h>
+#include <loom/base/files.h>
 
 namespace loom::planner {
 

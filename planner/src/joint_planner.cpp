@@ -6,7 +6,7 @@
 #include <limits>
 #include <map>
 
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 #include <loom/planner/baselines.h>
 #include <loom/planner/dapple_planner.h>
 #include <loom/planner/planner.h>

@@ -5,9 +5,9 @@
 #include <fstream>
 #include <sstream>
 
-#include <loom/core/error.h>
-#include <loom/core/files.h>
-#include <loom/core/json_input.h>
+#include <loom/base/error.h>
+#include <loom/base/files.h>
+#include <loom/base/json_input.h>
 
 namespace loom::planner::detail {
 

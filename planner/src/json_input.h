@@ -15,7 +15,7 @@ namespace loom::planner::detail {
 using schedule::excerpt;  // user text quoted in messages, cut to 80 characters
 
 std::string read_text_file(const std::string& path, const char* what);
-// loom::parse_json_depth_limited (core/json_input.h: deeper than 512 levels is refused) with
+// loom::parse_json_depth_limited (base/json_input.h: deeper than 512 levels is refused) with
 // syntax errors as "source:line:column: invalid JSON: reason".
 nlohmann::json parse_json(const std::string& text, const std::string& source);
 

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <sstream>
 
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 #include <loom/schedule/generators.h>
 #include <loom/schedule/text.h>
 

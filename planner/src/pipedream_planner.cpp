@@ -6,7 +6,7 @@
 #include <cmath>
 #include <limits>
 
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 
 namespace loom::planner {
 
@@ -151,22 +151,12 @@ PlannerResult plan_pipedream(const Profile& profile, const Cluster& cluster, int
   std::vector<Plan> candidates;
   for (int m : microbatch_candidates(global_batch, options, cluster.devices())) {
     if (global_batch / m < most) continue;  // every replica needs a sample of each micro-batch
-    Plan plan;
-    plan.model = profile.model;
-    plan.planner = "pipedream";
-    plan.global_batch = global_batch;
-    plan.microbatches = m;
-    plan.schedule = ScheduleKind::dapple;
-    plan.overlap_allreduce = options.overlap_allreduce;
+    Plan plan = candidate_plan(profile, "pipedream", global_batch, m, ScheduleKind::dapple, options.overlap_allreduce);
     plan.stages = partition.stages;
     candidates.push_back(std::move(plan));
   }
-  PlannerResult result;
-  if (candidates.empty()) {
-    result.note = loom::detail::concat("a stage has ", most, " replicas, more than the global batch");
-  } else {
-    result = best_of(profile, cluster, candidates, options.cost);
-  }
+  PlannerResult result = best_of(profile, cluster, candidates, options.cost,
+                                 loom::detail::concat("a stage has ", most, " replicas, more than the global batch"));
   result.note += (result.note.empty() ? "" : "; ") +
                  loom::detail::concat("PipeDream objective ", partition.objective_ms, " ms per minibatch");
   result.planning_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <numeric>
 
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 
 namespace loom::planner {
 

@@ -7,7 +7,7 @@
 #include <loom/schedule/generators.h>
 #include <loom/schedule/text.h>
 
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 
 namespace loom::planner {
 

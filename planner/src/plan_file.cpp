@@ -9,7 +9,7 @@
 #include <loom/planner/profile.h>
 #include <loom/schedule/validator.h>
 
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 #include "json_input.h"
 
 namespace loom::planner {

@@ -3,7 +3,7 @@
 
 #include <limits>
 
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 #include <loom/schedule/generators.h>
 
 namespace loom::planner {
@@ -15,7 +15,7 @@ schedule::CostModel simulation_costs(const Profile& profile, const Cluster& clus
   schedule::CostModel model;
   for (int s = 0; s < plan.stage_count(); ++s) {
     const StagePlan& stage = plan.stages[s];
-    const StageCost& sc = cost.stages[s];
+    const StageEstimate& sc = cost.stages[s];
     schedule::StageCost out;
     out.forward_ms = sc.forward_ms;
     out.backward_ms = sc.backward_ms;

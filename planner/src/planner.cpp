@@ -7,7 +7,7 @@
 #include <loom/planner/coarsen.h>
 #include <loom/schedule/validator.h>
 
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 
 namespace loom::planner {
 
@@ -42,7 +42,7 @@ std::vector<int> microbatch_candidates(int global_batch, const PlannerOptions& o
 }
 
 PlannerResult best_of(const Profile& profile, const Cluster& cluster, const std::vector<Plan>& candidates,
-                      const CostOptions& options) {
+                      const CostOptions& options, std::string_view none) {
   PlannerResult best;
   for (const Plan& candidate : candidates) {
     const PlanCost cost = evaluate(profile, cluster, candidate, options);
@@ -55,8 +55,20 @@ PlannerResult best_of(const Profile& profile, const Cluster& cluster, const std:
   }
   best.plan.predicted_step_ms = best.cost.step_ms;
   best.plan.peak_memory_bytes = best.cost.peak_memory_bytes;
-  if (!best.found) best.note = best.plan.stages.empty() ? "no candidate" : "does not fit: " + best.cost.infeasible_reason;
+  if (!best.found) best.note = best.plan.stages.empty() ? std::string(none) : "does not fit: " + best.cost.infeasible_reason;
   return best;
+}
+
+Plan candidate_plan(const Profile& profile, std::string planner, int global_batch, int microbatches,
+                    schedule::ScheduleKind kind, bool overlap_allreduce) {
+  Plan plan;
+  plan.model = profile.model;
+  plan.planner = std::move(planner);
+  plan.global_batch = global_batch;
+  plan.microbatches = microbatches;
+  plan.schedule = kind;
+  plan.overlap_allreduce = overlap_allreduce;
+  return plan;
 }
 
 PlannerResult plan_coarsened(const Profile& profile, int groups, const Cluster& cluster, int global_batch,

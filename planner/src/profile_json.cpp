@@ -7,7 +7,7 @@
 
 #include <loom/planner/graph_profile.h>
 
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 #include "json_input.h"
 
 namespace loom::planner {

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <limits>
 
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 
 namespace loom::planner {
 

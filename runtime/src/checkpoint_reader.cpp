@@ -7,8 +7,8 @@
 #include <fstream>
 #include <set>
 
-#include <loom/core/files.h>
-#include <loom/core/json_input.h>
+#include <loom/base/files.h>
+#include <loom/base/json_input.h>
 
 #include "checkpoint_json.h"
 

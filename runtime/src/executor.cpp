@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include <loom/comm/detail/test_hooks.h>
-#include <loom/comm/partition.h>
+#include <loom/comm/range_split.h>
 #include <loom/core/ops.h>
 #include <loom/core/timer.h>
 #include <loom/layers/loss.h>
@@ -99,7 +99,7 @@ Executor::Executor(const schedule::Schedule& schedule, int stage, comm::ProcessG
     if (!state->first && schedule.stage_of(v - 1) == stage) state->previous_local = schedule.chunk_of(v - 1);
     LOOM_CHECK(!state->last || loss != nullptr, "executor: the last virtual stage needs a loss layer");
     state->runner = std::make_unique<StageRunner>(*chunks[c], state->last ? loss : nullptr,
-                                                  StageRunnerOptions{options_.seed, options_.recompute, options_.precision});
+                                                  options_.runner);
     std::vector<Tensor> gradients;
     for (std::size_t b = 0; b < chunks[c]->size(); ++b) {
       state->block_gradients.emplace_back();
@@ -143,14 +143,14 @@ std::pair<int, int> Executor::scattered_buckets() const {
 }
 
 // Rows of every micro-batch the actions touch, and every receive posted before any compute.
-void Executor::prepare_microbatches(const std::vector<Action>& program, std::int64_t first_batch) {
+void Executor::prepare_microbatches(const std::vector<Action>& program, std::int64_t first_step) {
   const int per_batch = schedule_.microbatches_per_batch();
   for (const Action& a : program) {
     if (!schedule::is_compute(a.op) && !schedule::is_communication(a.op)) continue;
     ChunkState& chunk = *chunks_.at(a.chunk);
     MicrobatchState& state = chunk.microbatches[a.microbatch];
     auto& rows = state.rows;
-    rows.batch = first_batch + a.microbatch / per_batch;
+    rows.step = first_step + a.microbatch / per_batch;
     const comm::Range mb = comm::even_split(batch_rows_, per_batch, a.microbatch % per_batch);
     rows.microbatch_rows = mb.size();
     const comm::Range mine =
@@ -176,7 +176,7 @@ void Executor::read_rows(const ChunkState& chunk, MicrobatchState& state, const 
     // The data is read into host memory (pinned for a GPU) and a rank computing on a device copies
     // its rows there (from pinned memory without waiting: the copy runs ahead of the compute).
     const PinnedHostScope staging(options_.device);
-    reader({state.rows.batch, state.rows.first, state.rows.count, chunk.first, chunk.last}, inputs, targets);
+    reader({state.rows.step, state.rows.first, state.rows.count, chunk.first, chunk.last}, inputs, targets);
   }
   if (chunk.first) {
     for (Tensor& input : inputs)
@@ -207,15 +207,15 @@ void Executor::flush_links() {
   }
 }
 
-double Executor::loss_denominator(std::int64_t batch, const BatchReader& reader) {
+double Executor::loss_denominator(std::int64_t step, const BatchReader& reader) {
   const double all = static_cast<double>(options_.global_batch) * static_cast<double>(options_.targets_per_sample);
   if (!options_.count_targets) return all;
-  auto it = target_counts_.find(batch);
+  auto it = target_counts_.find(step);
   if (it == target_counts_.end()) {
     TensorList inputs;
     Tensor targets;
-    reader({batch, 0, options_.global_batch, false, true}, inputs, targets);
-    it = target_counts_.emplace(batch, static_cast<double>(std::max<std::int64_t>(count_targets(targets), 1))).first;
+    reader({step, 0, options_.global_batch, false, true}, inputs, targets);
+    it = target_counts_.emplace(step, static_cast<double>(std::max<std::int64_t>(count_targets(targets), 1))).first;
     while (target_counts_.size() > 64) target_counts_.erase(target_counts_.begin());
   }
   return it->second;
@@ -225,12 +225,12 @@ StageRunner::Pass Executor::begin_forward(ChunkState& chunk, int microbatch, con
   if (options_.zero) options_.zero->wait_gather();  // the weights the last step updated, whole
   MicrobatchState& state = chunk.microbatches.at(microbatch);
   read_rows(chunk, state, reader);
-  const MicrobatchInfo info{state.rows.batch, state.rows.first, loss_denominator(state.rows.batch, reader), loss_scale_};
+  const MicrobatchInfo info{state.rows.step, state.rows.first, loss_denominator(state.rows.step, reader), loss_scale_};
   return chunk.runner->begin_forward(microbatch, std::move(state.inputs), std::move(state.targets), info,
                                      std::move(state.host_targets));
 }
 
-void Executor::end_forward(ChunkState& chunk, StageRunner::Pass& pass, std::int64_t first_batch) {
+void Executor::end_forward(ChunkState& chunk, StageRunner::Pass& pass, std::int64_t first_step) {
   MicrobatchState& state = chunk.microbatches.at(pass.microbatch());
   TensorList outputs = chunk.runner->finish(pass);
   if (!chunk.last) {
@@ -241,17 +241,17 @@ void Executor::end_forward(ChunkState& chunk, StageRunner::Pass& pass, std::int6
   // make, bit for bit), and read once at the end of the run: no device-to-host wait per micro-batch.
   const MemoryCategoryScope category(MemoryCategory::workspace);
   const Tensor loss = chunk.runner->loss(pass.microbatch()).to(DType::f64);
-  Tensor& total = loss_totals_.at(static_cast<std::size_t>(state.rows.batch - first_batch));
+  Tensor& total = loss_totals_.at(static_cast<std::size_t>(state.rows.step - first_step));
   if (total.defined())
     ops::add(total, loss, total);
   else
     total = loss;
 }
 
-void Executor::forward(ChunkState& chunk, int microbatch, const BatchReader& reader, std::int64_t first_batch) {
+void Executor::forward(ChunkState& chunk, int microbatch, const BatchReader& reader, std::int64_t first_step) {
   StageRunner::Pass pass = begin_forward(chunk, microbatch, reader);
   while (!pass.done()) chunk.runner->step(pass);
-  end_forward(chunk, pass, first_batch);
+  end_forward(chunk, pass, first_step);
 }
 
 StageRunner::BlockDone Executor::block_done(ChunkState& chunk, bool final_for_batch) {
@@ -299,12 +299,12 @@ void Executor::send(ChunkState& chunk, const Action& action) {
   const MemoryCategoryScope category(MemoryCategory::communication);  // bf16 copies on their way out
   if (forward) {
     groups_.link(chunk.virtual_stage)
-        .send(comm::Direction::forward, action.microbatch, to_boundary(state.outputs, options_.precision),
+        .send(comm::Direction::forward, action.microbatch, to_boundary(state.outputs, options_.runner.precision),
               state.rows.microbatch_rows);
     state.outputs.clear();
   } else {
     groups_.link(chunk.virtual_stage - 1)
-        .send(comm::Direction::backward, action.microbatch, to_boundary(state.grad_inputs, options_.precision),
+        .send(comm::Direction::backward, action.microbatch, to_boundary(state.grad_inputs, options_.runner.precision),
               state.rows.microbatch_rows);
     state.grad_inputs.clear();
   }
@@ -312,10 +312,10 @@ void Executor::send(ChunkState& chunk, const Action& action) {
 
 TensorList Executor::received(comm::PendingReceive& receive) const {
   const MemoryCategoryScope category(MemoryCategory::communication);
-  return from_boundary(receive.wait(), options_.precision);
+  return from_boundary(receive.wait(), options_.runner.precision);
 }
 
-void Executor::run_action(std::size_t index, std::int64_t first_batch, const BatchReader& reader) {
+void Executor::run_action(std::size_t index, std::int64_t first_step, const BatchReader& reader) {
   const Action& a = schedule_.programs.at(stage_)[index];
   if (pause_points_[index]) comm::test_pause_at(static_cast<comm::PausePhase>(pause_points_[index] - 1));
   switch (a.op) {
@@ -335,7 +335,7 @@ void Executor::run_action(std::size_t index, std::int64_t first_batch, const Bat
     case Op::BackwardWeight:
       stash_->enter(a.version);
       if (a.op == Op::Forward)
-        forward(*chunks_[a.chunk], a.microbatch, reader, first_batch);
+        forward(*chunks_[a.chunk], a.microbatch, reader, first_step);
       else
         backward(*chunks_[a.chunk], a, final_backward_[index] != 0);
       stash_->leave(a.version, index);
@@ -350,14 +350,14 @@ void Executor::run_action(std::size_t index, std::int64_t first_batch, const Bat
       break;
     case Op::Step:
       stash_->before_step(index);
-      optimizer_step_(first_batch + steps_in_run_++);
+      optimizer_step_(first_step + steps_in_run_++);
       for (Parameter* p : parameters_) ops::fill(p->grad, 0.0);
       stash_->after_step();
       break;
   }
 }
 
-StepResult Executor::run(std::int64_t first_batch, const BatchReader& reader, double loss_scale) {
+StepResult Executor::run(std::int64_t first_step, const BatchReader& reader, double loss_scale) {
   loss_scale_ = loss_scale;
   const auto& program = schedule_.programs.at(stage_);
   batch_rows_ = options_.global_batch;
@@ -367,19 +367,19 @@ StepResult Executor::run(std::int64_t first_batch, const BatchReader& reader, do
   result.loss_sums.assign(static_cast<std::size_t>(schedule_.batches()), 0.0);
   loss_totals_.assign(result.loss_sums.size(), Tensor());
   stash_->begin_run();
-  prepare_microbatches(program, first_batch);
+  prepare_microbatches(program, first_step);
   const double run_start = now_us();
   waited_us_ = 0;
   for (std::size_t i = 0; i < program.size(); ++i) {
     if (const auto group = overlap_groups_.find(i); group != overlap_groups_.end()) {
-      run_overlap_group(group->second, first_batch, reader);
+      run_overlap_group(group->second, first_step, reader);
       i = group->second.end - 1;
       progress_links();
       continue;
     }
     const double start = now_us();
     if (schedule::is_compute(program[i].op)) comm::test_slow_down();
-    run_action(i, first_batch, reader);
+    run_action(i, first_step, reader);
     const double end = now_us();
     if (schedule::is_receive(program[i].op) || program[i].op == Op::AllReduce) waited_us_ += end - start;
     if (observer_) observer_({program[i], stage_, start, end});
@@ -417,7 +417,7 @@ void Executor::evaluate(std::int64_t batch, std::int64_t batch_size, const Batch
       send(chunk, a);
     } else {
       read_rows(chunk, state, reader);
-      state.outputs = chunk.runner->evaluate(state.inputs, {state.rows.batch, state.rows.first, 0.0});
+      state.outputs = chunk.runner->evaluate(state.inputs, {state.rows.step, state.rows.first, 0.0});
       state.inputs.clear();
       if (chunk.last) {
         on_output(state.rows.first, state.outputs.at(0), state.targets);

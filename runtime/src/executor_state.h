@@ -15,7 +15,7 @@ using schedule::Op;
 
 struct Executor::MicrobatchState {
   struct {
-    std::int64_t batch = 0;           // global batch index
+    std::int64_t step = 0;            // the optimizer step of its global batch
     std::int64_t microbatch_rows = 0;
     std::int64_t first = 0;           // this replica's first row within the batch
     std::int64_t count = 0;           // this replica's rows

@@ -2,7 +2,7 @@
 #include <loom/runtime/loss_scaler.h>
 
 
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 
 namespace loom::runtime {
 

@@ -10,7 +10,7 @@
 #include <loom/comm/control.h>
 #include <loom/core/device_memory.h>
 #include <loom/core/env.h>
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 #include <loom/layers/optimizer_kind.h>
 
 namespace loom::runtime::detail {
@@ -48,20 +48,21 @@ namespace {
 // Block index of a parameter name "<block>.<name>".
 std::int64_t block_of(const std::string& name) { return std::stoll(name.substr(0, name.find('.'))); }
 
-bool stage_holds(const StagePartition& partition, const std::vector<int>& stage_of, int stage, std::int64_t block) {
-  for (std::size_t v = 0; v < partition.blocks.size(); ++v)
-    if (stage_of.at(v) == stage && block >= partition.blocks[v].first && block < partition.blocks[v].second) return true;
+int stage_of(const RunLayout& layout, std::size_t v) { return layout.schedule.stage_of(static_cast<int>(v)); }
+
+bool stage_holds(const RunLayout& layout, int stage, std::int64_t block) {
+  for (std::size_t v = 0; v < layout.blocks.size(); ++v)
+    if (stage_of(layout, v) == stage && block >= layout.blocks[v].first && block < layout.blocks[v].second) return true;
   return false;
 }
 
 // Bytes of the tied copies in virtual stage v whose canonical is on the same stage.
-double shared_tie_bytes(const ModelSpec& spec, const ModelSummary& summary, const StagePartition& partition,
-                        const std::vector<int>& stage_of, std::size_t v) {
+double shared_tie_bytes(const ModelSpec& spec, const ModelSummary& summary, const RunLayout& layout, std::size_t v) {
   double bytes = 0;
   for (std::size_t t = 0; t < spec.ties.size(); ++t) {
     const std::int64_t copy = block_of(spec.ties[t].copy);
-    if (copy < partition.blocks[v].first || copy >= partition.blocks[v].second) continue;
-    if (stage_holds(partition, stage_of, stage_of.at(v), block_of(spec.ties[t].canonical)))
+    if (copy < layout.blocks[v].first || copy >= layout.blocks[v].second) continue;
+    if (stage_holds(layout, stage_of(layout, v), block_of(spec.ties[t].canonical)))
       bytes += static_cast<double>(summary.tie_elements.at(t)) * 4;
   }
   return bytes;
@@ -69,31 +70,30 @@ double shared_tie_bytes(const ModelSpec& spec, const ModelSummary& summary, cons
 
 }  // namespace
 
-void check_memory_fits(int state, const ModelSpec& spec, const StagePartition& partition,
-                       const std::vector<int>& stage_of, std::int64_t microbatch_rows,
-                       const std::vector<RankMemory>& memory, bool zero_sharded) {
+void check_memory_fits(int state, const ModelSpec& spec, const RunLayout& layout,
+                       const std::vector<RankMemory>& memory) {
   ModelSummary summary;
   try {
     summary = summarize(spec, 1);
   } catch (const Error&) {
     return;  // a model of the caller's own whose blocks cannot be built without memory: no estimate
   }
-  for (std::size_t v = 0; v < partition.blocks.size(); ++v) {
-    const int stage = stage_of.at(v);
-    const auto replicas = static_cast<double>(partition.ranks.at(static_cast<std::size_t>(stage)).size());
+  for (std::size_t v = 0; v < layout.blocks.size(); ++v) {
+    const int stage = stage_of(layout, v);
+    const auto replicas = static_cast<double>(layout.ranks.at(static_cast<std::size_t>(stage)).size());
     double parameters = 0, activations = 0;
-    for (std::int64_t b = partition.blocks[v].first; b < partition.blocks[v].second; ++b) {
+    for (std::int64_t b = layout.blocks[v].first; b < layout.blocks[v].second; ++b) {
       parameters += static_cast<double>(summary.block_parameters.at(static_cast<std::size_t>(b))) * 4;
       activations += static_cast<double>(summary.blocks.at(static_cast<std::size_t>(b)).activation_bytes);
     }
-    activations *= static_cast<double>(microbatch_rows) / replicas;
+    activations *= static_cast<double>(layout.microbatch_rows()) / replicas;
     // A tie with both ends on this stage is one tensor: the copy (in this chunk) adds a gradient
     // only; a copy across stages is a parameter of its own here (tied_parameters.h).
-    const double shared = shared_tie_bytes(spec, summary, partition, stage_of, v);
-    const double state_bytes = (parameters - shared) * state / (zero_sharded ? replicas : 1.0);  // ZeRO-1: a 1/R slice
+    const double shared = shared_tie_bytes(spec, summary, layout, v);
+    const double state_bytes = (parameters - shared) * state / (layout.zero ? replicas : 1.0);  // ZeRO-1: a 1/R slice
     const double needed = parameters * 2 - shared + state_bytes + activations;
-    int tightest = partition.ranks.at(static_cast<std::size_t>(stage)).front();
-    for (int rank : partition.ranks.at(static_cast<std::size_t>(stage)))
+    int tightest = layout.ranks.at(static_cast<std::size_t>(stage)).front();
+    for (int rank : layout.ranks.at(static_cast<std::size_t>(stage)))
       if (memory.at(static_cast<std::size_t>(rank)).available < memory.at(static_cast<std::size_t>(tightest)).available)
         tightest = rank;
     const RankMemory& have = memory.at(static_cast<std::size_t>(tightest));

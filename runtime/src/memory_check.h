@@ -14,7 +14,7 @@
 #include <loom/models/model.h>
 #include <loom/layers/optimizer_kind.h>
 
-#include "run_setup.h"
+#include <loom/runtime/run_layout.h>
 
 namespace loom::runtime::detail {
 
@@ -30,12 +30,9 @@ struct RankMemory {
 std::vector<RankMemory> memory_by_rank(comm::Communicator& world, Device device, const comm::DevicePlacement& placement);
 
 // Throws loom::Error naming the stage, the estimate by category, the tightest rank of the stage and
-// what it has.
-// `optimizer_state`: the parameter-sized tensors of optimizer state (optimizer_state_tensors);
-// `stage_of`: the stage of each virtual stage (Schedule::stage_of).
-// `zero_sharded` (--zero 1): the optimizer state is divided over the stage's replicas.
-void check_memory_fits(int optimizer_state, const ModelSpec& spec, const StagePartition& partition,
-                       const std::vector<int>& stage_of, std::int64_t microbatch_rows,
-                       const std::vector<RankMemory>& memory, bool zero_sharded = false);
+// what it has. `optimizer_state`: the parameter-sized tensors of optimizer state
+// (optimizer_state_tensors); under ZeRO-1 (layout.zero) they are divided over a stage's replicas.
+void check_memory_fits(int optimizer_state, const ModelSpec& spec, const RunLayout& layout,
+                       const std::vector<RankMemory>& memory);
 
 }  // namespace loom::runtime::detail

@@ -38,8 +38,10 @@ std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& c, std::vector<
 
 OptimizerStep::OptimizerStep(const OptimizerConfig& config, const PrecisionConfig& precision,
                              std::vector<NamedParameter> parameters, std::int64_t total_steps,
-                             comm::Communicator* norm_group, bool contributes_norm, ZeroShard* shard)
-    : clip_norm_(config.clip_norm), norm_group_(norm_group), shard_(shard), contributes_norm_(contributes_norm || shard) {
+                             comm::Communicator* norm_group, bool contributes_norm, ZeroShard* shard,
+                             TiedParameters* ties)
+    : clip_norm_(config.clip_norm), norm_group_(norm_group), ties_(ties), shard_(shard),
+      contributes_norm_(contributes_norm || shard) {
   updated_ = shard ? shard->slice() : std::move(parameters);
   if (precision.precision != Precision::fp32) {
     masters_ = std::make_unique<MasterWeights>(updated_, value_dtype(precision.precision));
@@ -49,6 +51,9 @@ OptimizerStep::OptimizerStep(const OptimizerConfig& config, const PrecisionConfi
   }
   if (precision.precision == Precision::fp16) scaler_ = std::make_unique<LossScaler>(precision.loss_scaler);
   optimizer_ = make_optimizer(config, updated_);
+  if (ties_)
+    for (const NamedParameter& p : updated_)  // a copy another stage's canonical counts
+      if (ties_->copies().count(p.name)) optimizer_->exclude_from_norm(p.name);
   schedule_.kind = config.lr_schedule;
   schedule_.base_lr = config.lr;
   schedule_.warmup_steps = config.warmup_steps;
@@ -58,7 +63,7 @@ OptimizerStep::OptimizerStep(const OptimizerConfig& config, const PrecisionConfi
 OptimizerStep::~OptimizerStep() = default;
 
 void OptimizerStep::step(std::int64_t step) {
-  if (before_step_) before_step_();
+  if (ties_) ties_->sum_gradients();
   if (scaler_) {  // fp16: unscale, or skip the step where any gradient overflowed; then rescale
     const bool stepped = step_unscaled(step, scaler_->scale());
     scaler_->update(!stepped);

@@ -67,7 +67,7 @@ void Executor::wait_for_an_input(OverlapHalf* halves, double since_us) {
   waited_us_ += now_us() - start;
 }
 
-void Executor::run_overlap_group(const schedule::OverlapGroup& group, std::int64_t first_batch,
+void Executor::run_overlap_group(const schedule::OverlapGroup& group, std::int64_t first_step,
                                  const BatchReader& reader) {
   const auto& program = schedule_.programs.at(stage_);
   const double since = now_us();
@@ -115,7 +115,7 @@ void Executor::run_overlap_group(const schedule::OverlapGroup& group, std::int64
     }
     half.chunk->runner->step(*half.pass);
     if (!half.pass->done()) continue;
-    half.forward ? end_forward(*half.chunk, *half.pass, first_batch) : end_backward(*half.chunk, *half.pass);
+    half.forward ? end_forward(*half.chunk, *half.pass, first_step) : end_backward(*half.chunk, *half.pass);
     half.done = true;
     end_segment();
     if (half.send) {

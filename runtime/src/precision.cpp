@@ -1,5 +1,5 @@
 // Training precision (see precision.h).
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 #include <loom/core/ops.h>
 #include <loom/runtime/precision.h>
 

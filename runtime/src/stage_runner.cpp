@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <utility>
 
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 #include <loom/core/memory.h>
 
 namespace loom::runtime {
@@ -14,7 +14,7 @@ void prepare(Context& ctx, bool training, std::uint64_t seed, const MicrobatchIn
   ctx.clear();
   ctx.training = training;
   ctx.seed = seed;
-  ctx.step = static_cast<std::uint64_t>(info.batch);
+  ctx.step = static_cast<std::uint64_t>(info.step);
   ctx.first_sample = info.first_sample;
 }
 }  // namespace
@@ -48,35 +48,31 @@ void StageRunner::at_block_boundary(const TensorList& tensors) const {
 
 ops::GemmOperandScope StageRunner::block_math() const { return ops::GemmOperandScope(value_dtype(options_.precision)); }
 
-TensorList StageRunner::chain_forward(const TensorList& inputs, Context& ctx) {
-  MemoryCategoryScope scope(MemoryCategory::activations);  // as Sequential::forward
+TensorList StageRunner::forward_block(std::size_t b, const TensorList& x, Context& ctx) {
   const ops::GemmOperandScope math = block_math();
-  at_block_boundary(inputs);  // the first stage's data (received boundary tensors are rounded already)
-  TensorList x = inputs;
-  for (std::size_t b = 0; b < chain_.size(); ++b) {
-    x = chain_.block(b).forward(x, ctx.child(b));
-    at_block_boundary(x);
-  }
-  return x;
+  TensorList y = chain_.block(b).forward(x, ctx);
+  at_block_boundary(y);
+  return y;
+}
+
+void StageRunner::forward_loss(Microbatch& mb, const Tensor& logits, Tensor host_targets) {
+  prepare(mb.loss_ctx, true, options_.seed, mb.info);
+  mb.loss_ctx.loss_denominator = mb.info.loss_denominator;
+  mb.loss_ctx.host_targets = std::move(host_targets);
+  mb.loss = loss_->forward({logits, mb.targets}, mb.loss_ctx);
 }
 
 void StageRunner::recompute_forward(Microbatch& mb) {
   MemoryCategoryScope scope(MemoryCategory::activations);
-  const ops::GemmOperandScope math = block_math();
   TensorList x;
   for (std::size_t b = 0; b < chain_.size(); ++b) {
     if (!recompute_[b]) continue;
     if (starts_run(b)) x = std::move(mb.run_inputs[b]);
-    x = chain_.block(b).forward(x, mb.ctx.child(b));
-    at_block_boundary(x);
+    x = forward_block(b, x, mb.ctx.child(b));
   }
   mb.run_inputs.clear();
-  if (loss_ && !recompute_.empty() && recompute_.back()) {  // the outputs were sent long ago; only the contexts matter
-    prepare(mb.loss_ctx, true, options_.seed, mb.info);
-    mb.loss_ctx.loss_denominator = mb.info.loss_denominator;
-    mb.loss_ctx.host_targets = std::move(mb.host_targets);
-    mb.loss = loss_->forward({x.at(0), mb.targets}, mb.loss_ctx);
-  }
+  // The outputs were sent long ago; only the contexts matter.
+  if (loss_ && !recompute_.empty() && recompute_.back()) forward_loss(mb, x.at(0), std::move(mb.host_targets));
 }
 
 StageRunner::Pass StageRunner::begin_forward(int microbatch, TensorList inputs, Tensor targets, const MicrobatchInfo& info,
@@ -100,21 +96,16 @@ void StageRunner::forward_step(Pass& pass) {
   Microbatch& mb = at(pass.microbatch_);
   MemoryCategoryScope scope(MemoryCategory::activations);
   if (pass.blocks_run_ < chain_.size()) {
-    const ops::GemmOperandScope math = block_math();
     const std::size_t b = pass.blocks_run_++;
     if (starts_run(b)) mb.run_inputs[b] = pass.x_;
-    pass.x_ = chain_.block(b).forward(pass.x_, mb.ctx.child(b));
-    at_block_boundary(pass.x_);
+    pass.x_ = forward_block(b, pass.x_, mb.ctx.child(b));
     if (recompute_[b]) mb.ctx.child(b).clear();  // backward runs it again
   }
   if (pass.blocks_run_ < chain_.size()) return;
   const bool recompute_loss = !recompute_.empty() && recompute_.back();
   if (loss_) {
-    prepare(mb.loss_ctx, true, options_.seed, mb.info);
-    mb.loss_ctx.loss_denominator = mb.info.loss_denominator;
-    mb.loss_ctx.host_targets = recompute_loss ? mb.host_targets : std::move(mb.host_targets);
     LOOM_CHECK(!pass.x_.empty(), "stage runner: the last stage produced no output");
-    mb.loss = loss_->forward({pass.x_[0], mb.targets}, mb.loss_ctx);
+    forward_loss(mb, pass.x_[0], recompute_loss ? mb.host_targets : std::move(mb.host_targets));
     if (recompute_loss) mb.loss_ctx.clear();
   }
   pass.inputs_.clear();
@@ -217,7 +208,11 @@ TensorList StageRunner::evaluate(const TensorList& inputs, const MicrobatchInfo&
   MemoryCategoryScope scope(MemoryCategory::workspace);
   Context ctx;
   prepare(ctx, false, options_.seed, info);
-  return chain_forward(inputs, ctx);
+  MemoryCategoryScope kept(MemoryCategory::activations);  // as Sequential::forward
+  at_block_boundary(inputs);  // the first stage's data (received boundary tensors are rounded already)
+  TensorList x = inputs;
+  for (std::size_t b = 0; b < chain_.size(); ++b) x = forward_block(b, x, ctx.child(b));
+  return x;
 }
 
 }  // namespace loom::runtime

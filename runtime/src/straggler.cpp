@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <map>
 
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 
 namespace loom::runtime {
 

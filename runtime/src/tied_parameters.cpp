@@ -5,7 +5,7 @@
 #include <optional>
 
 #include <loom/comm/control.h>
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 #include <loom/core/memory.h>
 #include <loom/core/ops.h>
 

@@ -28,6 +28,7 @@
 #include <loom/runtime/executor.h>
 #include <loom/runtime/loss_scaler.h>
 #include <loom/runtime/optimizer_step.h>
+#include <loom/runtime/run_layout.h>
 #include <loom/runtime/straggler.h>
 #include <loom/runtime/trace_recorder.h>
 #include <loom/runtime/tied_parameters.h>
@@ -38,21 +39,23 @@
 
 #include "device_setup.h"
 #include "memory_check.h"
-#include "run_setup.h"
 #include "training_data.h"
 #include "zero_checkpoint.h"
 
 namespace loom::runtime {
 
 namespace detail {
+// The run, built from its layout (resolved once, before the state exists, and never changed) by
+// the functions below, collectively over the world.
 struct TrainerState {
-  ResolvedConfig config;
-  ModelSpec spec;
-  RunShape shape;
-  detail::StagePartition partition;
-  std::unique_ptr<detail::TrainingData> data;
-  schedule::Schedule schedule;
-  std::unique_ptr<comm::ParallelLayout> layout;
+  TrainerState(ResolvedConfig c, ModelSpec m, std::unique_ptr<TrainingData> d, RunLayout l)
+      : config(std::move(c)), spec(std::move(m)), data(std::move(d)), layout(std::move(l)) {}
+
+  const ResolvedConfig config;
+  const ModelSpec spec;
+  const std::unique_ptr<TrainingData> data;
+  const RunLayout layout;
+  std::unique_ptr<comm::ParallelLayout> parallel_layout;  // the layout's ranks, as comm places them
   std::unique_ptr<comm::ProcessGroups> groups;
   int stage = 0;
   Device device;               // where this rank computes
@@ -83,109 +86,6 @@ struct TrainerState {
 
 namespace {
 
-// --schedule-file: the programs, stages, chunks and M from the file (a given --microbatches, and a
-// given --schedule's generator, must agree with it), replicas = ranks / stages, the blocks split
-// evenly over the file's virtual stages.
-void resolve_schedule_file(detail::TrainerState& s, int world) {
-  const PipelineConfig& o = s.config.pipeline;
-  LOOM_CHECK(o.microbatches >= 0, "--microbatches must be at least 1 (or 0: the file's), got ", o.microbatches);
-  s.schedule = schedule::read_schedule_file(o.schedule_file, {o.microbatches});
-  LOOM_CHECK(!s.schedule.asynchronous() && s.schedule.batches() == 1, o.schedule_file,
-             ": asynchronous schedules (weight versions, several STEPs) cannot run from a file yet");
-  s.shape.schedule_file = o.schedule_file;
-  s.shape.microbatches = s.schedule.microbatches;
-  s.shape.chunks = s.schedule.chunks;
-  if (o.schedule) {
-    schedule::ScheduleOptions generator;
-    generator.warmup = o.warmup;
-    schedule::check_file_is_kind(s.schedule, *o.schedule, o.schedule_file, generator);
-  }
-  LOOM_CHECK(world % s.schedule.stages == 0, o.schedule_file, " has ", s.schedule.stages, " stages, but mpirun started ",
-             world, " ranks (replicas = ranks / stages must be whole)");
-  PipelineConfig from_file = o;
-  from_file.stages = s.schedule.stages;
-  from_file.replicas = world / s.schedule.stages;
-  s.partition = detail::partition_from_config(from_file, s.spec, world, s.shape.chunks);
-  s.shape.stages = s.partition.stages;
-}
-
-// The schedule kind, micro-batches, global batch and partition, from the flags or the plan file.
-void resolve_pipeline(detail::TrainerState& s, int world) {
-  const PipelineConfig& o = s.config.pipeline;
-  s.shape.microbatches = o.microbatches;
-  s.shape.global_batch = o.global_batch;
-  s.shape.schedule = o.schedule.value_or(schedule::ScheduleKind::dapple);
-  std::unique_ptr<planner::Plan> plan;
-  if (!o.plan.empty()) {
-    plan = std::make_unique<planner::Plan>(planner::read_plan(o.plan));
-    LOOM_CHECK(plan->model.empty() || plan->model == s.spec.name, o.plan, ": the plan is for model '", plan->model,
-               "', not '", s.spec.name, "'");
-    s.shape.microbatches = plan->microbatches;
-    s.shape.global_batch = plan->global_batch > 0 ? plan->global_batch : o.global_batch;
-    s.shape.schedule = plan->schedule;
-    if (plan->zero == 1) s.config.optimizer.zero = 1;  // the plan's ZeRO-1 (as --zero 1)
-  }
-  if (!o.schedule_file.empty()) return resolve_schedule_file(s, world);
-  LOOM_CHECK(s.shape.microbatches >= 1, "--microbatches must be at least 1, got ", s.shape.microbatches);
-  LOOM_CHECK(s.config.precision.precision != Precision::fp16 || !schedule::is_asynchronous(s.shape.schedule),
-             "--precision fp16 needs a synchronous schedule (gpipe, dapple, interleaved, zb-h1), not ",
-             schedule::schedule_kind_name(s.shape.schedule),
-             ": its loss scaling skips whole steps on every rank (use --precision bf16)");
-  s.shape.chunks = plan ? plan->chunks : schedule::is_multi_chunk(s.shape.schedule) ? o.chunks : 1;
-  LOOM_CHECK(!schedule::is_v_shaped(s.shape.schedule) || s.shape.chunks == 2, "--schedule ",
-             schedule::schedule_kind_name(s.shape.schedule), " places 2 chunks per rank in a V, not --chunks ",
-             s.shape.chunks);
-  s.partition = plan ? detail::partition_from_plan(*plan, o.plan, s.spec, world)
-                     : detail::partition_from_config(o, s.spec, world, s.shape.chunks);
-  s.shape.stages = s.partition.stages;
-}
-
-// The schedule generator's programs (asynchronous ones over their window).
-void make_programs(detail::TrainerState& s) {
-  const ResolvedConfig& o = s.config;
-  // Asynchronous schedules run a window of minibatches without a flush: one epoch (or all steps).
-  const schedule::ScheduleKind kind = s.shape.schedule;
-  const std::int64_t window = schedule::is_asynchronous(kind) ? (o.epochs > 0 ? s.shape.steps_per_epoch : s.shape.steps) : 1;
-  LOOM_CHECK(window <= detail::kMaxAsyncWindow, "--schedule ", schedule::schedule_kind_name(kind), " runs its ", window,
-             " minibatches as one schedule without a flush, more than the ", detail::kMaxAsyncWindow,
-             " it holds in memory: use --epochs (one window per epoch) or fewer --steps");
-  schedule::ScheduleOptions so;
-  so.stages = s.shape.stages;
-  so.microbatches = kind == schedule::ScheduleKind::pipedream ? static_cast<int>(window) : s.shape.microbatches;
-  so.minibatches = static_cast<int>(window);
-  so.chunks = s.shape.chunks;
-  so.warmup = o.pipeline.warmup;
-  s.schedule = schedule::make_schedule(kind, so);
-  if (kind == schedule::ScheduleKind::pipedream) s.shape.microbatches = 1;  // whole minibatches, no micro-batches
-}
-
-// The global batch splits into the schedule's micro-batches, and each into the stage's replicas.
-void check_batch_split(const detail::TrainerState& s) {
-  const int per_batch = s.schedule.microbatches_per_batch();
-  LOOM_CHECK(s.shape.global_batch % per_batch == 0, "--global-batch ", s.shape.global_batch, " is not divisible by ",
-             per_batch, " micro-batches");
-  for (std::size_t st = 0; st < s.partition.ranks.size(); ++st)
-    LOOM_CHECK(s.shape.global_batch / per_batch >= static_cast<std::int64_t>(s.partition.ranks[st].size()),
-               "a micro-batch of ", s.shape.global_batch / per_batch, " samples cannot be split over the ",
-               s.partition.ranks[st].size(), " replicas of stage ", st);
-}
-
-// The data, the run's length and the schedule's programs.
-void resolve_run(detail::TrainerState& s) {
-  const ResolvedConfig& o = s.config;
-  const bool classification = s.spec.data.target_shape.rank() == 0;
-  s.data = std::make_unique<detail::TrainingData>(o.data, o.seed, s.spec, s.shape.global_batch,
-                                                  classification && o.epochs > 0);
-  s.shape.train_samples = s.data->train_size();
-  s.shape.steps_per_epoch = s.data->steps_per_epoch();
-  LOOM_CHECK(o.epochs <= kMaxSteps / s.shape.steps_per_epoch, "--epochs ", o.epochs, " x ", s.shape.steps_per_epoch,
-             " steps per epoch is more than ", kMaxSteps, " steps");
-  s.shape.steps = o.steps > 0 ? o.steps : o.epochs * s.shape.steps_per_epoch;
-
-  if (s.shape.schedule_file.empty()) make_programs(s);
-  check_batch_split(s);
-}
-
 // This rank's device (the physical node's local rank picks the GPU), every rank's placement, this
 // rank's groups (each stage's gradient allreduce on NCCL or MPI) and rank 0's line saying how
 // tensors move. Collective.
@@ -195,13 +95,13 @@ comm::DevicePlacement place_and_connect(detail::TrainerState& s, int rank) {
   s.device = resolve_device(o.device, machine.local_rank(rank));
   comm::DevicePlacement placement = comm::DevicePlacement::gather(machine, s.device);
   std::vector<std::vector<int>> virtual_ranks;
-  for (int v = 0; v < s.schedule.virtual_stages(); ++v)
-    virtual_ranks.push_back(s.partition.ranks[static_cast<std::size_t>(s.schedule.stage_of(v))]);
-  s.layout = std::make_unique<comm::ParallelLayout>(comm::ParallelLayout::from_table(virtual_ranks));
+  for (int v = 0; v < s.layout.schedule.virtual_stages(); ++v)
+    virtual_ranks.push_back(s.layout.ranks[static_cast<std::size_t>(s.layout.schedule.stage_of(v))]);
+  s.parallel_layout = std::make_unique<comm::ParallelLayout>(comm::ParallelLayout::from_table(virtual_ranks));
   const detail::CommPlan plan =
-      detail::plan_communication(o.reduce_backend, o.boundary_backend, s.device, *s.layout, placement);
+      detail::plan_communication(o.reduce_backend, o.boundary_backend, s.device, *s.parallel_layout, placement);
   if (rank == 0 && !s.device.is_cpu()) spdlog::info("{}", plan.line);
-  s.groups = std::make_unique<comm::ProcessGroups>(*s.layout, comm::Topology::detect(o.ranks_per_node), plan.reduce,
+  s.groups = std::make_unique<comm::ProcessGroups>(*s.parallel_layout, comm::Topology::detect(o.ranks_per_node), plan.reduce,
                                                    s.device, plan.boundaries);
   return placement;
 }
@@ -209,11 +109,11 @@ comm::DevicePlacement place_and_connect(detail::TrainerState& s, int rank) {
 // This rank's model chunks (built, initialised on the host, moved to the device), the loss, and
 // what its checkpoints hold.
 void build_chunks(detail::TrainerState& s, std::vector<NamedParameter>& trainable) {
-  s.checkpoint_layout = {s.spec.name,          s.spec.settings, s.stage,           s.shape.stages, s.shape.chunks, {},
-                         s.shape.global_batch, s.config.seed,   s.config.optimizer.lr_schedule,    s.shape.steps,
+  s.checkpoint_layout = {s.spec.name,          s.spec.settings, s.stage,           s.layout.stages(), s.layout.chunks(), {},
+                         s.layout.global_batch, s.config.seed,   s.config.optimizer.lr_schedule,    s.layout.steps,
                          s.config.precision.precision, {}, {}};
-  for (int c = 0; c < s.shape.chunks; ++c) {
-    const auto blocks = s.partition.blocks.at(static_cast<std::size_t>(s.schedule.virtual_stage(s.stage, c)));
+  for (int c = 0; c < s.layout.chunks(); ++c) {
+    const auto blocks = s.layout.chunk_blocks(s.stage, c);
     s.owned.push_back(s.spec.build(blocks.first, blocks.second));
     s.owned.back()->initialize(s.config.seed);  // on the host (the same bits on every device), then moved
     s.owned.back()->to(s.device);
@@ -222,12 +122,12 @@ void build_chunks(detail::TrainerState& s, std::vector<NamedParameter>& trainabl
     for (const NamedParameter& p : trainable_parameters(*s.chunks.back())) trainable.push_back(p);
     for (const NamedParameter& p : s.chunks.back()->parameters()) s.checkpoint_parameters.push_back(p);
   }
-  for (int st = 0; st < s.shape.stages; ++st) {  // the whole layout, for the manifest
-    s.checkpoint_layout.replicas.push_back(static_cast<int>(s.partition.ranks.at(static_cast<std::size_t>(st)).size()));
+  for (int st = 0; st < s.layout.stages(); ++st) {  // the whole layout, for the manifest
+    s.checkpoint_layout.replicas.push_back(static_cast<int>(s.layout.ranks.at(static_cast<std::size_t>(st)).size()));
     s.checkpoint_layout.stage_blocks.emplace_back();
-    for (int c = 0; c < s.shape.chunks; ++c)
+    for (int c = 0; c < s.layout.chunks(); ++c)
       s.checkpoint_layout.stage_blocks.back().push_back(
-          s.partition.blocks.at(static_cast<std::size_t>(s.schedule.virtual_stage(st, c))));
+          s.layout.chunk_blocks(st, c));
   }
   s.loss = s.spec.make_loss();
   s.loss->to(s.device);
@@ -237,20 +137,20 @@ void build_chunks(detail::TrainerState& s, std::vector<NamedParameter>& trainabl
 void build_executor(detail::TrainerState& s) {
   const ResolvedConfig& o = s.config;
   ExecutorOptions eo;
-  eo.global_batch = s.shape.global_batch;
-  eo.seed = o.seed;
+  eo.global_batch = s.layout.global_batch;
+  eo.runner.seed = o.seed;
   eo.targets_per_sample = s.spec.targets_per_sample;
   eo.count_targets = s.spec.data.task == TokenTask::masked && s.spec.data.input_dtype == DType::i64;
-  eo.recompute.all = o.recompute;  // --recompute: every block; a plan: its stage's blocks
-  if (!s.partition.recompute.empty())
-    eo.recompute.blocks = s.partition.recompute.at(static_cast<std::size_t>(s.stage));
-  eo.precision = o.precision.precision;
+  eo.runner.recompute.all = o.recompute;  // --recompute: every block; a plan: its stage's blocks
+  if (!s.layout.recompute.empty())
+    eo.runner.recompute.blocks = s.layout.recompute.at(static_cast<std::size_t>(s.stage));
+  eo.runner.precision = o.precision.precision;
   eo.device = s.device;
   eo.buckets.bucket_bytes = static_cast<std::int64_t>(o.comm.bucket_mb * 1024 * 1024);
   eo.buckets.algorithm = o.comm.allreduce;
   eo.buckets.op = comm::ReduceOp::sum;  // losses are already divided by the global batch
   eo.zero = s.zero_shard.get();
-  s.executor = std::make_unique<Executor>(s.schedule, s.stage, *s.groups, s.chunks, s.loss.get(),
+  s.executor = std::make_unique<Executor>(s.layout.schedule, s.stage, *s.groups, s.chunks, s.loss.get(),
                                           std::bind_front(&OptimizerStep::step, s.optimizer.get()), eo);
 }
 
@@ -265,7 +165,7 @@ std::vector<NamedParameter> without(const std::vector<NamedParameter>& parameter
 // canonical's values; a copy that is the canonical's tensor leaves the optimizer's list and the
 // checkpoint's.
 void tie_parameters(detail::TrainerState& s, std::vector<NamedParameter>& trainable) {
-  LOOM_CHECK(s.spec.ties.empty() || !s.schedule.asynchronous(), "model ", s.spec.name, " ties its output projection ",
+  LOOM_CHECK(s.spec.ties.empty() || !s.layout.schedule.asynchronous(), "model ", s.spec.name, " ties its output projection ",
              "to the word embedding, which the asynchronous schedules (weight stashing) do not support: "
              "--set tie_embeddings=0 unties it");
   s.ties = std::make_unique<TiedParameters>(s.spec.ties, s.checkpoint_parameters, s.groups->world(), s.first_replica);
@@ -277,9 +177,9 @@ void tie_parameters(detail::TrainerState& s, std::vector<NamedParameter>& traina
 // --zero 1 (collective over the world): this stage's replicas share out the optimizer state; a
 // stage of one replica keeps it whole.
 void shard_optimizer(detail::TrainerState& s, const std::vector<NamedParameter>& trainable, int replica) {
-  if (s.config.optimizer.zero != 1) return;
-  LOOM_CHECK(!s.schedule.asynchronous(), "--zero 1 needs a synchronous schedule (its replicas step together), not ",
-             s.schedule.name);
+  if (!s.layout.zero) return;
+  LOOM_CHECK(!s.layout.schedule.asynchronous(), "--zero 1 needs a synchronous schedule (its replicas step together), not ",
+             s.layout.schedule.name);
   s.zero_group = s.groups->world().split(s.stage, replica);
   if (s.zero_group->size() == 1) return;
   s.zero_shard = std::make_unique<ZeroShard>(trainable, *s.zero_group);
@@ -290,14 +190,11 @@ void shard_optimizer(detail::TrainerState& s, const std::vector<NamedParameter>&
 void build(detail::TrainerState& s, int rank) {
   const ResolvedConfig& o = s.config;
   const comm::DevicePlacement placement = place_and_connect(s, rank);
-  std::vector<int> stage_of;  // per virtual stage
-  for (int v = 0; v < s.schedule.virtual_stages(); ++v) stage_of.push_back(s.schedule.stage_of(v));
-  detail::check_memory_fits(optimizer_state_tensors(o.optimizer.kind, o.optimizer.momentum), s.spec, s.partition,
-                            stage_of, s.shape.global_batch / s.schedule.microbatches_per_batch(),
-                            detail::memory_by_rank(s.groups->world(), s.device, placement), o.optimizer.zero == 1);
-  const auto positions = s.layout->positions(rank);
+  detail::check_memory_fits(optimizer_state_tensors(o.optimizer.kind, o.optimizer.momentum), s.spec, s.layout,
+                            detail::memory_by_rank(s.groups->world(), s.device, placement));
+  const auto positions = s.parallel_layout->positions(rank);
   LOOM_CHECK(!positions.empty(), "rank ", rank, " has no stage in the layout");
-  s.stage = s.schedule.stage_of(positions.front().stage);
+  s.stage = s.layout.schedule.stage_of(positions.front().stage);
   s.first_replica = std::all_of(positions.begin(), positions.end(), [](auto p) { return p.replica == 0; });
 
   std::vector<NamedParameter> trainable;
@@ -305,11 +202,8 @@ void build(detail::TrainerState& s, int rank) {
   tie_parameters(s, trainable);
   shard_optimizer(s, trainable, positions.front().replica);
   s.optimizer = std::make_unique<OptimizerStep>(o.optimizer, o.precision,
-                                                std::move(trainable), s.shape.steps, &s.groups->world(),
-                                                s.first_replica, s.zero_shard.get());
-  s.optimizer->set_before_step([ties = s.ties.get()] { ties->sum_gradients(); });
-  for (const NamedParameter& p : s.optimizer->updated())  // a copy another stage's canonical counts
-    if (s.ties->copies().count(p.name)) s.optimizer->optimizer().exclude_from_norm(p.name);
+                                                std::move(trainable), s.layout.steps, &s.groups->world(),
+                                                s.first_replica, s.zero_shard.get(), s.ties.get());
   s.resume_parameters = s.optimizer->checkpointed(s.checkpoint_parameters);
   s.checkpoint_parameters = without(s.resume_parameters, s.ties->copies());
   build_executor(s);
@@ -318,7 +212,7 @@ void build(detail::TrainerState& s, int rank) {
       std::ofstream probe(o.trace);
       LOOM_CHECK(static_cast<bool>(probe), "--trace ", o.trace, ": cannot write: ", std::strerror(errno));
     }
-    s.trace = std::make_unique<TraceRecorder>(rank, s.shape.chunks > 1);
+    s.trace = std::make_unique<TraceRecorder>(rank, s.layout.chunks() > 1);
     s.executor->set_event_observer([trace = s.trace.get()](const ActionEvent& e) { trace->record(e); });
   }
 }
@@ -332,9 +226,9 @@ void resume(detail::TrainerState& s) {
   s.optimizer->publish();  // the loaded masters, rounded for the layers
   s.first_step = point.step;
   s.resumed_from = point.directory;
-  LOOM_CHECK(s.first_step < s.shape.steps, point.directory, ": the checkpoint is after step ", s.first_step,
-             ", but this run has ", s.shape.steps, " steps in all (give more --steps or --epochs)");
-  const int window = s.schedule.batches();
+  LOOM_CHECK(s.first_step < s.layout.steps, point.directory, ": the checkpoint is after step ", s.first_step,
+             ", but this run has ", s.layout.steps, " steps in all (give more --steps or --epochs)");
+  const int window = s.layout.schedule.batches();
   LOOM_CHECK(s.first_step % window == 0, point.directory, ": the checkpoint is after step ", s.first_step, ", inside a ",
              window, "-step window of the asynchronous schedule");
   s.step = s.first_step;
@@ -344,7 +238,7 @@ void resume(detail::TrainerState& s) {
 // (the least free memory over the replicas, the total), collective over the world: each rank fills
 // its own stage's row of a stages x columns table, the rest zero, and the element-wise maximum over
 // all ranks is the table of every stage. The peaks are those of the stage's device.
-struct StageMemory {
+struct MeasuredStageMemory {
   std::vector<MemoryPeaks> peaks;
   std::vector<DeviceMemoryInfo> device;
 };
@@ -355,7 +249,7 @@ const DeviceMemoryInfo& sampled_device_memory(detail::TrainerState& s) {
   }
   return s.device_memory;
 }
-StageMemory stage_memory(comm::Communicator& world, Device device, const DeviceMemoryInfo& info, int stage, int stages) {
+MeasuredStageMemory stage_memory(comm::Communicator& world, Device device, const DeviceMemoryInfo& info, int stage, int stages) {
   constexpr std::int64_t kNone = std::numeric_limits<std::int64_t>::max() / 2;  // kNone - free: the maximum is the least free
   const MemoryStats stats = memory_stats(device);
   const std::size_t width = kMemoryCategoryCount + 3;
@@ -366,7 +260,7 @@ StageMemory stage_memory(comm::Communicator& world, Device device, const DeviceM
   row[kMemoryCategoryCount + 1] = kNone - info.free_bytes;
   row[kMemoryCategoryCount + 2] = info.total_bytes;
   table = comm::max_over(world, std::move(table));
-  StageMemory memory;
+  MeasuredStageMemory memory;
   for (std::size_t s = 0; s < static_cast<std::size_t>(stages); ++s) {
     const std::int64_t* got = table.data() + s * width;
     memory.peaks.emplace_back();
@@ -398,8 +292,8 @@ void watch_stragglers(detail::TrainerState& s) {
     return;
   }
   std::vector<int> stage_of_rank(static_cast<std::size_t>(world.size()), -1);
-  for (std::size_t stage = 0; stage < s.partition.ranks.size(); ++stage)
-    for (const int rank : s.partition.ranks[stage]) stage_of_rank.at(static_cast<std::size_t>(rank)) = static_cast<int>(stage);
+  for (std::size_t stage = 0; stage < s.layout.ranks.size(); ++stage)
+    for (const int rank : s.layout.ranks[stage]) stage_of_rank.at(static_cast<std::size_t>(rank)) = static_cast<int>(stage);
   s.stragglers = StragglerDetector(stage_of_rank);
 }
 
@@ -420,14 +314,15 @@ Trainer::Trainer(ResolvedConfig config)
 
 Trainer::Trainer(const TrainerConfig& config, ModelSpec model) : Trainer(resolve_config(config), std::move(model)) {}
 
-Trainer::Trainer(ResolvedConfig config, ModelSpec model) : state_(std::make_unique<detail::TrainerState>()) {
+Trainer::Trainer(ResolvedConfig config, ModelSpec model) {
   comm::ensure_mpi();
   comm::check_test_hooks();
   set_num_threads(config.threads > 0 ? config.threads : default_num_threads());
-  state_->config = std::move(config);
-  state_->spec = std::move(model);
-  resolve_pipeline(*state_, comm::world_size());
-  resolve_run(*state_);
+  const bool with_test = model.data.target_shape.rank() == 0 && config.epochs > 0;  // classification by epochs
+  auto data = std::make_unique<detail::TrainingData>(config.data, config.seed, model, with_test);
+  RunLayout layout = resolve_run_layout(config, model, comm::world_size(), data->train_size());
+  state_ = std::make_unique<detail::TrainerState>(std::move(config), std::move(model), std::move(data),
+                                                  std::move(layout));
   build(*state_, comm::world_rank());
   if (!state_->config.checkpoint.resume.empty()) resume(*state_);
   watch_stragglers(*state_);
@@ -444,19 +339,19 @@ TrainSummary Trainer::run(const TrainerHooks& hooks) {
   reset_peak_memory();
   if (!s.device.is_cpu()) reset_peak_memory(s.device);
   Stopwatch total;
-  while (s.step < s.shape.steps) {
+  while (s.step < s.layout.steps) {
     const std::int64_t run_first = s.step;
-    LOOM_CHECK(s.shape.steps - s.step >= s.schedule.batches(), "internal: partial window");
-    StepResult result = s.executor->run(s.step, s.data->train_reader(), s.optimizer->loss_scale());
+    LOOM_CHECK(s.layout.steps - s.step >= s.layout.schedule.batches(), "internal: partial window");
+    StepResult result = s.executor->run(s.step, s.data->train_reader(s.layout.global_batch), s.optimizer->loss_scale());
     world.allreduce(result.loss_sums.data(), static_cast<std::int64_t>(result.loss_sums.size()), DType::f64);
-    const StageMemory memory = stage_memory(world, s.device, sampled_device_memory(s), s.stage, s.shape.stages);
+    const MeasuredStageMemory memory = stage_memory(world, s.device, sampled_device_memory(s), s.stage, s.layout.stages());
     const MemoryPeaks peaks = max_over_stages(memory.peaks);
-    const std::vector<double> busy = rank_busy_seconds(world, result, s.schedule.batches());
+    const std::vector<double> busy = rank_busy_seconds(world, result, s.layout.schedule.batches());
     for (double loss : result.loss_sums) {
       LOOM_CHECK(std::isfinite(loss), "step ", s.step + 1, ": the global-batch loss is ", loss,
                  "; training diverged (lower --lr, warm up with --warmup-steps, or clip with --clip-norm)");
       summary.losses.push_back(loss);
-      summary.samples += s.shape.global_batch;
+      summary.samples += s.layout.global_batch;
       ++s.step;
       std::vector<int> stragglers = s.stragglers.observe(busy);
       if (hooks.on_step)
@@ -464,15 +359,15 @@ TrainSummary Trainer::run(const TrainerHooks& hooks) {
                        scaler ? scaler->last_scale() : 1.0, scaler && scaler->last_skipped(), busy,
                        std::move(stragglers), s.stragglers.references()});
     }
-    if (s.data->has_test() && s.step % s.shape.steps_per_epoch == 0) {
-      const std::int64_t epoch = s.step / s.shape.steps_per_epoch;
+    if (s.data->has_test() && s.step % s.layout.steps_per_epoch == 0) {
+      const std::int64_t epoch = s.step / s.layout.steps_per_epoch;
       summary.test_accuracy.push_back(evaluate(epoch));
       if (hooks.on_epoch) hooks.on_epoch({epoch, summary.test_accuracy.back()});
     }
     // At the end, and whenever this run crossed a multiple of checkpoint_every.
     const std::int64_t every = checkpoint.every;
     const bool crossed = every > 0 && s.step / every > run_first / every;
-    if (!checkpoint.dir.empty() && (crossed || s.step == s.shape.steps)) {
+    if (!checkpoint.dir.empty() && (crossed || s.step == s.layout.steps)) {
       std::optional<StageTensors> gathered;  // --zero 1: the slices, whole (collective over the replicas)
       if (s.zero_shard) s.zero_shard->wait_gather();
       if (s.zero_shard) gathered = detail::gather_stage_tensors(*s.zero_shard, *s.optimizer, s.checkpoint_parameters);
@@ -486,7 +381,7 @@ TrainSummary Trainer::run(const TrainerHooks& hooks) {
   if (s.zero_shard) s.zero_shard->wait_gather();  // the caller may read the weights
   summary.seconds = total.elapsed_ms() / 1000.0;
   summary.peak_activation_bytes = memory_stats(s.device).peak(MemoryCategory::activations);
-  if (s.trace) s.trace->write(world, *s.layout, s.shape.stages, s.config.trace);
+  if (s.trace) s.trace->write(world, *s.parallel_layout, s.layout.stages(), s.config.trace);
   return summary;
 }
 
@@ -497,10 +392,10 @@ double Trainer::evaluate(std::int64_t epoch) {
              " is not a classifier (test accuracy needs class labels)");
   s.data->open_test(s.spec);
   std::int64_t counts[2] = {0, 0};  // correct, seen
-  const std::int64_t n = s.data->test_size(), batch = s.shape.global_batch;
+  const std::int64_t n = s.data->test_size(), batch = s.layout.global_batch;
   for (std::int64_t start = 0; start < n; start += batch) {
     const std::int64_t rows = std::min(batch, n - start);
-    if (rows < s.schedule.microbatches_per_batch()) break;
+    if (rows < s.layout.schedule.microbatches_per_batch()) break;
     s.executor->evaluate(epoch, rows, s.data->test_reader(start), [&](std::int64_t, const Tensor& logits, const Tensor& labels) {
       Tensor predicted;
       ops::max(logits.to(Device::cpu()), -1, &predicted);
@@ -516,17 +411,14 @@ double Trainer::evaluate(std::int64_t epoch) {
 }
 
 const ResolvedConfig& Trainer::config() const { return state_->config; }
-const RunShape& Trainer::shape() const { return state_->shape; }
+const RunLayout& Trainer::layout() const { return state_->layout; }
 const ModelSpec& Trainer::model() const { return state_->spec; }
 std::int64_t Trainer::step() const { return state_->step; }
 std::int64_t Trainer::first_step() const { return state_->first_step; }
 const std::string& Trainer::resumed_from() const { return state_->resumed_from; }
 int Trainer::stage() const { return state_->stage; }
 int Trainer::stage_of_rank(int rank) const {
-  const auto& ranks = state_->partition.ranks;
-  for (std::size_t s = 0; s < ranks.size(); ++s)
-    if (std::find(ranks[s].begin(), ranks[s].end(), rank) != ranks[s].end()) return static_cast<int>(s);
-  LOOM_THROW("rank ", rank, " is in no pipeline stage of this run");
+  return state_->layout.stage_of_rank(rank);
 }
 const std::string& Trainer::straggler_notice() const { return state_->straggler_notice; }
 const StragglerRule& Trainer::straggler_rule() const { return state_->stragglers.rule(); }
@@ -537,15 +429,17 @@ comm::ProcessGroups& Trainer::groups() { return *state_->groups; }
 
 std::string Trainer::describe() const {
   const detail::TrainerState& s = *state_;
-  const RunShape& r = s.shape;
-  const bool pipedream = r.schedule == schedule::ScheduleKind::pipedream;
+  const RunLayout& r = s.layout;
+  const bool pipedream = r.schedule.kind == schedule::ScheduleKind::pipedream;
   const Precision precision = s.config.precision.precision;
   return loom::detail::concat(s.spec.describe(), " | data ", s.config.data, " (", r.train_samples, " samples) | ",
-                              r.stages, r.stages > 1 ? " stages (" : " stage (", s.layout->describe(), ") | schedule ",
-                              r.schedule_file.empty() ? std::string(schedule::schedule_kind_name(r.schedule))
-                                                      : loom::detail::concat(r.schedule_file, " (", r.chunks, r.chunks > 1 ? " chunks" : " chunk", " per stage)"),
+                              r.stages(), r.stages() > 1 ? " stages (" : " stage (", s.parallel_layout->describe(),
+                              ") | schedule ",
+                              r.schedule_file.empty() ? std::string(schedule::schedule_kind_name(r.schedule.kind))
+                                                      : loom::detail::concat(r.schedule_file, " (", r.chunks(),
+                                                                             r.chunks() > 1 ? " chunks" : " chunk", " per stage)"),
                               pipedream ? std::string(" | whole minibatches (no micro-batches)")
-                                        : loom::detail::concat(" | M=", r.microbatches),
+                                        : loom::detail::concat(" | M=", r.microbatches()),
                               " | B=", r.global_batch, " | ", r.steps, " steps",
                               precision != Precision::fp32 ? std::string(" | ") + precision_name(precision) : "");
 }

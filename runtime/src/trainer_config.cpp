@@ -3,7 +3,7 @@
 
 #include <cmath>
 
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 #include <loom/layers/optimizer_kind.h>
 
 namespace loom::runtime {

@@ -17,9 +17,9 @@
 #include <nlohmann/json.hpp>
 
 #include <loom/comm/control.h>
-#include <loom/core/error.h>
-#include <loom/core/files.h>
-#include <loom/core/json_input.h>
+#include <loom/base/error.h>
+#include <loom/base/files.h>
+#include <loom/base/json_input.h>
 #include <loom/layers/checkpoint.h>
 #include <loom/runtime/checkpoint_reader.h>
 #include <spdlog/spdlog.h>

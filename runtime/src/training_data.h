@@ -16,18 +16,17 @@ namespace loom::runtime::detail {
 class TrainingData {
  public:
   // Opens the training split of dataset `data` (--data), and the test split when `with_test`.
-  TrainingData(const std::string& data, std::uint64_t seed, const ModelSpec& spec, std::int64_t global_batch,
-               bool with_test);
+  TrainingData(const std::string& data, std::uint64_t seed, const ModelSpec& spec, bool with_test);
   // Opens the test split now, if it is not open yet.
   void open_test(const ModelSpec& spec);
 
   std::int64_t train_size() const { return train_->size(); }
-  std::int64_t steps_per_epoch() const { return steps_per_epoch_; }
   bool has_test() const { return test_ != nullptr; }
   std::int64_t test_size() const { return test_ ? test_->size() : 0; }
 
-  // Rows of global batch b: the epoch's order, batch b % steps_per_epoch.
-  BatchReader train_reader();
+  // Rows of global batch b of `global_batch` samples: the epoch's order (epoch b / steps per epoch,
+  // which is train_size() / global_batch), batch b % steps per epoch.
+  BatchReader train_reader(std::int64_t global_batch);
   // Rows of a test batch that starts at test sample `start`.
   BatchReader test_reader(std::int64_t start) const;
 
@@ -35,8 +34,6 @@ class TrainingData {
   std::string data_;
   std::unique_ptr<Dataset> train_, test_;
   std::uint64_t seed_;
-  std::int64_t global_batch_;
-  std::int64_t steps_per_epoch_ = 0;
   std::int64_t cached_epoch_ = -1;
   std::vector<std::int64_t> order_;
 };

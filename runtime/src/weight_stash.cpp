@@ -1,7 +1,7 @@
 // WeightStash (see weight_stash.h).
 #include <loom/runtime/weight_stash.h>
 
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 #include <loom/core/memory.h>
 
 namespace loom::runtime {

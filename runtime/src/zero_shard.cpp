@@ -6,7 +6,7 @@
 
 #include <loom/comm/mpi_session.h>
 
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 #include <loom/core/memory.h>
 #include <loom/core/ops.h>
 
@@ -22,7 +22,7 @@ Tensor flat_range(const Tensor& tensor, comm::Range range) {
 }  // namespace
 
 ZeroShard::ZeroShard(const std::vector<NamedParameter>& parameters, comm::Communicator& replicas, std::int64_t window)
-    : parameters_(parameters), replicas_(replicas), partition_(comm::Partition::even(1, 1)), window_(window) {
+    : parameters_(parameters), replicas_(replicas), owners_(comm::RangeSplit::even(1, 1)), window_(window) {
   std::int64_t total = 0;
   for (const NamedParameter& p : parameters_) {
     LOOM_CHECK(p.parameter->value.dtype() == parameters_.front().parameter->value.dtype(),
@@ -32,7 +32,7 @@ ZeroShard::ZeroShard(const std::vector<NamedParameter>& parameters, comm::Commun
   }
   LOOM_CHECK(total >= replicas.size(), "--zero 1: the stage has ", total, " parameter values, fewer than its ",
              replicas.size(), " replicas");
-  partition_ = comm::Partition::even(total, replicas.size());
+  owners_ = comm::RangeSplit::even(total, replicas.size());
   const comm::Range mine = range();
   for (std::size_t i = 0; i < parameters_.size(); ++i) {
     const Parameter& p = *parameters_[i].parameter;
@@ -87,7 +87,7 @@ void ZeroShard::gather() {
     Tensor flat = Tensor::empty(Shape{window.size()}, dtype);
     std::vector<std::int64_t> offsets;
     for (int r = 0; r < replicas_.size(); ++r)
-      offsets.push_back(std::clamp(partition_.part(r).begin, window.begin, window.end) - window.begin);
+      offsets.push_back(std::clamp(owners_.part(r).begin, window.begin, window.end) - window.begin);
     offsets.push_back(window.size());
     // Pack this replica's part of the window, exchange, unpack every parameter the window meets.
     for (const bool pack : {true, false}) {
@@ -100,7 +100,7 @@ void ZeroShard::gather() {
         Tensor staged = flat.slice(both.begin - window.begin, both.end - window.begin);
         pack ? ops::copy(model, staged) : ops::copy(staged, model);
       }
-      if (pack) replicas_.allgather(flat.raw_data(), comm::Partition(offsets), dtype);
+      if (pack) replicas_.allgather(flat.raw_data(), comm::RangeSplit(offsets), dtype);
     }
   }
 }

@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 #include <loom/schedule/generators.h>
 #include <loom/schedule/validator.h>
 

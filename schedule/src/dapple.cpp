@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 #include "one_f_one_b.h"
 
 namespace loom::schedule {

@@ -22,7 +22,7 @@
 #include <algorithm>
 #include <deque>
 
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 
 namespace loom::schedule {
 

@@ -2,7 +2,7 @@
 // but each stage holds all M micro-batches' activations at the turn.
 #include <loom/schedule/generators.h>
 
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 
 namespace loom::schedule {
 

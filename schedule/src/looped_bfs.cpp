@@ -8,7 +8,7 @@
 // docs/schedules.md derives it.
 #include <loom/schedule/generators.h>
 
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 
 namespace loom::schedule {
 

@@ -7,7 +7,7 @@
 #include <map>
 #include <utility>
 
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 #include "one_f_one_b.h"
 
 namespace loom::schedule {

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <fstream>
 
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 #include <loom/schedule/generators.h>
 #include <loom/schedule/text.h>
 #include <loom/schedule/validator.h>
@@ -125,6 +125,20 @@ void check_file_is_kind(const Schedule& file, ScheduleKind kind, const std::stri
   }
   LOOM_THROW("--schedule ", name, " does not match ", path, ": the file is not ", name, "'s schedule for ", sizes, why,
              "; leave --schedule out to use the file as it is");
+}
+
+Schedule load_schedule_file(const std::string& path, const ScheduleFileFlags& flags) {
+  const Schedule file = read_schedule_file(path, {flags.microbatches});
+  LOOM_CHECK(flags.stages == 0 || flags.stages == file.stages, "--stages ", flags.stages, " does not match ", path,
+             ", which has ", file.stages, " stages (leave --stages out: the file sets it)");
+  LOOM_CHECK(flags.chunks == 0 || flags.chunks == file.chunks, "--chunks ", flags.chunks, " does not match ", path,
+             ", which has ", file.chunks, " chunks per stage (leave --chunks out: the file sets it)");
+  if (flags.kind) {
+    ScheduleOptions generator;
+    generator.warmup = flags.warmup;
+    check_file_is_kind(file, *flags.kind, path, generator);
+  }
+  return file;
 }
 
 }  // namespace loom::schedule

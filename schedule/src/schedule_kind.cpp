@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 #include <loom/schedule/generators.h>
 
 namespace loom::schedule {

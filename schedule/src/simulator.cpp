@@ -12,7 +12,7 @@
 #include <loom/schedule/overlap.h>
 #include <loom/schedule/validator.h>
 
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 #include "messages.h"
 
 namespace loom::schedule {

@@ -9,7 +9,7 @@
 #include <map>
 #include <sstream>
 
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 
 namespace loom::schedule {
 

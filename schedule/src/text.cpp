@@ -11,7 +11,7 @@
 
 #include <loom/schedule/validator.h>
 
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 
 namespace loom::schedule {
 

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <fstream>
 
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 
 namespace loom::schedule {
 

@@ -20,7 +20,7 @@
 #include <deque>
 #include <optional>
 
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 
 namespace loom::schedule {
 

@@ -12,7 +12,7 @@
 #include <sstream>
 #include <tuple>
 
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 #include "messages.h"
 
 namespace loom::schedule {

@@ -421,6 +421,8 @@ S=4, M=8, v=1 (stage 0 differs); leave --schedule out to use the file as it is"
 expect_single_failure("--schedule zb-h2 does not match ${WORK_DIR}/zb-h1.csv: the file is not zb-h2's schedule for \
 S=4, M=8, v=1 (stage 0 differs); leave --schedule out to use the file as it is"
                       train --model mlp --schedule-file ${WORK_DIR}/zb-h1.csv --schedule zb-h2 --steps 1)
+expect_single_failure("--stages 2 does not match ${WORK_DIR}/zb-h1.csv, which has 4 stages (leave --stages out: the \
+file sets it)" train --model mlp --schedule-file ${WORK_DIR}/zb-h1.csv --stages 2 --steps 1)
 expect_single_success("interleaved-zb  --chunks  synchronous   split" schedule list)
 
 # `loom --version`: one line naming the commit, the build type, the backends and the compiled ISA.

@@ -12,7 +12,7 @@
 // (an upper bound: under GPipe the outputs the stage keeps anyway add nothing).
 #include <catch2/catch.hpp>
 
-#include <loom/comm/partition.h>
+#include <loom/comm/range_split.h>
 #include <loom/comm/mpi_session.h>
 #include <loom/models/model.h>
 #include <loom/schedule/generators.h>

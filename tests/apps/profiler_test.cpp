@@ -10,7 +10,7 @@
 
 #include <unistd.h>
 
-#include <loom/comm/partition.h>
+#include <loom/comm/range_split.h>
 #include <loom/core/device.h>
 #include <loom/core/memory.h>
 #include <loom/planner/profile_json.h>

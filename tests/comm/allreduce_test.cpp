@@ -196,7 +196,7 @@ TEST_CASE("hierarchical shards on uneven nodes") {
     CHECK(group.intra().size() == 2);
   }
   for (int shard = static_cast<int>(owned.begin); shard < owned.end; ++shard) CHECK(group.inter(shard).size() == 3);
-  const Partition local = group.intra_partition(10);  // shards [0,4) [4,7) [7,10)
+  const RangeSplit local = group.intra_partition(10);  // shards [0,4) [4,7) [7,10)
   if (rank >= 6) CHECK(local.part(0) == Range{0, 7});
   if (rank >= 6) CHECK(local.part(1) == Range{7, 10});
 }
@@ -206,7 +206,7 @@ TEST_CASE("reduce-scatter and allgather on uneven partitions, ring and halving e
   const int n = comm->size(), r = comm->rank();
   std::vector<std::int64_t> offsets{0};
   for (int p = 0; p < n; ++p) offsets.push_back(offsets.back() + (p * 3) % 5);  // sizes 0, 3, 1, 4, 2, 0, ...
-  const Partition parts(offsets);
+  const RangeSplit parts(offsets);
   for (Exchange exchange : {Exchange::ring, Exchange::halving}) {
     INFO((exchange == Exchange::ring ? "ring" : "halving"));
     // Multiples of 2^-20: every summation order gives the exact sum.

@@ -229,7 +229,7 @@ TEST_CASE("sharded buckets reduce-scatter each member's slice and leave the rest
     sharding.starts.push_back(static_cast<int>(g) == kOutside ? -1 : flat);
     if (static_cast<int>(g) != kOutside) flat += kSizes[g];
   }
-  sharding.owners = Partition::even(flat, world_size());
+  sharding.owners = RangeSplit::even(flat, world_size());
   for (const Topology& topology : topologies())
     for (bool background : {true, false}) {
       INFO(topology.describe() << (background ? "; progress thread" : "; inline"));

@@ -6,7 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include <loom/comm/nccl_group.h>
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 
 using loom::comm::NcclGroup;
 

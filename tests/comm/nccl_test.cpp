@@ -119,9 +119,9 @@ TEST_CASE("NCCL in a group of one", "[np1]") {
     Tensor data = Tensor::from_vector(values, Shape{4}).to(device);
     nccl->allreduce(data.raw_data(), 4, DType::f32, 0.5);
     CHECK(data.to_float_vector() == halves);
-    nccl->reduce_scatter(data.raw_data(), Partition::even(4, 1), DType::f32);
+    nccl->reduce_scatter(data.raw_data(), RangeSplit::even(4, 1), DType::f32);
     CHECK(data.to_float_vector() == halves);
-    nccl->allgather(data.raw_data(), Partition::even(4, 1), DType::f32);
+    nccl->allgather(data.raw_data(), RangeSplit::even(4, 1), DType::f32);
     CHECK(data.to_float_vector() == halves);
   }
   std::unique_ptr<BoundaryTransport> transport = make_nccl_transport(MPI_COMM_WORLD, device);

@@ -8,7 +8,7 @@
 #include <loom/comm/device_placement.h>
 #include <loom/comm/mpi_session.h>
 #include <loom/comm/topology.h>
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 
 using namespace loom::comm;
 

@@ -13,7 +13,7 @@
 #include <string_view>
 #include <unistd.h>
 
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 
 namespace loom::fuzz {
 

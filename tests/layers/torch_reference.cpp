@@ -12,7 +12,7 @@
 
 #include <unistd.h>
 
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 #include <loom/core/rng.h>
 
 namespace loom::test {

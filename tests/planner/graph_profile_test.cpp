@@ -3,7 +3,7 @@
 #include <filesystem>
 #include <sstream>
 
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 #include <loom/planner/graph_profile.h>
 #include <loom/planner/profile_json.h>
 

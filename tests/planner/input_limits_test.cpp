@@ -5,7 +5,7 @@
 
 #include <sstream>
 
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 #include <loom/planner/cluster.h>
 #include <loom/planner/graph_profile.h>
 #include <loom/planner/plan_file.h>

@@ -10,7 +10,7 @@
 #include <limits>
 #include <random>
 
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 #include <loom/planner/joint_planner.h>
 
 #include "instances.h"

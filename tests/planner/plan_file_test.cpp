@@ -3,7 +3,7 @@
 // is one loom::Error naming the file and the field.
 #include <catch2/catch.hpp>
 
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 #include <loom/planner/cluster.h>
 #include <loom/planner/plan_file.h>
 

@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 #include <loom/planner/profile.h>
 
 using namespace loom::planner;

@@ -4,7 +4,7 @@
 // exactly the weights its forward used (stashing) and updates landed on the right version.
 #include <catch2/catch.hpp>
 
-#include <loom/comm/partition.h>
+#include <loom/comm/range_split.h>
 #include <loom/comm/mpi_session.h>
 #include <loom/schedule/generators.h>
 

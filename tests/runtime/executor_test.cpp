@@ -34,8 +34,8 @@ runtime::BatchReader synthetic_reader(const ModelSpec& spec) {
   std::shared_ptr<Dataset> data = open_dataset("synthetic", DatasetSplit::train, spec.data, kSeed);
   const std::vector<std::int64_t> order = epoch_order(data->size(), kSeed, 0);
   return [data, order](const runtime::BatchRequest& r, TensorList& inputs, Tensor& targets) {
-    const std::vector<std::int64_t> indices(order.begin() + r.batch * kBatch + r.first,
-                                            order.begin() + r.batch * kBatch + r.first + r.count);
+    const std::vector<std::int64_t> indices(order.begin() + r.step * kBatch + r.first,
+                                            order.begin() + r.step * kBatch + r.first + r.count);
     Tensor x;
     data->read(indices, x, targets);
     inputs = {x};
@@ -65,8 +65,8 @@ TEST_CASE("executor: 2 stages equal one rank, per micro-batch and per gradient",
         };
         runtime::ExecutorOptions options;
         options.global_batch = kBatch;
-        options.seed = kSeed;
-        options.recompute.all = recompute;
+        options.runner.seed = kSeed;
+        options.runner.recompute.all = recompute;
         runtime::Executor executor(sched, rank, groups, {chain.get()}, loss.get(), on_step, options);
         const runtime::StepResult result = executor.run(0, reader);
         CHECK(stepped == std::vector<std::int64_t>{0});
@@ -114,7 +114,7 @@ TEST_CASE("executor: DualPipeV's overlapped pairs, 2 ranks in a V, equal one ran
   };
   runtime::ExecutorOptions options;
   options.global_batch = kBatch;
-  options.seed = kSeed;
+  options.runner.seed = kSeed;
   runtime::Executor executor(sched, rank, groups, {chunk0.get(), chunk1.get()}, loss.get(), on_step, options);
   std::vector<runtime::ActionEvent> events;
   executor.set_event_observer([&](const runtime::ActionEvent& e) { events.push_back(e); });

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include <loom/comm/partition.h>
+#include <loom/comm/range_split.h>
 #include <loom/core/ops.h>
 #include <loom/layers/optimizer.h>
 #include <loom/models/dataset.h>

@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <vector>
 
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 #include <loom/layers/optimizer.h>
 #include <loom/models/model.h>
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include <loom/comm/partition.h>
+#include <loom/comm/range_split.h>
 #include <loom/layers/loss.h>
 #include <loom/layers/optimizer.h>
 #include <loom/models/dataset.h>

@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 #include <loom/layers/loss.h>
 #include <loom/layers/optimizer.h>
 #include <loom/models/dataset.h>

@@ -68,7 +68,7 @@ TEST_CASE("Trainer: a user's model trains pipelined like one rank", "[runtime][t
   runtime::TrainerConfig config = config_for_test();
   config.checkpoint = dir;
   runtime::Trainer trainer(config, spec);
-  CHECK(trainer.shape().stages == 2);
+  CHECK(trainer.layout().stages() == 2);
   CHECK(trainer.chunks().size() == 1);
   CHECK(trainer.chunks()[0]->first_block_index() == 2 * comm::world_rank());
   std::vector<std::int64_t> steps;

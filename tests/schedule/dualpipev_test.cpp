@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <string>
 
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 #include <loom/schedule/generators.h>
 #include <loom/schedule/overlap.h>
 #include <loom/schedule/schedule_file.h>

@@ -4,7 +4,7 @@
 
 #include <sstream>
 
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 #include <loom/schedule/generators.h>
 #include <loom/schedule/text.h>
 #include <loom/schedule/validator.h>

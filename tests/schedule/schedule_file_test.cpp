@@ -6,7 +6,7 @@
 #include <string>
 #include <unistd.h>
 
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 #include <loom/schedule/generators.h>
 #include <loom/schedule/schedule_file.h>
 #include <loom/schedule/text.h>

@@ -9,7 +9,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 #include <loom/schedule/generators.h>
 #include <loom/schedule/schedule_file.h>
 

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <random>
 
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 #include <loom/schedule/generators.h>
 #include <loom/schedule/simulator.h>
 #include <loom/schedule/text.h>

@@ -1,7 +1,7 @@
 // The text form: tokens, whole schedules, round trips and parse errors that point at the token.
 #include <catch2/catch.hpp>
 
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 #include <loom/schedule/generators.h>
 #include <loom/schedule/text.h>
 #include <loom/schedule/validator.h>

@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <string>
 
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 #include <loom/schedule/generators.h>
 #include <loom/schedule/simulator.h>
 #include <loom/schedule/text.h>

@@ -1,7 +1,7 @@
 // Broken schedules are rejected with a message that says why; valid ones report their memory.
 #include <catch2/catch.hpp>
 
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 #include <loom/schedule/generators.h>
 #include <loom/schedule/text.h>
 #include <loom/schedule/validator.h>

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 #include <loom/core/threads.h>
 #include <loom/core/timer.h>
 #include <loom/layers/activation.h>

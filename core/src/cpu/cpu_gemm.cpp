@@ -11,7 +11,7 @@
 
 #include <cblas.h>
 
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 #include <loom/core/memory.h>
 #include <loom/core/parallel.h>
 #include <loom/core/threads.h>

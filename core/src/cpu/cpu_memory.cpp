@@ -27,7 +27,7 @@
 #include <string>
 #include <vector>
 
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 #include <loom/core/threads.h>
 
 #include "backend.h"

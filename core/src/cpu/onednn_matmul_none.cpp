@@ -1,7 +1,7 @@
 // Built without oneDNN: bf16 GEMMs stay emulated, repeated f32 GEMMs go through OpenBLAS (onednn_matmul.h).
 #include "cpu/onednn_matmul.h"
 
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 
 namespace loom::cpu::onednn {
 

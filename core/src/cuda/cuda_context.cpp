@@ -4,7 +4,7 @@
 #include <atomic>
 #include <mutex>
 
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 
 namespace loom::cuda {
 

@@ -1,7 +1,7 @@
 // CUDA matrix multiply through cuBLAS. loom tensors are row-major; cuBLAS is column-major, so
 // c = op(a) op(b) is computed as c^T = op(b)^T op(a)^T with the operands swapped.
 #include <loom/core/cuda/context.h>
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 #include <loom/core/memory.h>
 
 #include "backend.h"

@@ -6,7 +6,7 @@
 #include <loom/core/cuda/column_sums.cuh>
 #include <loom/core/cuda/context.h>
 #include <loom/core/cuda/grid_loop.cuh>
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 #include <loom/core/dtype_dispatch.h>
 #include <loom/core/half.h>
 #include <loom/core/philox.h>

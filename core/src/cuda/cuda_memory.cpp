@@ -6,7 +6,7 @@
 #include <vector>
 
 #include <loom/core/cuda/context.h>
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 
 #include "backend.h"
 

@@ -9,7 +9,7 @@
 
 #include <loom/core/cuda/context.h>
 #include <loom/core/env.h>
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 #include <loom/core/fenced_block_cache.h>
 
 #include "backend.h"

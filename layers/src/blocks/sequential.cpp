@@ -2,7 +2,7 @@
 #include <loom/layers/chain.h>
 #include <loom/layers/sequential.h>
 
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 #include <loom/core/memory.h>
 
 namespace loom {

@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 #include <loom/core/parallel.h>
 
 #include "cpu/batch_norm_math.h"

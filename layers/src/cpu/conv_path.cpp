@@ -8,7 +8,7 @@
 #include <cstdlib>
 #include <string_view>
 
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 
 #include "cpu/onednn_conv.h"
 #include "cpu/winograd.h"

@@ -18,7 +18,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <loom/core/bounded_cache.h>
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 #include <loom/core/ops.h>
 #include <loom/core/threads.h>
 

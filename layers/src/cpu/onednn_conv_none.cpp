@@ -3,7 +3,7 @@
 
 #include "cpu/blocked_layout.h"
 
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 
 namespace loom::detail::onednn {
 

@@ -5,7 +5,7 @@
 #include <cudnn.h>
 
 #include <loom/core/cuda/context.h>
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 #include <loom/core/memory.h>
 #include <loom/core/tensor.h>
 

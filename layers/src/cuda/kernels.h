@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 #include <loom/core/tensor.h>
 
 #ifdef LOOM_WITH_CUDA

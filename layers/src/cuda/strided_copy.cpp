@@ -2,7 +2,7 @@
 #include "cuda/strided_copy.h"
 
 #include <loom/core/cuda/context.h>
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 
 namespace loom::cuda_kernels {
 

@@ -1,7 +1,7 @@
 // OnFirst (see list_layers.h).
 #include "list_layers.h"
 
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 
 namespace loom {
 

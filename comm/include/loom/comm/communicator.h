@@ -19,7 +19,7 @@
 
 #include <mpi.h>
 
-#include <loom/comm/partition.h>
+#include <loom/comm/range_split.h>
 #include <loom/core/device.h>
 #include <loom/core/dtype.h>
 
@@ -53,10 +53,10 @@ class Communicator {
   virtual void allreduce(void* data, std::int64_t count, DType dtype, double scale = 1.0) = 0;
   // Afterwards member p's part `parts.part(p)` holds scale * the sum of that part over members;
   // the other parts hold unspecified partial sums.
-  virtual void reduce_scatter(void* data, const Partition& parts, DType dtype, double scale = 1.0,
+  virtual void reduce_scatter(void* data, const RangeSplit& parts, DType dtype, double scale = 1.0,
                               Exchange exchange = Exchange::ring) = 0;
   // Afterwards every member holds every part, each copied from the member that owns it.
-  virtual void allgather(void* data, const Partition& parts, DType dtype, Exchange exchange = Exchange::ring) = 0;
+  virtual void allgather(void* data, const RangeSplit& parts, DType dtype, Exchange exchange = Exchange::ring) = 0;
   virtual void broadcast(void* data, std::int64_t count, DType dtype, int root) = 0;
   virtual void barrier() = 0;
   // Collective: members passing the same color >= 0 form a new communicator of this backend,

@@ -55,7 +55,7 @@
 #include <vector>
 
 #include <loom/comm/allreduce.h>
-#include <loom/comm/partition.h>
+#include <loom/comm/range_split.h>
 #include <loom/comm/progress_thread.h>
 #include <loom/core/tensor.h>
 
@@ -79,7 +79,7 @@ struct BucketEvent {
 };
 
 struct BucketSharding {
-  Partition owners = Partition::even(0, 1);  // per member of the group (in its order): its range of the flat order
+  RangeSplit owners = RangeSplit::even(0, 1);  // per member of the group (in its order): its range of the flat order
   std::vector<std::int64_t> starts;           // per gradient: its first element in the flat order, -1: not in it
 };
 
@@ -118,7 +118,7 @@ class GradientBucketer {
     Tensor flat;
     DType dtype = DType::f32;
     std::int64_t bytes = 0;
-    std::optional<Partition> scatter;  // sharded: each member's part of `flat`
+    std::optional<RangeSplit> scatter;  // sharded: each member's part of `flat`
     int pending = 0;
     bool done = false;
   };

@@ -31,9 +31,9 @@ class MpiCommunicator final : public Communicator {
   Backend backend() const override { return Backend::mpi; }
   Device device() const override { return Device::cpu(); }
   void allreduce(void* data, std::int64_t count, DType dtype, double scale = 1.0) override;
-  void reduce_scatter(void* data, const Partition& parts, DType dtype, double scale = 1.0,
+  void reduce_scatter(void* data, const RangeSplit& parts, DType dtype, double scale = 1.0,
                       Exchange exchange = Exchange::ring) override;
-  void allgather(void* data, const Partition& parts, DType dtype, Exchange exchange = Exchange::ring) override;
+  void allgather(void* data, const RangeSplit& parts, DType dtype, Exchange exchange = Exchange::ring) override;
   void broadcast(void* data, std::int64_t count, DType dtype, int root) override;
   void barrier() override;
   std::unique_ptr<Communicator> split(int color, int key) override;
@@ -48,8 +48,8 @@ class MpiCommunicator final : public Communicator {
                    int from, DType dtype, int tag);
   void gather_step(const char* send, std::int64_t send_count, int to, char* receive, std::int64_t recv_count, int from,
                    DType dtype, int tag);
-  void halving_reduce_scatter(char* data, const Partition& parts, DType dtype);
-  void doubling_allgather(char* data, const Partition& parts, DType dtype);
+  void halving_reduce_scatter(char* data, const RangeSplit& parts, DType dtype);
+  void doubling_allgather(char* data, const RangeSplit& parts, DType dtype);
   char* scratch(std::size_t bytes);
 
   RingOptions ring_;

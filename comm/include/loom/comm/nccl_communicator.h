@@ -26,9 +26,9 @@ class NcclCommunicator final : public Communicator {
   Backend backend() const override { return Backend::nccl; }
   Device device() const override { return device_; }
   void allreduce(void* data, std::int64_t count, DType dtype, double scale = 1.0) override;
-  void reduce_scatter(void* data, const Partition& parts, DType dtype, double scale = 1.0,
+  void reduce_scatter(void* data, const RangeSplit& parts, DType dtype, double scale = 1.0,
                       Exchange exchange = Exchange::ring) override;
-  void allgather(void* data, const Partition& parts, DType dtype, Exchange exchange = Exchange::ring) override;
+  void allgather(void* data, const RangeSplit& parts, DType dtype, Exchange exchange = Exchange::ring) override;
   void broadcast(void* data, std::int64_t count, DType dtype, int root) override;
   void barrier() override;
   std::unique_ptr<Communicator> split(int color, int key) override;

@@ -19,7 +19,7 @@
 #include <nccl.h>
 
 #include <loom/comm/watchdog.h>
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 
 namespace loom::comm {
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include <loom/comm/communicator.h>
-#include <loom/comm/partition.h>
+#include <loom/comm/range_split.h>
 #include <loom/comm/topology.h>
 
 namespace loom::comm {
@@ -36,7 +36,7 @@ class ReduceGroup {
   // Owners of `shard` on every node; `shard` must be one of owned_shards().
   Communicator& inter(int shard);
   // Where each member of intra() starts in a buffer of `count` elements cut into shards().
-  Partition intra_partition(std::int64_t count) const;
+  RangeSplit intra_partition(std::int64_t count) const;
 
   std::string describe() const;  // "4 ranks on 2 nodes (2+2), 2 shards"
 

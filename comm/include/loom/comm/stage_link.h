@@ -30,7 +30,7 @@
 #include <mpi.h>
 
 #include <loom/comm/boundary_transport.h>
-#include <loom/comm/partition.h>
+#include <loom/comm/range_split.h>
 #include <loom/core/tensor.h>
 
 namespace loom::comm {

@@ -13,7 +13,7 @@
 #include <string_view>
 
 #include <loom/core/dtype.h>
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 #include <loom/core/half.h>
 #include <loom/core/hostdevice.h>
 

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <system_error>
 
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 
 namespace loom {
 

@@ -15,7 +15,7 @@
 
 #include <loom/core/device.h>
 #include <loom/core/dtype.h>
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 #include <loom/core/memory.h>
 #include <loom/core/shape.h>
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 
 namespace loom {
 

@@ -29,7 +29,7 @@ struct File {
 
 // Writes host tensors and string metadata (a tensor on a device is an error: copy it to the host
 // first, as save_checkpoint does). Names must be unique. The file is written
-// as PATH.tmp, flushed to the disk and renamed (loom/core/files.h): PATH is never half-written.
+// as PATH.tmp, flushed to the disk and renamed (loom/base/files.h): PATH is never half-written.
 void save(const std::string& path, const NamedTensors& tensors, const Metadata& metadata = {});
 // Only a regular file is read (a FIFO, a device or a directory is an error naming it).
 File load(const std::string& path);

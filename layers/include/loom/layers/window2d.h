@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 
 namespace loom {
 

@@ -78,7 +78,8 @@ double state_bytes(double weight_bytes, int replicas, const CostOptions& options
 // --bucket-mb`'s default).
 double communicator_scratch_bytes(const Cluster& cluster, const std::vector<int>& devices, double weight_bytes);
 
-struct StageCost {
+// One stage of a plan as the closed-form model (evaluate) estimates it.
+struct StageEstimate {
   double forward_ms = 0;     // one micro-batch, the replica with the most rows
   double backward_ms = 0;
   double allreduce_ms = 0;   // the stage's gradient allreduce across its replicas
@@ -99,7 +100,7 @@ struct PlanCost {
   bool pivot_is_round_trip = false;
   double warmup_ms = 0, steady_ms = 0, end_ms = 0;
   double peak_memory_bytes = 0;
-  std::vector<StageCost> stages;
+  std::vector<StageEstimate> stages;
 };
 
 // Scores `plan` (which must be valid for the profile and cluster). Infeasible plans (memory) are

@@ -15,7 +15,7 @@
 
 namespace loom::planner {
 
-// The simulator's cost model for `plan` (one StageCost per stage, one Link per boundary).
+// The simulator's cost model for `plan` (one schedule::StageCost per stage, one Link per boundary).
 schedule::CostModel simulation_costs(const Profile& profile, const Cluster& cluster, const Plan& plan,
                                      const CostOptions& options = {});
 

@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <loom/planner/cluster.h>
@@ -65,8 +66,14 @@ PlannerResult plan_coarsened(const Profile& profile, int groups, const Cluster& 
 // schedule::kMaxScheduleCells over the devices, as a plan has at most one stage per device).
 std::vector<int> microbatch_candidates(int global_batch, const PlannerOptions& options, int devices = 1);
 
-// Of several scored plans of one strategy (different M), the fastest feasible one.
+// Of several scored plans of one strategy (different M), the fastest feasible one; with no candidate
+// at all, a result whose note is `none` (why there are none).
 PlannerResult best_of(const Profile& profile, const Cluster& cluster, const std::vector<Plan>& candidates,
-                      const CostOptions& options);
+                      const CostOptions& options, std::string_view none = "no candidate");
+
+// A candidate's header: the profile's model, the planner's name, the batch, M, the schedule kind and
+// whether gradient allreduces overlap the backward; the caller adds the stages.
+Plan candidate_plan(const Profile& profile, std::string planner, int global_batch, int microbatches,
+                    schedule::ScheduleKind kind, bool overlap_allreduce);
 
 }  // namespace loom::planner

@@ -18,7 +18,7 @@
 //   STEP the optimizer step (a callback, given the global batch it completes), then gradients
 //       are zeroed
 // Batches and rows: the schedule knows its batch structure (Schedule::batches, ::microbatches_per_batch):
-// micro-batch j of the program belongs to batch first_batch + j / M and owns rows
+// micro-batch j of the program belongs to batch first_step + j / M and owns rows
 // even_split(B, M, j % M) of it; replica r of a stage owns even_split(rows, R, r) of those, exactly
 // as comm::StageLink splits boundary transfers. The loss is each batch's mean: the loss layer divides
 // sums by the batch's number of targets, so gradients are summed (not averaged) across replicas.
@@ -42,10 +42,11 @@
 
 namespace loom::runtime {
 
-// Reads rows [first, first + count) of global batch `batch`: inputs for the first virtual stage,
+// Reads rows [first, first + count) of the global batch of optimizer step `step` (the one step index:
+// Trainer, Executor, MicrobatchInfo and the layers' Context count the same steps): inputs for the first virtual stage,
 // targets for the last (`want_inputs` / `want_targets` say which are needed).
 struct BatchRequest {
-  std::int64_t batch = 0;
+  std::int64_t step = 0;
   std::int64_t first = 0;
   std::int64_t count = 0;
   bool want_inputs = false;
@@ -55,15 +56,14 @@ using BatchReader = std::function<void(const BatchRequest& request, TensorList& 
 
 struct ExecutorOptions {
   std::int64_t global_batch = 1;
-  std::uint64_t seed = 0;
+  // What each chunk's stage runner takes: the seed (dropout), the blocks that recompute their
+  // activations, the precision the runners round to (precision.h), which boundary tensors travel in.
+  StageRunnerOptions runner;
   // Targets per sample that count in the loss mean (1 for a class label, T for T tokens).
   std::int64_t targets_per_sample = 1;
   // The loss mean is over the targets of the global batch that are not ignored (-100; masked LM):
   // the last stage counts them by reading the whole batch's targets once per batch.
   bool count_targets = false;
-  // Blocks whose forward keeps only its input, recomputed just before backward (stage_runner.h).
-  RecomputeBlocks recompute;
-  Precision precision = Precision::fp32;  // bf16, fp16: the stage runners round (precision.h)
   // Where this rank's chunks compute: inputs and targets read from the (host) data are copied
   // there, and boundary tensors received over MPI are staged from host memory to it.
   Device device = Device::cpu();
@@ -93,7 +93,7 @@ class WeightStash;
 class Executor {
  public:
   // Takes the optimizer step that completes global batch `batch`.
-  using StepFunction = std::function<void(std::int64_t batch)>;
+  using StepFunction = std::function<void(std::int64_t step)>;
 
   // `chunks[c]` holds virtual stage schedule.virtual_stage(stage, c) of this rank's stage; `loss`
   // (used by the last virtual stage) maps {logits, targets} to {loss}.
@@ -101,11 +101,11 @@ class Executor {
            Layer* loss, StepFunction optimizer_step, ExecutorOptions options);
   ~Executor();
 
-  // Runs this rank's whole program; its first batch is global batch `first_batch` (data and dropout
+  // Runs this rank's whole program; its first batch is global batch `first_step` (data and dropout
   // masks are keyed by the batch index). It covers schedule.batches() batches. The last stage's
   // backwards start from `loss_scale` (fp16: OptimizerStep::loss_scale(); it cannot change inside
   // a run, as fp16 runs synchronous schedules: one batch per run).
-  StepResult run(std::int64_t first_batch, const BatchReader& reader, double loss_scale = 1.0);
+  StepResult run(std::int64_t first_step, const BatchReader& reader, double loss_scale = 1.0);
 
   // Forward only, in evaluation mode, over one batch of `batch_size` rows split into the schedule's
   // micro-batches in its forward order; on ranks of the last virtual stage `on_output(first_row,
@@ -122,19 +122,19 @@ class Executor {
   struct ChunkState;
   struct OverlapHalf;
 
-  void prepare_microbatches(const std::vector<schedule::Action>& program, std::int64_t first_batch);
+  void prepare_microbatches(const std::vector<schedule::Action>& program, std::int64_t first_step);
   void read_rows(const ChunkState& chunk, MicrobatchState& state, const BatchReader& reader);
-  void forward(ChunkState& chunk, int microbatch, const BatchReader& reader, std::int64_t first_batch);
+  void forward(ChunkState& chunk, int microbatch, const BatchReader& reader, std::int64_t first_step);
   void backward(ChunkState& chunk, const schedule::Action& action, bool final_for_batch);
   // The pieces of forward() and of a full backward, for an overlapped pair's halves.
   StageRunner::Pass begin_forward(ChunkState& chunk, int microbatch, const BatchReader& reader);
-  void end_forward(ChunkState& chunk, StageRunner::Pass& pass, std::int64_t first_batch);
+  void end_forward(ChunkState& chunk, StageRunner::Pass& pass, std::int64_t first_step);
   StageRunner::Pass begin_backward(ChunkState& chunk, int microbatch, bool final_for_batch);
   void end_backward(ChunkState& chunk, StageRunner::Pass& pass);
   // Feeds the gradient bucketer block by block during the backward that completes a chunk's gradients.
   StageRunner::BlockDone block_done(ChunkState& chunk, bool final_for_batch);
   // An overlapped pair's group (overlap_pair.cpp).
-  void run_overlap_group(const schedule::OverlapGroup& group, std::int64_t first_batch, const BatchReader& reader);
+  void run_overlap_group(const schedule::OverlapGroup& group, std::int64_t first_step, const BatchReader& reader);
   // Takes a half's input if its receive has completed (or was local); true once it is there.
   bool poll_input(OverlapHalf& half, double since_us);
   void wait_for_an_input(OverlapHalf* halves, double since_us);
@@ -143,10 +143,10 @@ class Executor {
   // Waits for a posted receive: the tensors widened back to f32 from a 16-bit precision's boundary
   // dtype (precision.h), charged to communication as the received tensors are.
   TensorList received(comm::PendingReceive& receive) const;
-  void run_action(std::size_t index, std::int64_t first_batch, const BatchReader& reader);
+  void run_action(std::size_t index, std::int64_t first_step, const BatchReader& reader);
   void progress_links();  // starts the data receives whose headers landed, reaps finished sends
   void flush_links();  // waits for every send of this rank's links and drops micro-batch state
-  double loss_denominator(std::int64_t batch, const BatchReader& reader);
+  double loss_denominator(std::int64_t step, const BatchReader& reader);
 
   const schedule::Schedule& schedule_;
   int stage_;

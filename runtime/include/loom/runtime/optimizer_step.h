@@ -16,6 +16,7 @@
 #include <loom/runtime/loss_scaler.h>
 #include <loom/runtime/master_weights.h>
 #include <loom/runtime/precision.h>
+#include <loom/runtime/tied_parameters.h>
 #include <loom/runtime/zero_shard.h>
 
 namespace loom::runtime {
@@ -46,9 +47,11 @@ class OptimizerStep {
   // optimizer updates fp32 masters of them, published to the model (rounded) now and after each step.
   // `shard` (--zero 1): the optimizer and the masters hold this replica's slice only (zero_shard.h);
   // each step ends by gathering the slices, and every replica adds its slice to the norm.
+  // `ties` (tied_parameters.h): each step first sums the gradients of tied parameters across
+  // stages, and a copy whose canonical another stage holds stays out of the norm (counted there).
   OptimizerStep(const OptimizerConfig& config, const PrecisionConfig& precision, std::vector<NamedParameter> parameters,
                 std::int64_t total_steps, comm::Communicator* norm_group, bool contributes_norm,
-                ZeroShard* shard = nullptr);
+                ZeroShard* shard = nullptr, TiedParameters* ties = nullptr);
   ~OptimizerStep();
 
   // The update that completes global batch `step` (counted from 0 over the whole run): fp32 and bf16
@@ -72,8 +75,6 @@ class OptimizerStep {
   // After the masters were loaded (a resume): the model's parameters from them. Under --zero 1 the
   // checkpoint loads the fp32 values into the model; the slices' masters take them (collective).
   void publish();
-  // Runs at the start of every step, before the norm and the update (tied gradients' sums).
-  void set_before_step(std::function<void()> before) { before_step_ = std::move(before); }
 
  private:
   double clip_factor();
@@ -87,7 +88,7 @@ class OptimizerStep {
   LrSchedule schedule_;
   double clip_norm_ = 0.0;
   comm::Communicator* norm_group_ = nullptr;
-  std::function<void()> before_step_;
+  TiedParameters* ties_ = nullptr;
   ZeroShard* shard_ = nullptr;
   bool contributes_norm_ = false;
 };

@@ -36,11 +36,11 @@
 
 namespace loom::runtime {
 
-// Where a micro-batch's rows sit in training: the global batch index (dropout masks are keyed by
-// it), the global index of its first sample, and the loss denominator (the count of targets of
+// Where a micro-batch's rows sit in training: the optimizer step its global batch is for (dropout
+// masks are keyed by it), the global index of its first sample, and the loss denominator (the count of targets of
 // the whole global batch, so micro-batch losses add up to the global-batch mean).
 struct MicrobatchInfo {
-  std::int64_t batch = 0;
+  std::int64_t step = 0;
   std::int64_t first_sample = 0;
   double loss_denominator = 1.0;
   double loss_scale = 1.0;  // what the last stage's backward starts from (fp16: the loss scaler's scale)
@@ -126,8 +126,11 @@ class StageRunner {
   // inputs their runs kept.
   void recompute_forward(Microbatch& mb);
   bool starts_run(std::size_t block) const { return recompute_[block] && (block == 0 || !recompute_[block - 1]); }
-  // The chain's forward, block by block, with at_block_boundary on the inputs and each block's outputs.
-  TensorList chain_forward(const TensorList& inputs, Context& ctx);
+  // Block b's forward in the blocks' GEMM precision, its outputs rounded at the block boundary: the
+  // one step of the three forwards (a micro-batch's pass, its recomputation, evaluation).
+  TensorList forward_block(std::size_t b, const TensorList& x, Context& ctx);
+  // The last stage's loss of a micro-batch's logits, kept in mb.loss until its backward.
+  void forward_loss(Microbatch& mb, const Tensor& logits, Tensor host_targets);
   // What the precision does between blocks, forward and backward: bf16 and fp16 round in place
   // (runtime/precision.h), fp32 leaves the tensors as they are.
   void at_block_boundary(const TensorList& tensors) const;

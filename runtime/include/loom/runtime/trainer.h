@@ -26,6 +26,7 @@
 #include <loom/core/memory.h>
 #include <loom/layers/chain.h>
 #include <loom/models/model.h>
+#include <loom/runtime/run_layout.h>
 #include <loom/runtime/straggler.h>
 #include <loom/runtime/trainer_config.h>
 #include <loom/schedule/schedule_kind.h>
@@ -81,19 +82,6 @@ struct TrainSummary {
   std::int64_t peak_activation_bytes = 0;  // this rank's peak of MemoryCategory::activations
 };
 
-// What a run looks like, resolved from the config (and plan), the same on every rank.
-struct RunShape {
-  schedule::ScheduleKind schedule = schedule::ScheduleKind::dapple;  // not read for a schedule file
-  std::string schedule_file;  // where the programs come from, or empty (a generator of `schedule`)
-  int stages = 1;
-  int chunks = 1;
-  int microbatches = 1;
-  std::int64_t global_batch = 1;
-  std::int64_t steps = 0;           // optimizer steps of the whole run
-  std::int64_t steps_per_epoch = 0;
-  std::int64_t train_samples = 0;
-};
-
 namespace detail {
 struct TrainerState;
 }
@@ -116,7 +104,7 @@ class Trainer {
   double evaluate(std::int64_t epoch);
 
   const ResolvedConfig& config() const;
-  const RunShape& shape() const;
+  const RunLayout& layout() const;  // the run resolved: schedule, stages, ranks, batch, length
   const ModelSpec& model() const;
   // "mlp (...) | data synthetic (60000 samples) | 2 stages x 2 replicas | schedule dapple | M=4 | B=64 | 100 steps"
   std::string describe() const;

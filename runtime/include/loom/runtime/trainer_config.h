@@ -95,6 +95,9 @@ struct PipelineConfig {
   int stages = 1, replicas = 1, microbatches = 4, chunks = 2;
   std::vector<int> warmup;
   std::int64_t global_batch = 64;
+  // With a schedule file, which sets S and v: the --stages and --chunks `loom train` was given, which
+  // must agree with it (0: not given). `microbatches` 0: the file's M.
+  int schedule_file_stages = 0, schedule_file_chunks = 0;
 };
 // Where ranks compute and how their tensors move.
 struct CommConfig {

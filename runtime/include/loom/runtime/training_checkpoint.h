@@ -6,7 +6,7 @@
 //   DIR/latest                                            "step-000120": the commit, by rank 0
 //
 // A save writes its own step directory; every file is written under a .tmp name, flushed to the
-// disk and renamed (loom/core/files.h). Only after every rank has written its files (a control
+// disk and renamed (loom/base/files.h). Only after every rank has written its files (a control
 // collective under the watchdog) does rank 0 write the manifest and then move DIR/latest to the
 // new directory: that rename is the commit. A kill, a stopped rank or a full disk before it leaves
 // DIR/latest at the previous checkpoint, which stays whole; the half-written directory is

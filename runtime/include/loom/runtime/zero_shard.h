@@ -21,7 +21,7 @@
 #include <vector>
 
 #include <loom/comm/communicator.h>
-#include <loom/comm/partition.h>
+#include <loom/comm/range_split.h>
 #include <loom/layers/layer.h>
 
 namespace loom::runtime {
@@ -38,10 +38,10 @@ class ZeroShard {
   const std::vector<NamedParameter>& slice() const { return slice_; }
   // Element offset of each view into its parameter (for reading its optimizer state by range).
   const std::map<std::string, std::int64_t>& offsets() const { return offsets_; }
-  comm::Range range() const { return partition_.part(replicas_.rank()); }
+  comm::Range range() const { return owners_.part(replicas_.rank()); }
   int replica() const { return replicas_.rank(); }
   int replicas() const { return replicas_.size(); }
-  std::int64_t total() const { return partition_.total(); }
+  std::int64_t total() const { return owners_.total(); }
 
   // Collective over the replicas, after the optimizer step: every parameter whole on every replica.
   void gather();
@@ -58,7 +58,7 @@ class ZeroShard {
   // The first element of `parameter` in the flat order, or -1 when it is not one of parameters().
   std::int64_t start_of(const Parameter* parameter) const;
   // Every replica's range of the flat order (the replicas communicator's order).
-  const comm::Partition& owners() const { return partition_; }
+  const comm::RangeSplit& owners() const { return owners_; }
   const std::vector<int>& world_ranks() const { return replicas_.world_ranks(); }
   // The view of parameter `p` in slice(), or -1 when this replica's slice does not meet it.
   int view_of(std::size_t p) const { return view_of_.at(p); }
@@ -67,7 +67,7 @@ class ZeroShard {
   std::vector<NamedParameter> parameters_;
   std::vector<std::int64_t> starts_;  // each parameter's first element in the flat order
   comm::Communicator& replicas_;
-  comm::Partition partition_;
+  comm::RangeSplit owners_;
   std::int64_t window_;
   std::vector<std::unique_ptr<Parameter>> views_;
   std::vector<NamedParameter> slice_;

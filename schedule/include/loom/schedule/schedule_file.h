@@ -14,8 +14,10 @@
 // REDUCE_GRAD) are ignored; loom adds the transfers (with_communication), then AR and STEP.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <loom/schedule/schedule.h>
 
@@ -60,6 +62,19 @@ Schedule read_schedule_file(const std::string& path, const ScheduleFileOptions& 
 // generator makes at the file's S, M and v (with `base`'s warm-up and window); otherwise a loom::Error
 // naming the path and the first stage that differs, and saying to leave --schedule out.
 void check_file_is_kind(const Schedule& file, ScheduleKind kind, const std::string& path, const ScheduleOptions& base);
+
+// What the flags given with a schedule file say of it (`loom train` and `loom simulate`): 0 or unset
+// where the flag was not given, so the file sets it.
+struct ScheduleFileFlags {
+  int stages = 0;        // --stages: the file's S
+  int chunks = 0;        // --chunks: its v
+  int microbatches = 0;  // --microbatches: its M
+  std::optional<ScheduleKind> kind;  // --schedule: its programs are this kind's (check_file_is_kind)
+  std::vector<int> warmup;           // --warmup: that kind's warm-up
+};
+// read_schedule_file(path), then each flag given checked against the file: one loom::Error naming the
+// flag and the file, and saying to leave the flag out.
+Schedule load_schedule_file(const std::string& path, const ScheduleFileFlags& flags);
 
 // The file's content in `format` (to_text() with transfers, or to_csv()).
 std::string write_schedule_file(const Schedule& schedule, ScheduleFileFormat format);

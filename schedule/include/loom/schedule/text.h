@@ -15,7 +15,7 @@
 // Without the line the placement is the looped c·S + s (and `placement` stays empty).
 #pragma once
 
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 
 #include <string>
 #include <string_view>
@@ -39,7 +39,7 @@ std::string placement_text(const Schedule& schedule);
 // The whole schedule, "schedule NAME" line first, then the placement line if it has one.
 std::string to_text(const Schedule& schedule, TextStyle style = TextStyle::Full);
 
-// User text in error messages is quoted with loom::excerpt (core/error.h).
+// User text in error messages is quoted with loom::excerpt (base/error.h).
 using loom::excerpt;
 
 // Parses one token ("F3c1@2"); errors name the token.

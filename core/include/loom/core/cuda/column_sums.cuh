@@ -11,7 +11,7 @@
 #include <cuda_runtime.h>
 
 #include <loom/core/cuda/grid_loop.cuh>
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 #include <loom/core/memory.h>
 #include <loom/core/tensor.h>
 

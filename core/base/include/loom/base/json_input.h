@@ -19,7 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 
 namespace loom {
 

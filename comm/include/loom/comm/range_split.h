@@ -22,10 +22,10 @@ Range even_split(std::int64_t total, int parts, int part);
 Range intersect(const Range& a, const Range& b);
 
 // [0, total) cut at offsets: part p is [offsets[p], offsets[p + 1]).
-class Partition {
+class RangeSplit {
  public:
-  explicit Partition(std::vector<std::int64_t> offsets);
-  static Partition even(std::int64_t total, int parts);
+  explicit RangeSplit(std::vector<std::int64_t> offsets);
+  static RangeSplit even(std::int64_t total, int parts);
 
   int parts() const { return static_cast<int>(offsets_.size()) - 1; }
   std::int64_t total() const { return offsets_.back(); }

@@ -22,7 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 
 namespace loom {
 

@@ -1,8 +1,8 @@
-#include <loom/comm/partition.h>
+#include <loom/comm/range_split.h>
 
 #include <algorithm>
 
-#include <loom/core/error.h>
+#include <loom/base/error.h>
 
 namespace loom::comm {
 
@@ -20,25 +20,25 @@ Range intersect(const Range& a, const Range& b) {
   return {begin, std::max(begin, std::min(a.end, b.end))};
 }
 
-Partition::Partition(std::vector<std::int64_t> offsets) : offsets_(std::move(offsets)) {
+RangeSplit::RangeSplit(std::vector<std::int64_t> offsets) : offsets_(std::move(offsets)) {
   LOOM_CHECK(offsets_.size() >= 2 && offsets_.front() == 0, "a partition needs offsets starting at 0");
   LOOM_CHECK(std::is_sorted(offsets_.begin(), offsets_.end()), "partition offsets must not decrease");
 }
 
-Partition Partition::even(std::int64_t total, int parts) {
+RangeSplit RangeSplit::even(std::int64_t total, int parts) {
   std::vector<std::int64_t> offsets(parts + 1);
   for (int p = 0; p < parts; ++p) offsets[p] = even_split(total, parts, p).begin;
   offsets[parts] = total;
-  return Partition(std::move(offsets));
+  return RangeSplit(std::move(offsets));
 }
 
-std::int64_t Partition::largest_part() const {
+std::int64_t RangeSplit::largest_part() const {
   std::int64_t largest = 0;
   for (int p = 0; p < parts(); ++p) largest = std::max(largest, part(p).size());
   return largest;
 }
 
-bool Partition::uniform() const {
+bool RangeSplit::uniform() const {
   for (int p = 1; p < parts(); ++p)
     if (part(p).size() != part(0).size()) return false;
   return true;

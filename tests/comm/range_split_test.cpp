@@ -1,12 +1,12 @@
 // Even splits and partitions, checked against brute-force enumeration.
 #include <catch2/catch.hpp>
 
-#include <loom/comm/partition.h>
-#include <loom/core/error.h>
+#include <loom/comm/range_split.h>
+#include <loom/base/error.h>
 
 using loom::comm::even_split;
 using loom::comm::intersect;
-using loom::comm::Partition;
+using loom::comm::RangeSplit;
 using loom::comm::Range;
 
 TEST_CASE("even_split covers every item once, in order, sizes differing by at most one") {
@@ -35,16 +35,16 @@ TEST_CASE("intersect of ranges") {
   CHECK(intersect({7, 9}, {0, 3}).empty());
 }
 
-TEST_CASE("Partition from offsets and even partitions") {
-  const Partition p({0, 3, 3, 10});
+TEST_CASE("RangeSplit from offsets and even partitions") {
+  const RangeSplit p({0, 3, 3, 10});
   CHECK(p.parts() == 3);
   CHECK(p.total() == 10);
   CHECK(p.part(1).empty());
   CHECK(p.largest_part() == 7);
   CHECK_FALSE(p.uniform());
-  CHECK(Partition::even(12, 4).uniform());
-  CHECK(Partition::even(13, 4).part(0) == Range{0, 4});
-  CHECK(Partition::even(13, 4).part(3) == Range{10, 13});
-  CHECK_THROWS_AS(Partition({1, 2}), loom::Error);
-  CHECK_THROWS_AS(Partition({0, 5, 2}), loom::Error);
+  CHECK(RangeSplit::even(12, 4).uniform());
+  CHECK(RangeSplit::even(13, 4).part(0) == Range{0, 4});
+  CHECK(RangeSplit::even(13, 4).part(3) == Range{10, 13});
+  CHECK_THROWS_AS(RangeSplit({1, 2}), loom::Error);
+  CHECK_THROWS_AS(RangeSplit({0, 5, 2}), loom::Error);
 }
