@@ -8,13 +8,12 @@
 #include <sstream>
 
 #include <loom/base/error.h>
-#include "json_input.h"
+#include <loom/base/json_fields.h>
 
 namespace loom::planner {
 
 namespace {
 
-using detail::excerpt;
 
 struct Quantity {
   double number = 0;
@@ -189,17 +188,17 @@ Cluster parse_cluster_spec(const std::string& spec) {
 }
 
 Cluster read_cluster_json(const std::string& path) {
-  const nlohmann::json doc = detail::parse_json(detail::read_text_file(path, "cluster"), path);
-  detail::reject_unknown_fields(doc, {"name", "nodes", "devices_per_node", "intra_bandwidth", "inter_bandwidth",
+  const nlohmann::json doc = json::parse_json(json::read_text_file(path, "cluster"), path);
+  json::reject_unknown_fields(doc, {"name", "nodes", "devices_per_node", "intra_bandwidth", "inter_bandwidth",
                                       "device_memory", "intra_latency", "inter_latency"},
                                 path, "");
   Cluster c;
-  c.name = detail::string_field_or(doc, "name", path, path, "");
-  c.nodes = detail::int_field(doc, "nodes", path, "", 1, kMaxNodes);
-  c.devices_per_node = detail::int_field(doc, "devices_per_node", path, "", 1, kMaxDevicesPerNode);
+  c.name = json::string_field_or(doc, "name", path, path, "");
+  c.nodes = json::int_field(doc, "nodes", path, "", 1, kMaxNodes);
+  c.devices_per_node = json::int_field(doc, "devices_per_node", path, "", 1, kMaxDevicesPerNode);
   // Each quantity is either a number in base units or a string with a unit.
   auto quantity = [&](const char* key, double fallback, double (*parse)(const std::string&)) {
-    const nlohmann::json* value = detail::find_field(doc, key, path, "", false);
+    const nlohmann::json* value = json::find_field(doc, key, path, "", false);
     if (!value) return fallback;
     if (value->is_string()) {
       try {

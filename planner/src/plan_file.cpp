@@ -10,7 +10,7 @@
 #include <loom/schedule/validator.h>
 
 #include <loom/base/error.h>
-#include "json_input.h"
+#include <loom/base/json_fields.h>
 
 namespace loom::planner {
 
@@ -64,7 +64,7 @@ void write_plan(const Plan& plan, const Cluster& cluster, const std::string& pat
 
 namespace {
 
-using namespace detail;
+using namespace json;
 
 // [first, last] at `field`.
 LayerRange layer_range(const nlohmann::json& value, const std::string& source, const std::string& field) {
@@ -195,6 +195,6 @@ Plan parse_plan(const std::string& text, const std::string& source) {
   return plan;
 }
 
-Plan read_plan(const std::string& path) { return parse_plan(detail::read_text_file(path, "plan"), path); }
+Plan read_plan(const std::string& path) { return parse_plan(json::read_text_file(path, "plan"), path); }
 
 }  // namespace loom::planner

@@ -8,7 +8,7 @@
 #include <loom/planner/graph_profile.h>
 
 #include <loom/base/error.h>
-#include "json_input.h"
+#include <loom/base/json_fields.h>
 
 namespace loom::planner {
 
@@ -19,18 +19,18 @@ const char* kFormat = "loom-profile";
 LayerCost read_cost(const nlohmann::json& object, const std::string& source, const std::string& where) {
   using Kind = LayerCostField::Kind;
   LayerCost cost;
-  const bool split = detail::find_field(object, "backward_input_ms", source, where, false) ||
-                     detail::find_field(object, "backward_weight_ms", source, where, false);
+  const bool split = json::find_field(object, "backward_input_ms", source, where, false) ||
+                     json::find_field(object, "backward_weight_ms", source, where, false);
   for (const LayerCostField& f : kLayerCostFields) {
     double& value = cost.*f.member;
     switch (f.kind) {
-      case Kind::required: value = detail::number_field(object, f.name, source, where); break;
+      case Kind::required: value = json::number_field(object, f.name, source, where); break;
       // activation_bytes comes before it in the table
-      case Kind::boundary: value = detail::number_field_or(object, f.name, cost.activation_bytes, source, where); break;
+      case Kind::boundary: value = json::number_field_or(object, f.name, cost.activation_bytes, source, where); break;
       case Kind::split_time:  // both or neither
-        if (split) value = detail::number_field(object, f.name, source, where);
+        if (split) value = json::number_field(object, f.name, source, where);
         break;
-      case Kind::optional: value = detail::number_field_or(object, f.name, 0.0, source, where); break;
+      case Kind::optional: value = json::number_field_or(object, f.name, 0.0, source, where); break;
     }
   }
   return cost;
@@ -57,34 +57,34 @@ nlohmann::json cost_json(const LayerCost& cost) {
 
 // Version 2's data and optimizer costs (all optional).
 void read_data_costs(const nlohmann::json& doc, const std::string& source, Profile& profile) {
-  profile.input_bytes = detail::number_field_or(doc, "input_bytes", 0, source, "");
-  profile.target_bytes = detail::number_field_or(doc, "target_bytes", 0, source, "");
-  profile.data_ms = detail::number_field_or(doc, "data_ms", 0, source, "");
-  const nlohmann::json* steps = detail::find_field(doc, "step_ms_per_mb", source, "", false);
+  profile.input_bytes = json::number_field_or(doc, "input_bytes", 0, source, "");
+  profile.target_bytes = json::number_field_or(doc, "target_bytes", 0, source, "");
+  profile.data_ms = json::number_field_or(doc, "data_ms", 0, source, "");
+  const nlohmann::json* steps = json::find_field(doc, "step_ms_per_mb", source, "", false);
   if (!steps) return;
   if (!steps->is_object())
     LOOM_THROW(source,
                ": step_ms_per_mb must be an object (optimizer: ms per "
                "MB of parameters)");
   for (const auto& [optimizer, value] : steps->items())
-    profile.step_ms_per_mb[optimizer] = detail::number_field(*steps, optimizer.c_str(), source, "step_ms_per_mb");
+    profile.step_ms_per_mb[optimizer] = json::number_field(*steps, optimizer.c_str(), source, "step_ms_per_mb");
 }
 
 // "ties": [{"layers": [canonical, copy], "bytes": B}, ...] (optional).
 void read_ties(const nlohmann::json& doc, const std::string& source, Profile& profile) {
-  const nlohmann::json* ties = detail::find_field(doc, "ties", source, "", false);
+  const nlohmann::json* ties = json::find_field(doc, "ties", source, "", false);
   if (!ties) return;
   if (!ties->is_array()) LOOM_THROW(source, ": ties must be an array");
   for (std::size_t t = 0; t < ties->size(); ++t) {
     const std::string where = "ties[" + std::to_string(t) + "]";
     const nlohmann::json& entry = (*ties)[t];
-    detail::reject_unknown_fields(entry, {"layers", "bytes"}, source, where);
-    const nlohmann::json* layers = detail::find_field(entry, "layers", source, where, true);
+    json::reject_unknown_fields(entry, {"layers", "bytes"}, source, where);
+    const nlohmann::json* layers = json::find_field(entry, "layers", source, where, true);
     if (!layers->is_array() || layers->size() != 2) LOOM_THROW(source, ": ", where, ".layers must be [canonical, copy]");
     LayerTie tie;
-    tie.canonical_layer = static_cast<int>(detail::integer_value((*layers)[0], source, where + ".layers[0]", 0, kMaxProfileLayers - 1));
-    tie.copy_layer = static_cast<int>(detail::integer_value((*layers)[1], source, where + ".layers[1]", 0, kMaxProfileLayers - 1));
-    tie.bytes = detail::number_field(entry, "bytes", source, where);
+    tie.canonical_layer = static_cast<int>(json::integer_value((*layers)[0], source, where + ".layers[0]", 0, kMaxProfileLayers - 1));
+    tie.copy_layer = static_cast<int>(json::integer_value((*layers)[1], source, where + ".layers[1]", 0, kMaxProfileLayers - 1));
+    tie.bytes = json::number_field(entry, "bytes", source, where);
     profile.ties.push_back(tie);
   }
 }
@@ -92,39 +92,39 @@ void read_ties(const nlohmann::json& doc, const std::string& source, Profile& pr
 }  // namespace
 
 Profile parse_profile_json(const std::string& text, const std::string& source) {
-  const nlohmann::json doc = detail::parse_json(text, source);
-  detail::reject_unknown_fields(doc,
+  const nlohmann::json doc = json::parse_json(text, source);
+  json::reject_unknown_fields(doc,
                                 {"format", "version", "model", "microbatch", "device", "layers", "ties", "input_bytes",
                                  "target_bytes", "data_ms", "step_ms_per_mb"},
                                 source, "");
-  const std::string format = detail::string_field_or(doc, "format", "", source, "");
+  const std::string format = json::string_field_or(doc, "format", "", source, "");
   if (format != kFormat) LOOM_THROW(source, ": format must be \"", kFormat, "\"");
-  const int version = detail::int_field(doc, "version", source, "", 0, INT_MAX);
+  const int version = json::int_field(doc, "version", source, "", 0, INT_MAX);
   if (version != 1 && version != 2) LOOM_THROW(source, ": unsupported version ", version, " (expected 1 or 2)");
   Profile profile;
   profile.source = source;
-  profile.model = detail::string_field_or(doc, "model", "", source, "");
-  profile.device = detail::string_field_or(doc, "device", "", source, "");
-  profile.microbatch = detail::number_field(doc, "microbatch", source, "");
-  const nlohmann::json* layers = detail::find_field(doc, "layers", source, "", true);
+  profile.model = json::string_field_or(doc, "model", "", source, "");
+  profile.device = json::string_field_or(doc, "device", "", source, "");
+  profile.microbatch = json::number_field(doc, "microbatch", source, "");
+  const nlohmann::json* layers = json::find_field(doc, "layers", source, "", true);
   if (!layers->is_array() || layers->empty()) LOOM_THROW(source, ": layers must be a non-empty array");
   if (layers->size() > static_cast<std::size_t>(kMaxProfileLayers))
     LOOM_THROW(source, ": layers has ", layers->size(), " entries; at most ", kMaxProfileLayers, " are supported");
   for (std::size_t i = 0; i < layers->size(); ++i) {
     const std::string where = "layers[" + std::to_string(i) + "]";
     const nlohmann::json& entry = (*layers)[i];
-    detail::reject_unknown_fields(entry, with(kCostFields, {"name", "parameter_bytes", "measurements"}), source, where);
+    json::reject_unknown_fields(entry, with(kCostFields, {"name", "parameter_bytes", "measurements"}), source, where);
     LayerProfile layer;
-    layer.name = detail::string_field_or(entry, "name", "layer" + std::to_string(i), source, where);
+    layer.name = json::string_field_or(entry, "name", "layer" + std::to_string(i), source, where);
     layer.cost = read_cost(entry, source, where);
-    layer.parameter_bytes = detail::number_field(entry, "parameter_bytes", source, where);
-    if (const nlohmann::json* extra = detail::find_field(entry, "measurements", source, where, false)) {
+    layer.parameter_bytes = json::number_field(entry, "parameter_bytes", source, where);
+    if (const nlohmann::json* extra = json::find_field(entry, "measurements", source, where, false)) {
       if (!extra->is_array()) LOOM_THROW(source, ": ", where, ".measurements must be an array");
       for (std::size_t k = 0; k < extra->size(); ++k) {
         const std::string at = where + ".measurements[" + std::to_string(k) + "]";
-        detail::reject_unknown_fields((*extra)[k], with(kCostFields, {"microbatch"}), source, at);
+        json::reject_unknown_fields((*extra)[k], with(kCostFields, {"microbatch"}), source, at);
         Measurement m;
-        m.microbatch = detail::number_field((*extra)[k], "microbatch", source, at);
+        m.microbatch = json::number_field((*extra)[k], "microbatch", source, at);
         m.cost = read_cost((*extra)[k], source, at);
         layer.extra.push_back(m);
       }
@@ -138,7 +138,7 @@ Profile parse_profile_json(const std::string& text, const std::string& source) {
 }
 
 Profile read_profile_json(const std::string& path) {
-  return parse_profile_json(detail::read_text_file(path, "profile"), path);
+  return parse_profile_json(json::read_text_file(path, "profile"), path);
 }
 
 nlohmann::json profile_to_json(const Profile& profile) {
@@ -178,7 +178,7 @@ void write_profile_json(const Profile& profile, const std::string& path) {
 }
 
 Profile load_profile(const std::string& path, double microbatch) {
-  const std::string text = detail::read_text_file(path, "profile");
+  const std::string text = json::read_text_file(path, "profile");
   const auto first = text.find_first_not_of(" \t\r\n");
   if (first != std::string::npos && text[first] == '{') {
     Profile profile = parse_profile_json(text, path);

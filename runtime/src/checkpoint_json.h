@@ -51,8 +51,5 @@ void expect_field(const nlohmann::json& manifest, const std::filesystem::path& p
              " but this run has ", nlohmann::json(wanted).dump());
 }
 
-// An integer field in [low, high].
-std::int64_t integer_field(const nlohmann::json& value, const std::filesystem::path& path, const char* field,
-                           std::int64_t low, std::int64_t high);
 
 }  // namespace loom::runtime::detail

@@ -8,6 +8,7 @@
 #include <set>
 
 #include <loom/base/files.h>
+#include <loom/base/json_fields.h>
 #include <loom/base/json_input.h>
 
 #include "checkpoint_json.h"
@@ -41,16 +42,6 @@ void expect_checkpoint_format(const nlohmann::json& value, const fs::path& path)
   LOOM_CHECK(format && (*format == kCheckpointFormat || *format == kCheckpointFormatV1), path.string(),
              ": field 'format' must be \"", kCheckpointFormat, "\" (or version 1), got ",
              format ? excerpt(format->dump()) : std::string("nothing"));
-}
-
-std::int64_t integer_field(const nlohmann::json& value, const fs::path& path, const char* field, std::int64_t low,
-                           std::int64_t high) {
-  const nlohmann::json* found = value.contains(field) ? &value[field] : nullptr;
-  LOOM_CHECK(found && found->is_number_integer() && found->get<std::int64_t>() >= low &&
-                 found->get<std::int64_t>() <= high,
-             path.string(), ": field '", field, "' must be an integer in [", low, ", ", high, "], got ",
-             found ? excerpt(found->dump()) : std::string("nothing"));
-  return found->get<std::int64_t>();
 }
 
 }  // namespace detail
@@ -108,8 +99,8 @@ CheckpointReader::CheckpointReader(const std::string& directory)
   manifest_ = detail::read_checkpoint_json(manifest_path_);
   const nlohmann::json& manifest = manifest_;
   detail::expect_checkpoint_format(manifest, manifest_path_);
-  step_ = detail::integer_field(manifest, manifest_path_, "step", 0, kMaxBlock);
-  const auto stages = detail::integer_field(manifest, manifest_path_, "stages", 1, 1 << 20);
+  step_ = json::integer_field(manifest, "step", manifest_path_, "", 0, kMaxBlock);
+  const auto stages = json::integer_field(manifest, "stages", manifest_path_, "", 1, 1 << 20);
   for (int s = 0; s < stages; ++s) {
     const fs::path path = fs::path(directory) / (detail::stage_name(s) + ".json");
     const nlohmann::json stage = detail::read_checkpoint_json(path);
@@ -120,7 +111,8 @@ CheckpointReader::CheckpointReader(const std::string& directory)
     LOOM_CHECK(stage.contains("file") && stage["file"] == file, path.string(), ": field 'file' must be \"", file,
                "\", got ", stage.contains("file") ? excerpt(stage["file"].dump()) : std::string("nothing"));
     CheckpointStage record{s, (fs::path(directory) / file).string(), read_blocks(stage, path), {}};
-    const std::int64_t slices = stage.contains("zero_slices") ? detail::integer_field(stage, path, "zero_slices", 1, 1 << 20) : 0;
+    const std::int64_t slices =
+        stage.contains("zero_slices") ? json::integer_field(stage, "zero_slices", path.string(), "", 1, 1 << 20) : 0;
     for (int r = 0; r < slices; ++r)
       record.slice_files.push_back((fs::path(directory) / detail::slice_file_name(s, r)).string());
     stages_.push_back(std::move(record));
