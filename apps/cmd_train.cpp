@@ -88,7 +88,7 @@ void add_compute_options(CLI::App* cmd, TrainOptions& o) {
   cmd->add_option("--threads", o.threads, "CPU math threads per rank (default: LOOM_NUM_THREADS or cores / local ranks)");
   cmd->add_option("--optimizer", o.optimizer, optimizer_kind_list() + " (sgd uses --momentum; 0 for plain SGD)")
       ->capture_default_str();
-  cmd->add_option("--lr", o.lr, "learning rate")->capture_default_str();
+  cmd->add_option("--lr", o.lr, "learning rate (default: 0.05 for sgd and momentum, 0.001 for adam and adamw)");
   cmd->add_option("--momentum", o.momentum, "SGD momentum")->capture_default_str();
   cmd->add_option("--weight-decay", o.weight_decay, "weight decay")->capture_default_str();
   cmd->add_option("--lr-schedule", o.lr_schedule, "constant, linear or cosine (decay after --warmup-steps)")
@@ -177,6 +177,10 @@ void add_train_command(CLI::App& app) {
                  ": an empty path or name was given");
     if (!warmup.empty()) o.warmup = parse_int_list(warmup, "--warmup");
     if (!o.schedule_file.empty() && cmd->count("--microbatches") == 0) o.microbatches = 0;  // the file's
+    if (cmd->count("--lr") == 0) {  // the optimizer's own default, also in the options file
+      o.lr = default_learning_rate(parse_optimizer_kind(o.optimizer));
+      cmd->get_option("--lr")->default_val(o.lr);
+    }
     runtime::ResolvedConfig run = runtime::resolve_config(o);  // every name parsed, before MPI starts
     // A schedule file sets S and v: the --stages and --chunks given must agree with it.
     if (cmd->count("--stages") > 0) run.pipeline.schedule_file_stages = o.stages;

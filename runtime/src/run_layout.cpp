@@ -2,6 +2,9 @@
 #include <loom/runtime/run_layout.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <string>
+#include <vector>
 #include <memory>
 #include <optional>
 
@@ -31,8 +34,9 @@ struct Pipeline {
 void cut_from_config(RunLayout& r, const PipelineConfig& o, int stages, const ModelSpec& spec, int world, int chunks) {
   LOOM_CHECK(stages >= 1 && o.replicas >= 1, "--stages and --replicas must be at least 1");
   const std::int64_t needed = static_cast<std::int64_t>(stages) * o.replicas;  // no int overflow
-  LOOM_CHECK(world == needed, "mpirun started ", world, " ranks but --stages ", stages, " x --replicas ", o.replicas,
-             " needs ", needed);
+  LOOM_CHECK(world == needed, "--stages ", stages, " x --replicas ", o.replicas, " needs ", needed,
+             needed == 1 ? " rank" : " ranks", ", but this job has ", world, ": start it with mpirun -np ", needed,
+             " (or srun -n ", needed, "), or give --stages and --replicas whose product is ", world);
   const comm::ParallelLayout layout = comm::ParallelLayout::uniform(stages, o.replicas);
   for (int s = 0; s < stages; ++s) r.ranks.push_back(layout.stage_ranks(s));
   const int virtual_stages = stages * chunks;
@@ -57,11 +61,15 @@ void cut_from_plan(RunLayout& r, const planner::Plan& plan, const std::string& p
     r.blocks.emplace_back(first, last + 1);
     expected_first = last + 1;
   }
+  int needed = 0;  // the ranks the plan places stages on
+  for (const planner::StagePlan& stage : plan.stages)
+    for (int rank : stage.devices) needed = std::max(needed, rank + 1);
   for (int s = 0; s < plan.stage_count(); ++s) {
     const planner::StagePlan& stage = plan.stages[static_cast<std::size_t>(s)];
     for (int rank : stage.devices)
-      LOOM_CHECK(rank >= 0 && rank < world, path, ": stage ", s, " uses rank ", rank, " but mpirun started ", world,
-                 " ranks");
+      LOOM_CHECK(rank >= 0 && rank < world, path, ": stage ", s, " uses rank ", rank, ", but this job has ", world,
+                 " ranks: the plan needs ", needed, " (mpirun -np ", needed, "), or make a plan for ", world,
+                 " devices (loom plan --cluster ...)");
     r.ranks.push_back(stage.devices);
     r.recompute.emplace_back(stage.recompute.begin(), stage.recompute.end());
   }
@@ -69,7 +77,8 @@ void cut_from_plan(RunLayout& r, const planner::Plan& plan, const std::string& p
              spec.name, " has ", spec.blocks(), " blocks (was the plan made for another model or size?)");
   int used = 0;
   for (const auto& ranks : r.ranks) used += static_cast<int>(ranks.size());
-  LOOM_CHECK(used == world, path, ": the plan uses ", used, " ranks but mpirun started ", world);
+  LOOM_CHECK(used == world, path, ": the plan uses ", used, " ranks, but this job has ", world, ": start it with mpirun -np ",
+             used, ", or make a plan for ", world, " devices (loom plan --cluster ...)");
 }
 
 // --schedule-file: the programs, stages, chunks and M from the file (the flags given must agree with
@@ -82,8 +91,9 @@ schedule::Schedule read_file(const ResolvedConfig& config, int world) {
   schedule::Schedule file = schedule::load_schedule_file(o.schedule_file, given);
   LOOM_CHECK(!file.asynchronous() && file.batches() == 1, o.schedule_file,
              ": asynchronous schedules (weight versions, several STEPs) cannot run from a file yet");
-  LOOM_CHECK(world % file.stages == 0, o.schedule_file, " has ", file.stages, " stages, but mpirun started ", world,
-             " ranks (replicas = ranks / stages must be whole)");
+  LOOM_CHECK(world % file.stages == 0, o.schedule_file, " has ", file.stages, " stages, but this job has ", world,
+             " ranks: start it with a multiple of ", file.stages, " (mpirun -np ", file.stages,
+             " for one replica per stage)");
   return file;
 }
 
@@ -112,7 +122,7 @@ Pipeline resolve_pipeline(RunLayout& r, const ResolvedConfig& config, const Mode
   }
   LOOM_CHECK(p.microbatches >= 1, "--microbatches must be at least 1, got ", p.microbatches);
   LOOM_CHECK(config.precision.precision != Precision::fp16 || !schedule::is_asynchronous(p.kind),
-             "--precision fp16 needs a synchronous schedule (gpipe, dapple, interleaved, zb-h1), not ",
+             "--precision fp16 needs a synchronous schedule (", schedule::schedule_kind_list(", ", false), "), not ",
              schedule::schedule_kind_name(p.kind), ": its loss scaling skips whole steps on every rank (use --precision bf16)");
   p.chunks = plan ? plan->chunks : schedule::is_multi_chunk(p.kind) ? o.chunks : 1;
   LOOM_CHECK(!schedule::is_v_shaped(p.kind) || p.chunks == 2, "--schedule ", schedule::schedule_kind_name(p.kind),
@@ -140,11 +150,29 @@ schedule::Schedule make_programs(const RunLayout& r, const Pipeline& p, const Re
   return schedule::make_schedule(p.kind, so);
 }
 
+// What would split `global_batch` into whole micro-batches: the nearest multiples of `per_batch`
+// and the divisors of the batch nearest `per_batch`.
+std::string batch_split_fix(std::int64_t global_batch, int per_batch) {
+  const std::int64_t below = global_batch / per_batch * per_batch, above = below + per_batch;
+  std::vector<std::int64_t> divisors;
+  for (std::int64_t d = 2; d <= std::min<std::int64_t>(global_batch, 4 * per_batch); ++d)
+    if (global_batch % d == 0) divisors.push_back(d);
+  std::sort(divisors.begin(), divisors.end(), [&](std::int64_t a, std::int64_t b) {
+    return std::abs(a - per_batch) < std::abs(b - per_batch) || (std::abs(a - per_batch) == std::abs(b - per_batch) && a < b);
+  });
+  divisors.resize(std::min<std::size_t>(divisors.size(), 3));
+  std::sort(divisors.begin(), divisors.end());
+  std::string fix = "use --global-batch " + (below > 0 ? std::to_string(below) + " or " : "") + std::to_string(above);
+  for (std::size_t i = 0; i < divisors.size(); ++i)
+    fix += (i == 0 ? ", or --microbatches " : i + 1 == divisors.size() ? " or " : ", ") + std::to_string(divisors[i]);
+  return fix;
+}
+
 // The global batch splits into the schedule's micro-batches, and each into the stage's replicas.
 void check_batch_split(const RunLayout& r) {
   const int per_batch = r.microbatches();
   LOOM_CHECK(r.global_batch % per_batch == 0, "--global-batch ", r.global_batch, " is not divisible by ", per_batch,
-             " micro-batches");
+             " micro-batches: ", batch_split_fix(r.global_batch, per_batch));
   for (std::size_t st = 0; st < r.ranks.size(); ++st)
     LOOM_CHECK(r.global_batch / per_batch >= static_cast<std::int64_t>(r.ranks[st].size()), "a micro-batch of ",
                r.global_batch / per_batch, " samples cannot be split over the ", r.ranks[st].size(),

@@ -92,9 +92,10 @@ const std::vector<std::string>& schedule_kinds() {
   return names;
 }
 
-std::string schedule_kind_list(std::string_view separator) {
+std::string schedule_kind_list(std::string_view separator, std::optional<bool> asynchronous) {
   std::string list;
-  for (const ScheduleKindRow& row : kRows) list.append(list.empty() ? "" : separator).append(row.name);
+  for (const ScheduleKindRow& row : kRows)
+    if (!asynchronous || row.asynchronous == *asynchronous) list.append(list.empty() ? "" : separator).append(row.name);
   return list;
 }
 

@@ -82,7 +82,12 @@ endfunction()
 file(WRITE ${WORK_DIR}/bad_plan.json "{\"stages\": [")
 file(WRITE ${WORK_DIR}/other_plan.json
   "{\"format\": \"loom-plan\", \"version\": 1, \"model\": \"gpt\", \"global_batch\": 8, \"microbatches\": 2, \"schedule\": \"dapple\", \"stages\": [{\"layers\": [0, 1], \"ranks\": [0]}, {\"layers\": [2, 3], \"ranks\": [1]}]}")
-expect_failure("mpirun started 2 ranks but --stages 3 x --replicas 1 needs 3" train --stages 3 --steps 1)
+file(WRITE ${WORK_DIR}/four_rank_plan.json
+  "{\"format\": \"loom-plan\", \"version\": 1, \"model\": \"mlp\", \"global_batch\": 8, \"microbatches\": 2, \"schedule\": \"dapple\", \"stages\": [{\"layers\": [0, 0], \"ranks\": [0]}, {\"layers\": [1, 1], \"ranks\": [1]}, {\"layers\": [2, 2], \"ranks\": [2]}, {\"layers\": [3, 3], \"ranks\": [3]}]}")
+expect_failure("${WORK_DIR}/four_rank_plan.json: stage 2 uses rank 2, but this job has 2 ranks: the plan needs 4 \
+(mpirun -np 4), or make a plan for 2 devices (loom plan --cluster ...)" train --plan ${WORK_DIR}/four_rank_plan.json --steps 1)
+expect_failure("--stages 3 x --replicas 1 needs 3 ranks, but this job has 2: start it with mpirun -np 3 (or srun -n 3), \
+or give --stages and --replicas whose product is 2" train --stages 3 --steps 1)
 # An empty value ("") cannot travel through expect_failure's argument list: run it directly.
 execute_process(COMMAND ${LOOM} train --steps 1 --checkpoint "" RESULT_VARIABLE rc OUTPUT_VARIABLE out
                 ERROR_VARIABLE err TIMEOUT 60)
@@ -90,7 +95,8 @@ check_failure("${rc}" "${out}" "${err}" "--checkpoint: an empty path or name was
 expect_failure("--microbatches must be at least 1, got 0" train --stages 2 --microbatches 0 --steps 1)
 expect_failure("model mlp has 2 blocks, too few for 4 virtual stages (use --set to make it deeper, or fewer stages)"
                train --model mlp --set layers=2 --stages 2 --schedule interleaved --steps 1)
-expect_failure("--global-batch 30 is not divisible by 4 micro-batches" train --stages 2 --global-batch 30 --steps 1)
+expect_failure("--global-batch 30 is not divisible by 4 micro-batches: use --global-batch 28 or 32, or --microbatches \
+2, 3 or 5" train --stages 2 --global-batch 30 --steps 1)
 expect_failure("unknown model 'resnet' (expected one of mlp, cnn, gpt, vgg16, vgg19, resnet50, gnmt8, gnmt16, bert24, \
 bert48, xlnet36, xlnet24, amoebanet36, amoebanet18; `loom models` lists them)"
                train --model resnet --stages 2 --steps 1)
@@ -99,8 +105,9 @@ expect_failure("unknown dataset 'imagenet' (expected fashion-mnist, text:PATH or
 expect_failure("--schedule: unknown schedule '1f1b' (known: gpipe, dapple, pipedream, pipedream-2bw, interleaved, \
 zb-h1, zb-h2, zb-v, v-half, v-min, looped-bfs, interleaved-zb, dualpipev)" train --schedule 1f1b --stages 2 --steps 1)
 expect_failure("--precision must be fp32, bf16 or fp16, got 'fp8'" train --precision fp8 --stages 2 --steps 1)
-expect_failure("--precision fp16 needs a synchronous schedule (gpipe, dapple, interleaved, zb-h1), not pipedream: its \
-loss scaling skips whole steps on every rank (use --precision bf16)"
+expect_failure("--precision fp16 needs a synchronous schedule (gpipe, dapple, interleaved, zb-h1, zb-h2, zb-v, v-half, \
+v-min, looped-bfs, interleaved-zb, dualpipev), not pipedream: its loss scaling skips whole steps on every rank (use \
+--precision bf16)"
                train --precision fp16 --schedule pipedream --stages 2 --steps 1)
 expect_failure("--loss-scale must be in [2^-24, 2^64], got 0"
                train --precision fp16 --loss-scale 0 --stages 2 --steps 1)

@@ -45,7 +45,7 @@ struct TrainerConfig {
   std::string reduce_backend = "auto";
   std::string boundary_backend = "auto";
   std::string optimizer = "sgd";  // sgd | momentum | adam | adamw (layers/optimizer_kind.h)
-  double lr = 0.05;
+  double lr = 0.05;  // `loom train` without --lr: default_learning_rate (0.001 for adam and adamw)
   double momentum = 0.9;
   double weight_decay = 0.0;
   std::string lr_schedule = "cosine";  // constant | linear | cosine (decay to 0 after warmup_steps)

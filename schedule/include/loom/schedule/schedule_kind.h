@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -46,8 +47,9 @@ std::string_view schedule_kind_name(ScheduleKind kind);  // "custom" for custom
 ScheduleKind parse_schedule_kind(std::string_view name, std::string_view source = "");
 // Every generated kind's name, in the order the CLI lists them.
 const std::vector<std::string>& schedule_kinds();
-// Those names joined by `separator` ("gpipe, dapple, ..." or "gpipe|dapple|...").
-std::string schedule_kind_list(std::string_view separator);
+// Those names joined by `separator` ("gpipe, dapple, ..." or "gpipe|dapple|..."); with `asynchronous`
+// given, only the kinds that are (or are not) asynchronous.
+std::string schedule_kind_list(std::string_view separator, std::optional<bool> asynchronous = std::nullopt);
 
 bool is_asynchronous(ScheduleKind kind);
 // Kinds that cut the model into stages x chunks virtual stages, and of those the ones placed in a
