@@ -34,6 +34,14 @@ nlohmann::json peaks_json(const runtime::MemoryPeaks& peaks) {
   return json;
 }
 
+// The done line's note on a resumed run: which of the run's steps this process trained
+// (" (steps 4 to 6 of 6)"); empty for a run from the start.
+std::string resumed_steps_text(const runtime::Trainer& trainer) {
+  if (trainer.first_step() == 0) return "";
+  return " (steps " + std::to_string(trainer.first_step() + 1) + " to " + std::to_string(trainer.step()) + " of " +
+         std::to_string(trainer.layout().steps) + ")";
+}
+
 // What rank 0 shows and writes: a progress bar per epoch (with --epochs) or a line per logged
 // step, the metrics file's JSON lines, and the epoch and checkpoint lines.
 class Progress {
@@ -205,8 +213,8 @@ TrainSummary train(const TrainOptions& o, runtime::ResolvedConfig run, const std
   }
   const TrainSummary summary = trainer.run(hooks);
   if (comm::world_rank() == 0 && !o.quiet)
-    std::printf("done: %lld steps, %lld samples in %.1f s (%s, %s)\n", static_cast<long long>(trainer.layout().steps),
-                static_cast<long long>(summary.samples), summary.seconds,
+    std::printf("done: %lld steps%s, %lld samples in %.1f s (%s, %s)\n", static_cast<long long>(summary.losses.size()),
+                resumed_steps_text(trainer).c_str(), static_cast<long long>(summary.samples), summary.seconds,
                 rate_text(summary.samples, summary.seconds, static_cast<std::int64_t>(summary.losses.size())).c_str(),
                 flops_text(flops, static_cast<double>(summary.samples) / std::max(1e-9, summary.seconds), peak).c_str());
   if (on_finish) on_finish({trainer.stage(), trainer.chunks()});

@@ -24,6 +24,24 @@ bool any_member(Communicator& group, bool here) {
   return flag != 0;
 }
 
+std::optional<std::string> first_failure(Communicator& group, const std::optional<std::string>& failure) {
+  const int size = group.size();
+  if (size == 1) return failure;
+  int first = failure ? group.rank() : size;
+  {
+    WatchdogScope watch("MPI_Allreduce (first failure)");
+    LOOM_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, group.mpi_comm()));
+  }
+  if (first == size) return std::nullopt;
+  std::string text = group.rank() == first ? failure->substr(0, 1 << 16) : std::string();
+  int length = static_cast<int>(text.size());
+  WatchdogScope watch("MPI_Bcast (failure message)", group.world_rank_of(first));
+  LOOM_MPI_CHECK(MPI_Bcast(&length, 1, MPI_INT, first, group.mpi_comm()));
+  text.resize(static_cast<std::size_t>(length));
+  LOOM_MPI_CHECK(MPI_Bcast(text.data(), length, MPI_CHAR, first, group.mpi_comm()));
+  return text;
+}
+
 std::vector<std::string> gather_text(Communicator& group, const std::string& text, int root) {
   const int size = group.size();
   LOOM_CHECK(text.size() < static_cast<std::size_t>(1) << 31, "gather_text: ", text.size(), " bytes do not fit one message");

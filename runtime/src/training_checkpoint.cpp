@@ -99,21 +99,28 @@ std::string read_latest(const fs::path& path) {
   return name;
 }
 
-// Collective: runs `work` here, then every rank learns whether any failed. This rank's error is
-// rethrown; another rank's becomes `elsewhere`. When any failed, `cleanup` runs first (on every
-// rank, after every rank's work has ended).
-void run_phase(comm::Communicator& world, const std::function<void()>& work, const std::string& elsewhere,
+// Collective: runs `work` here, then every rank learns whether any failed, and the first failing
+// rank's message. This rank's error is rethrown; on the others that message, followed by `aftermath`
+// (what the failure left on disk), so that every rank's line names the cause. When any failed,
+// `cleanup` runs first (on every rank, after every rank's work has ended).
+void run_phase(comm::Communicator& world, const std::function<void()>& work, const std::string& aftermath = "",
                const std::function<void()>& cleanup = {}) {
   std::exception_ptr error_here;
+  std::optional<std::string> message;
   try {
     work();
+  } catch (const std::exception& error) {
+    error_here = std::current_exception();
+    message = error.what();
   } catch (...) {
     error_here = std::current_exception();
+    message = "an unknown error";
   }
-  if (!comm::any_member(world, error_here != nullptr)) return;
+  const std::optional<std::string> failure = comm::first_failure(world, message);
+  if (!failure) return;
   if (cleanup) cleanup();
   if (error_here) std::rethrow_exception(error_here);
-  LOOM_THROW(elsewhere);
+  LOOM_THROW(*failure, aftermath);
 }
 
 // A decaying learning rate depends on the run's length: resuming with another length (or schedule)
@@ -277,17 +284,15 @@ std::string save_training_checkpoint(comm::Communicator& world, const std::strin
     std::error_code error;
     if (coordinator) fs::remove_all(step_directory, error);
   };
-  run_phase(world, [&] { if (coordinator) prepare_directory(root, step_directory); },
-            dir + ": rank 0 could not prepare the checkpoint directory (its message says why)");
+  run_phase(world, [&] { if (coordinator) prepare_directory(root, step_directory); });
   const bool slices = gathered && gathered->replicas > 0;
   run_phase(world,
             [&] {
               if (writer || slices) write_stage(step_directory, layout, step, parameters, optimizer, gathered, writer);
             },
-            step_directory.string() + ": another rank could not write its stage's checkpoint (its message says why)" + unchanged,
-            discard);
+            unchanged, discard);
   run_phase(world, [&] { if (coordinator) commit(root, step_directory, layout, step, scaler); },
-            step_directory.string() + ": rank 0 could not commit the checkpoint (its message says why)" + unchanged, discard);
+            unchanged, discard);
   if (coordinator) prune(root, step, keep);
   return step_directory.string();
 }
@@ -366,8 +371,7 @@ ResumePoint load_training_checkpoint(comm::Communicator& world, const std::strin
             [&] {
               point.directory = find_checkpoint(dir);
               point.step = load_stage(point.directory, layout, parameters, optimizer, scaler, renames, offsets);
-            },
-            dir + ": another rank could not load its stage's checkpoint (its message says why)");
+            });
   // Every rank must have loaded the same checkpoint (DIR must be on a file system they all see).
   const std::vector<std::int64_t> extremes = comm::max_over(world, {point.step, -point.step});
   LOOM_CHECK(extremes[0] == -extremes[1], dir, ": the ranks found checkpoints of different steps (", -extremes[1], " to ",

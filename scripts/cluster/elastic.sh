@@ -285,7 +285,7 @@ while :; do
   probe_end=$(cat "$work/alive-$attempt.time")
   lost=()
   for host in "${hosts[@]}"; do [[ " ${alive[*]} " == *" $host "* ]] || lost+=("$host"); done
-  # loom's own reason: the first error line of a rank that names it (the others say "another rank").
+  # loom's own reason: the first error line of a rank that names it (not one saying "another rank").
   error_line=$(awk '{ sub(/^[^ ]* /, "") } /^loom: error/ && !first { first = $0 }
                     /^loom: error/ && !/another rank/ { print; found = 1; exit } END { if (!found) print first }' "$log")
   if ((${#lost[@]})); then

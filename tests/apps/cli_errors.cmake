@@ -334,6 +334,12 @@ file(WRITE ${config_dir}/simulate.toml "[simulate]\nstages = 2\nmicrobatchez = 4
 expect_single_success("done: 2 steps" train --config ${config_dir}/top.toml)
 expect_single_success("done: 2 steps" train --config ${config_dir}/section.toml)
 expect_single_success("done: 3 steps" train --config ${config_dir}/top.toml --steps 3)  # the command line wins
+# A resumed run's done line counts the steps this process ran, and says which of the run's they were.
+file(REMOVE_RECURSE ${WORK_DIR}/resume_ck)
+expect_single_success("done: 4 steps, 256 samples" train --model mlp --size tiny --steps 4 --checkpoint
+                      ${WORK_DIR}/resume_ck --checkpoint-every 2)
+expect_single_success("done: 2 steps (steps 3 to 4 of 4), 128 samples" train --model mlp --size tiny --steps 4
+                      --resume ${WORK_DIR}/resume_ck/step-000002)
 expect_single_failure("${config_dir}/typo.toml:3: unknown key 'stepz' (did you mean 'steps'?)"
                       train --config ${config_dir}/typo.toml)
 expect_single_failure("${config_dir}/type.toml:3: steps: 'abc' is not an integer"

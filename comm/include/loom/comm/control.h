@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,10 @@ std::vector<std::int64_t> max_over(Communicator& group, std::vector<std::int64_t
 
 // True on every member when any member passes true (every rank learns that one failed).
 bool any_member(Communicator& group, bool here);
+
+// Every member learns the message of the lowest-ranked member that passes one (a failure), or
+// nothing when none does: a job then reports one cause, whichever rank prints first.
+std::optional<std::string> first_failure(Communicator& group, const std::optional<std::string>& failure);
 
 // Member `root` gets every member's text in member order; the others get an empty list.
 std::vector<std::string> gather_text(Communicator& group, const std::string& text, int root = 0);
