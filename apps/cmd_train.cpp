@@ -8,6 +8,7 @@
 #include <loom/comm/mpi_session.h>
 #include <loom/comm/topology.h>
 #include <loom/layers/optimizer_kind.h>
+#include <loom/runtime/training_checkpoint.h>
 #include <loom/runtime/weight_stash.h>
 #include <loom/schedule/schedule_kind.h>
 
@@ -177,8 +178,9 @@ void add_train_command(CLI::App& app) {
                  ": an empty path or name was given");
     if (!warmup.empty()) o.warmup = parse_int_list(warmup, "--warmup");
     if (!o.schedule_file.empty() && cmd->count("--microbatches") == 0) o.microbatches = 0;  // the file's
-    if (cmd->count("--lr") == 0) {  // the optimizer's own default, also in the options file
-      o.lr = default_learning_rate(parse_optimizer_kind(o.optimizer));
+    if (cmd->count("--lr") == 0) {  // the checkpoint's, else the optimizer's own default; also in the options file
+      const std::optional<double> resumed = o.resume.empty() ? std::nullopt : runtime::checkpoint_learning_rate(o.resume);
+      o.lr = resumed.value_or(default_learning_rate(parse_optimizer_kind(o.optimizer)));
       cmd->get_option("--lr")->default_val(o.lr);
     }
     runtime::ResolvedConfig run = runtime::resolve_config(o);  // every name parsed, before MPI starts

@@ -109,9 +109,19 @@ comm::DevicePlacement place_and_connect(detail::TrainerState& s, int rank) {
 // This rank's model chunks (built, initialised on the host, moved to the device), the loss, and
 // what its checkpoints hold.
 void build_chunks(detail::TrainerState& s, std::vector<NamedParameter>& trainable) {
-  s.checkpoint_layout = {s.spec.name,          s.spec.settings, s.stage,           s.layout.stages(), s.layout.chunks(), {},
-                         s.layout.global_batch, s.config.seed,   s.config.optimizer.lr_schedule,    s.layout.steps,
-                         s.config.precision.precision, {}, {}};
+  const OptimizerConfig& optimizer = s.config.optimizer;
+  s.checkpoint_layout = {.model = s.spec.name,
+                         .settings = s.spec.settings,
+                         .stage = s.stage,
+                         .stages = s.layout.stages(),
+                         .chunks = s.layout.chunks(),
+                         .global_batch = s.layout.global_batch,
+                         .seed = s.config.seed,
+                         .optimizer = std::string(optimizer_kind_name(optimizer.kind)),
+                         .lr_schedule = optimizer.lr_schedule,
+                         .total_steps = s.layout.steps,
+                         .lr = optimizer.lr,
+                         .precision = s.config.precision.precision};
   for (int c = 0; c < s.layout.chunks(); ++c) {
     const auto blocks = s.layout.chunk_blocks(s.stage, c);
     s.owned.push_back(s.spec.build(blocks.first, blocks.second));
@@ -224,6 +234,8 @@ void resume(detail::TrainerState& s) {
                                                      s.optimizer->scaler(), s.ties->renames(),
                                                      s.zero_shard ? s.zero_shard->offsets() : std::map<std::string, std::int64_t>{});
   s.optimizer->publish();  // the loaded masters, rounded for the layers
+  s.checkpoint_layout.lr_start = resumed_schedule_start(point, o.optimizer.lr_schedule);
+  s.optimizer->start_schedule_at(s.checkpoint_layout.lr_start);
   s.first_step = point.step;
   s.resumed_from = point.directory;
   LOOM_CHECK(s.first_step < s.layout.steps, point.directory, ": the checkpoint is after step ", s.first_step,
@@ -416,6 +428,7 @@ const ModelSpec& Trainer::model() const { return state_->spec; }
 std::int64_t Trainer::step() const { return state_->step; }
 std::int64_t Trainer::first_step() const { return state_->first_step; }
 const std::string& Trainer::resumed_from() const { return state_->resumed_from; }
+const LrSchedule& Trainer::lr_schedule() const { return state_->optimizer->schedule(); }
 int Trainer::stage() const { return state_->stage; }
 int Trainer::stage_of_rank(int rank) const {
   return state_->layout.stage_of_rank(rank);

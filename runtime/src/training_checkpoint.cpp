@@ -19,6 +19,7 @@
 #include <loom/comm/control.h>
 #include <loom/base/error.h>
 #include <loom/base/files.h>
+#include <loom/base/json_fields.h>
 #include <loom/base/json_input.h>
 #include <loom/layers/checkpoint.h>
 #include <loom/runtime/checkpoint_reader.h>
@@ -138,18 +139,22 @@ auto parsed_name(const nlohmann::json& value, Parse parse) -> std::optional<decl
   }
 }
 
-void check_learning_rate_path(const nlohmann::json& manifest, const fs::path& path, const CheckpointLayout& layout) {
-  if (!manifest.contains("lr_schedule") || !manifest.contains("total_steps")) return;
-  const auto found = parsed_name(manifest["lr_schedule"], [](const std::string& name) { return LrSchedule::parse(name); });
-  const LrSchedule::Kind constant = LrSchedule::Kind::constant;
-  if (layout.lr_schedule == constant && found == constant) return;  // not decaying
-  LOOM_CHECK(found == layout.lr_schedule, path.string(), ": the checkpoint has lr_schedule ",
-             excerpt(manifest["lr_schedule"].dump()), " but this run has \"", LrSchedule::name(layout.lr_schedule), "\"");
-  LOOM_CHECK(manifest["total_steps"].is_number_integer() && manifest["total_steps"].get<std::int64_t>() == layout.total_steps,
-             path.string(), ": the checkpoint's run had ", excerpt(manifest["total_steps"].dump()), " steps in all under the ",
-             LrSchedule::name(layout.lr_schedule), " learning-rate schedule, this run ", layout.total_steps,
-             ": resuming would change the learning rate of every remaining step (give the same --steps or --epochs, "
-             "or --lr-schedule constant)");
+// The checkpoint's learning-rate schedule and the step it started at, into `point` (checked).
+void read_learning_rate_path(const nlohmann::json& manifest, const fs::path& path, ResumePoint& point) {
+  if (!manifest.contains("lr_schedule")) return;  // loom before the field
+  point.lr_schedule = parsed_name(manifest["lr_schedule"], [](const std::string& name) { return LrSchedule::parse(name); });
+  LOOM_CHECK(point.lr_schedule.has_value(), path.string(), ": bad field 'lr_schedule' ", excerpt(manifest["lr_schedule"].dump()),
+             " (constant, linear or cosine)");
+  point.lr_start = manifest.contains("lr_start") ? json::integer_field(manifest, "lr_start", path.string(), "", 0, point.step) : 0;
+}
+
+// The optimizer's state does not carry over to another kind (adam's moments are not sgd's buffers).
+void check_optimizer(const nlohmann::json& manifest, const fs::path& path, const CheckpointLayout& layout) {
+  if (layout.optimizer.empty() || !manifest.contains("optimizer")) return;  // loom before the field
+  const nlohmann::json& found = manifest["optimizer"];
+  LOOM_CHECK(found.is_string() && found.get<std::string>() == layout.optimizer, path.string(),
+             ": the checkpoint was trained with --optimizer ", excerpt(found.is_string() ? found.get<std::string>() : found.dump()),
+             ", this run has --optimizer ", layout.optimizer, " (resume with the same --optimizer: its state does not carry over)");
 }
 
 // Checkpoints of loom before --precision are fp32 ones.
@@ -165,9 +170,11 @@ nlohmann::json manifest_json(const CheckpointLayout& layout, std::int64_t step, 
                              {"model", layout.model},       {"settings", layout.settings},
                              {"stages", layout.stages},     {"chunks", layout.chunks},
                              {"global_batch", layout.global_batch}, {"seed", layout.seed},
-                             {"lr_schedule", LrSchedule::name(layout.lr_schedule)}, {"total_steps", layout.total_steps},
+                             {"lr_schedule", LrSchedule::name(layout.lr_schedule)}, {"lr_start", layout.lr_start},
+                             {"total_steps", layout.total_steps}, {"lr", layout.lr},
                              {"precision", precision_name(layout.precision)},
                              {"replicas", layout.replicas}};
+  if (!layout.optimizer.empty()) manifest["optimizer"] = layout.optimizer;
   nlohmann::json stages = nlohmann::json::array();  // every stage's chunks, for readers and `loom checkpoint inspect`
   for (const auto& chunks : layout.stage_blocks) stages.push_back(blocks_json(chunks));
   manifest["stage_blocks"] = stages;
@@ -312,10 +319,10 @@ void check_ties(const nlohmann::json& manifest, const fs::path& path, const Chec
 // Checks DIR's manifest against this run, then loads this rank's tensors from whichever stage
 // files hold them (checkpoint_reader.h): the writing run's stages, replicas, partition and chunks
 // need not be this run's.
-std::int64_t load_stage(const std::string& dir, const CheckpointLayout& layout,
-                        const std::vector<NamedParameter>& parameters, Optimizer& optimizer, LossScaler* scaler,
-                        const std::map<std::string, std::string>& renames,
-                        const std::map<std::string, std::int64_t>& offsets) {
+void load_stage(ResumePoint& point, const CheckpointLayout& layout, const std::vector<NamedParameter>& parameters,
+                Optimizer& optimizer, LossScaler* scaler, const std::map<std::string, std::string>& renames,
+                const std::map<std::string, std::int64_t>& offsets) {
+  const std::string& dir = point.directory;
   CheckpointReader reader(dir);
   const fs::path manifest_path = reader.manifest_path();
   const nlohmann::json& manifest = reader.manifest();
@@ -324,14 +331,15 @@ std::int64_t load_stage(const std::string& dir, const CheckpointLayout& layout,
   detail::expect_field(manifest, manifest_path, "settings", layout.settings);
   detail::expect_field(manifest, manifest_path, "global_batch", layout.global_batch);
   detail::expect_field(manifest, manifest_path, "seed", layout.seed);
-  const std::int64_t step = reader.step();
+  point.step = reader.step();
   const std::int64_t named = step_of_directory(fs::path(dir).filename().string());
-  LOOM_CHECK(named < 0 || named == step, manifest_path.string(), ": says step ", step, " in the directory of step ", named);
-  check_learning_rate_path(manifest, manifest_path, layout);
+  LOOM_CHECK(named < 0 || named == point.step, manifest_path.string(), ": says step ", point.step,
+             " in the directory of step ", named);
+  read_learning_rate_path(manifest, manifest_path, point);
+  check_optimizer(manifest, manifest_path, layout);
   check_precision(manifest, manifest_path, layout);
   if (scaler) restore_loss_scale(manifest, manifest_path, *scaler);
   reader.load(parameters, &optimizer, layout.blocks, layout.seed, renames, offsets);
-  return step;
 }
 
 }  // namespace
@@ -370,13 +378,30 @@ ResumePoint load_training_checkpoint(comm::Communicator& world, const std::strin
   run_phase(world,
             [&] {
               point.directory = find_checkpoint(dir);
-              point.step = load_stage(point.directory, layout, parameters, optimizer, scaler, renames, offsets);
+              load_stage(point, layout, parameters, optimizer, scaler, renames, offsets);
             });
   // Every rank must have loaded the same checkpoint (DIR must be on a file system they all see).
   const std::vector<std::int64_t> extremes = comm::max_over(world, {point.step, -point.step});
   LOOM_CHECK(extremes[0] == -extremes[1], dir, ": the ranks found checkpoints of different steps (", -extremes[1], " to ",
              extremes[0], "); is the directory on a file system that every rank sees?");
   return point;
+}
+
+std::optional<double> checkpoint_learning_rate(const std::string& dir) {
+  // A checkpoint that cannot be read gives nothing here: the resume reads it next, on every rank
+  // together, and names the problem there (CheckpointReader), once.
+  try {
+    const CheckpointReader reader(find_checkpoint(dir));
+    const nlohmann::json& manifest = reader.manifest();
+    if (!manifest.contains("lr")) return std::nullopt;
+    return json::number_field(manifest, "lr", reader.manifest_path(), "");
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+}
+
+std::int64_t resumed_schedule_start(const ResumePoint& point, LrSchedule::Kind run) {
+  return !point.lr_schedule || *point.lr_schedule == run ? point.lr_start : point.step;
 }
 
 }  // namespace loom::runtime

@@ -340,6 +340,22 @@ expect_single_success("done: 4 steps, 256 samples" train --model mlp --size tiny
                       ${WORK_DIR}/resume_ck --checkpoint-every 2)
 expect_single_success("done: 2 steps (steps 3 to 4 of 4), 128 samples" train --model mlp --size tiny --steps 4
                       --resume ${WORK_DIR}/resume_ck/step-000002)
+# A finished run goes on: more steps stretch its cosine (the 6-step run's rate at step 6), another
+# --lr-schedule and --lr start at the checkpoint's step, no --lr keeps the checkpoint's; another
+# optimizer is refused.
+expect_single_success("resumed from ${WORK_DIR}/resume_ck/step-000004 after step 4: lr 0.05 cosine over steps 1 to 6"
+                      train --model mlp --size tiny --steps 6 --resume ${WORK_DIR}/resume_ck)
+expect_single_success("| lr 0.003349 |" train --model mlp --size tiny --steps 6 --resume ${WORK_DIR}/resume_ck)
+expect_single_success("| lr 0.01 |" train --model mlp --size tiny --steps 6 --lr-schedule linear --lr 0.02
+                      --resume ${WORK_DIR}/resume_ck)
+file(REMOVE_RECURSE ${WORK_DIR}/resume_lr)
+expect_single_success("done: 2 steps" train --model mlp --size tiny --steps 2 --lr 0.02 --lr-schedule constant
+                      --checkpoint ${WORK_DIR}/resume_lr)
+expect_single_success("after step 2: lr 0.02 constant" train --model mlp --size tiny --steps 3 --lr-schedule constant
+                      --resume ${WORK_DIR}/resume_lr)
+expect_single_failure("${WORK_DIR}/resume_ck/step-000004/manifest.json: the checkpoint was trained with --optimizer sgd, \
+this run has --optimizer adam (resume with the same --optimizer: its state does not carry over)"
+                      train --model mlp --size tiny --steps 6 --optimizer adam --resume ${WORK_DIR}/resume_ck)
 expect_single_failure("${config_dir}/typo.toml:3: unknown key 'stepz' (did you mean 'steps'?)"
                       train --config ${config_dir}/typo.toml)
 expect_single_failure("${config_dir}/type.toml:3: steps: 'abc' is not an integer"

@@ -165,6 +165,12 @@ TEST_CASE("learning-rate schedules follow their formulas", "[optimizer]") {
   CHECK(s.at(9) == Approx(0.5));
   CHECK(s.at(4) == Approx(1.0));
   CHECK(s.at(6) == Approx(0.5 * (1 + std::cos(3.14159265358979 * 0.2))));
+  // A schedule started at step 10 (a resume that chose it): the same path, 10 steps later.
+  LrSchedule late = s;
+  late.first_step = 10;
+  late.total_steps = 24;
+  for (const std::int64_t step : {0, 3, 6, 9, 14})
+    CHECK(late.at(step + 10) == Approx(s.at(step)).margin(1e-15));
   s.kind = LrSchedule::Kind::constant;
   CHECK(s.at(50) == 1.0);
   CHECK(LrSchedule::parse("cosine") == LrSchedule::Kind::cosine);

@@ -6,6 +6,7 @@
 // under a decaying learning rate a resume must keep the run's length.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <filesystem>
 
 #include <loom/comm/mpi_session.h>
@@ -106,7 +107,7 @@ TEST_CASE("Trainer: a user's model trains pipelined like one rank", "[runtime][t
   CHECK(resumed.step() == 6);
 }
 
-TEST_CASE("Trainer: resuming under a decaying learning rate needs the same run length", "[runtime][trainer][mpi]") {
+TEST_CASE("Trainer: a resumed run goes on, stretching its schedule or starting another", "[runtime][trainer][mpi]") {
   const std::string dir = (std::filesystem::path(LOOM_BINARY_DIR) / "tests" / "runtime" / "trainer_cosine_ckpt").string();
   runtime::TrainerConfig config = config_for_test();
   config.lr_schedule = "cosine";
@@ -117,8 +118,32 @@ TEST_CASE("Trainer: resuming under a decaying learning rate needs the same run l
   longer.lr_schedule = "cosine";
   longer.steps = 4;
   longer.resume = dir;
+  // The same schedule, more steps: the cosine from step 0 stretched over 4 steps, as a 4-step run's.
+  runtime::Trainer stretched(longer, user_model());
+  CHECK(stretched.first_step() == 2);
+  CHECK(stretched.lr_schedule().first_step == 0);
+  std::vector<double> rates;
+  runtime::TrainerHooks hooks;
+  hooks.on_step = [&](const runtime::StepReport& r) { rates.push_back(r.lr); };
+  REQUIRE(stretched.run(hooks).losses.size() == 2);
+  REQUIRE(rates.size() == 2);
+  CHECK(rates[0] == Approx(0.2 * 0.5 * (1 + std::cos(3.14159265358979 * 2 / 4))));
+  CHECK(rates[1] == Approx(0.2 * 0.5 * (1 + std::cos(3.14159265358979 * 3 / 4))));
+  // Another schedule (and rate) starts at the checkpoint's step.
+  longer.lr_schedule = "linear";
+  longer.lr = 0.1;
+  rates.clear();
+  runtime::Trainer restarted(longer, user_model());
+  CHECK(restarted.lr_schedule().first_step == 2);
+  restarted.run(hooks);
+  REQUIRE(rates.size() == 2);
+  CHECK(rates[0] == Approx(0.1));
+  CHECK(rates[1] == Approx(0.05));
+  // What changes the numerics silently is refused, naming the flag.
+  longer.optimizer = "adam";
   CHECK_THROWS_WITH(runtime::Trainer(longer, user_model()),
-                    Catch::Contains("manifest.json") && Catch::Contains("would change the learning rate"));
+                    Catch::Contains("manifest.json") && Catch::Contains("--optimizer sgd, this run has --optimizer adam"));
+  longer.optimizer = "sgd";
   longer.steps = 2;  // the same length: the checkpoint is at its end, refused for that reason only
   CHECK_THROWS_WITH(runtime::Trainer(longer, user_model()), Catch::Contains("2 steps in all"));
 }

@@ -209,11 +209,12 @@ const char* LrSchedule::name(Kind kind) {
   return "?";
 }
 
-double LrSchedule::at(std::int64_t step) const {
+double LrSchedule::at(std::int64_t run_step) const {
+  const std::int64_t step = run_step - first_step;
   if (warmup_steps > 0 && step < warmup_steps)
     return base_lr * static_cast<double>(step + 1) / static_cast<double>(warmup_steps);
   if (kind == Kind::constant) return base_lr;
-  const std::int64_t decay_steps = std::max<std::int64_t>(1, total_steps - warmup_steps);
+  const std::int64_t decay_steps = std::max<std::int64_t>(1, total_steps - first_step - warmup_steps);
   const double progress = std::min(1.0, static_cast<double>(step - warmup_steps) / static_cast<double>(decay_steps));
   if (kind == Kind::linear) return min_lr + (base_lr - min_lr) * (1.0 - progress);
   return min_lr + (base_lr - min_lr) * 0.5 * (1.0 + std::cos(3.14159265358979323846 * progress));

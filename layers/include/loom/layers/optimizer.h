@@ -91,10 +91,13 @@ struct LrSchedule {
   double min_lr = 0.0;
   std::int64_t warmup_steps = 0;
   std::int64_t total_steps = 1;
+  // The step the schedule starts at (its warm-up and decay run over [first_step, total_steps)):
+  // 0, or the checkpoint's step when a resumed run chose another schedule.
+  std::int64_t first_step = 0;
 
   static Kind parse(const std::string& name);  // "constant", "linear", "cosine"
   static const char* name(Kind kind);
-  double at(std::int64_t step) const;          // step counts from 0
+  double at(std::int64_t step) const;          // step counts from 0 over the whole run
 };
 
 // Global gradient-norm clipping as torch.nn.utils.clip_grad_norm_: the factor min(1, max_norm /

@@ -62,6 +62,9 @@ class OptimizerStep {
   // The gradient the last stage's backward starts from: the loss scale under fp16, else 1.
   double loss_scale() const;
   double learning_rate(std::int64_t step) const { return schedule_.at(step); }
+  const LrSchedule& schedule() const { return schedule_; }
+  // A resumed run's schedule starts at `step` (LrSchedule::first_step): see resume_schedule_start.
+  void start_schedule_at(std::int64_t step) { schedule_.first_step = step; }
   Optimizer& optimizer() { return *optimizer_; }
   ZeroShard* shard() { return shard_; }
   bool has_masters() const { return masters_ != nullptr; }

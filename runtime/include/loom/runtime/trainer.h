@@ -111,6 +111,7 @@ class Trainer {
   std::int64_t step() const;        // optimizer steps done (the one step counter)
   std::int64_t first_step() const;  // where this Trainer started (> 0 after a resume)
   const std::string& resumed_from() const;  // the checkpoint directory of a resume (DIR/step-N), else empty
+  const LrSchedule& lr_schedule() const;    // the learning rate of each step (a resume may start it late)
   int stage() const;                // this rank's pipeline stage
   int stage_of_rank(int rank) const;  // the pipeline stage world rank `rank` belongs to
   // Why no rank is watched for straggling this run (a node's ranks share its cores), empty when

@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -36,8 +37,9 @@
 namespace loom::runtime {
 
 // What a checkpoint records of the run that wrote it. A resume must agree on the model, its
-// settings, the global batch, the seed, the precision and the learning-rate path; the layout
-// (stages, replicas, partition, chunks) may differ: tensors are found by parameter name.
+// settings, the global batch, the seed, the optimizer and the precision; the layout (stages,
+// replicas, partition, chunks) may differ: tensors are found by parameter name. The length, the
+// learning rate and its schedule may change (resumed_schedule_start).
 struct CheckpointLayout {
   std::string model;
   std::map<std::string, double> settings;  // the model's settings after size and overrides, compared as values
@@ -45,9 +47,13 @@ struct CheckpointLayout {
   std::vector<std::pair<std::int64_t, std::int64_t>> blocks;  // this stage's chunks: [first, last)
   std::int64_t global_batch = 0;
   std::uint64_t seed = 0;
-  // The learning-rate path: a run resumed under a decaying schedule must have the same length.
+  std::string optimizer;  // optimizer_kind_name; empty: not checked
+  // The learning-rate path: the schedule, the step it started at (LrSchedule::first_step), the
+  // run's length and base learning rate.
   LrSchedule::Kind lr_schedule = LrSchedule::Kind::constant;
+  std::int64_t lr_start = 0;
   std::int64_t total_steps = 0;
+  double lr = 0.0;
   // precision.h: a bf16 or fp16 checkpoint holds the fp32 master weights; a resume must train in
   // the precision that wrote it. Checkpoints without the field are fp32.
   Precision precision = Precision::fp32;
@@ -82,10 +88,23 @@ std::string save_training_checkpoint(comm::Communicator& world, const std::strin
 struct ResumePoint {
   std::string directory;  // the checkpoint that was loaded
   std::int64_t step = 0;  // the step it was taken after
+  // Its run's learning-rate schedule and the step that started at (0 in checkpoints of loom before
+  // resumes could change it); no schedule in checkpoints before the field.
+  std::optional<LrSchedule::Kind> lr_schedule;
+  std::int64_t lr_start = 0;
 };
+
+// The step a resumed run's learning-rate schedule starts at. The same kind as the checkpoint's goes
+// on from where that started, over this run's total (a longer cosine or linear run stretches it);
+// another kind (--lr-schedule) starts at the checkpoint's step, its warm-up too.
+std::int64_t resumed_schedule_start(const ResumePoint& point, LrSchedule::Kind run);
 
 // The step directory --resume DIR loads (as ResumePoint says); an error naming DIR when none.
 std::string find_checkpoint(const std::string& dir);
+
+// The base learning rate of the run that wrote --resume DIR's checkpoint (a resume without --lr
+// keeps it); nothing for checkpoints of loom before the field.
+std::optional<double> checkpoint_learning_rate(const std::string& dir);
 
 // Finds DIR's checkpoint, checks its manifests against `layout` and loads this stage's parameters
 // and optimizer state, and (fp16) restores `scaler` from the manifest. Every problem is a
