@@ -350,8 +350,7 @@ void Executor::run_action(std::size_t index, std::int64_t first_step, const Batc
       break;
     case Op::Step:
       stash_->before_step(index);
-      optimizer_step_(first_step + steps_in_run_++);
-      for (Parameter* p : parameters_) ops::fill(p->grad, 0.0);
+      optimizer_step_(first_step + steps_in_run_++);  // it leaves the gradients zero (optimizer_step.h)
       stash_->after_step();
       break;
   }

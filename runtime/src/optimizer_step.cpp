@@ -3,6 +3,8 @@
 
 #include <cmath>
 
+#include <loom/core/ops.h>
+
 namespace loom::runtime {
 
 void validate(const OptimizerConfig& c) {
@@ -42,6 +44,7 @@ OptimizerStep::OptimizerStep(const OptimizerConfig& config, const PrecisionConfi
                              TiedParameters* ties)
     : clip_norm_(config.clip_norm), norm_group_(norm_group), ties_(ties), shard_(shard),
       contributes_norm_(contributes_norm || shard) {
+  for (const NamedParameter& p : parameters) gradients_.push_back(p.parameter);
   updated_ = shard ? shard->slice() : std::move(parameters);
   if (precision.precision != Precision::fp32) {
     masters_ = std::make_unique<MasterWeights>(updated_, value_dtype(precision.precision));
@@ -69,11 +72,12 @@ void OptimizerStep::step(std::int64_t step) {
     scaler_->update(!stepped);
     if (stepped) masters_->publish();
     if (stepped && shard_) shard_->start_gather();
-    return;
+  } else {
+    optimizer_->step(schedule_.at(step), clip_factor());
+    if (masters_) masters_->publish();  // the layers compute with the updated masters rounded to 16 bits
+    if (shard_) shard_->start_gather();  // the next forward waits for it (executor.h, ExecutorOptions::zero)
   }
-  optimizer_->step(schedule_.at(step), clip_factor());
-  if (masters_) masters_->publish();  // the layers compute with the updated masters rounded to 16 bits
-  if (shard_) shard_->start_gather();  // the next forward waits for it (executor.h, ExecutorOptions::zero)
+  for (Parameter* p : gradients_) ops::fill(p->grad, 0.0);  // the next step accumulates from zero
 }
 
 double OptimizerStep::loss_scale() const { return scaler_ ? scaler_->scale() : 1.0; }

@@ -86,7 +86,10 @@ void TiedParameters::initialize() {
 }
 
 void TiedParameters::sum_gradients() {
-  for (Local& tie : local_) ops::axpy(1.0, tie.copy->grad, tie.canonical->grad);
+  for (Local& tie : local_) {  // the copy's gradient moves into the canonical's
+    ops::axpy(1.0, tie.copy->grad, tie.canonical->grad);
+    ops::fill(tie.copy->grad, 0.0);
+  }
   for (Across& tie : across_)
     on_host(tie.held->grad, [&](Tensor& grad) {
       if (tie.owned) {  // the stage's share once: each element's from the replica whose slice holds it

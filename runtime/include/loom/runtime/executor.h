@@ -15,8 +15,8 @@
 //       input runs, a block at a time, the forward first when both have; the links progress
 //       between blocks and each half's output leaves as soon as that half ends
 //   AR  wait for every gradient bucket of this rank's chunks (sum over replicas)
-//   STEP the optimizer step (a callback, given the global batch it completes), then gradients
-//       are zeroed
+//   STEP the optimizer step (a callback, given the global batch it completes), which leaves the
+//       gradients zero for the next batch (OptimizerStep::step does)
 // Batches and rows: the schedule knows its batch structure (Schedule::batches, ::microbatches_per_batch):
 // micro-batch j of the program belongs to batch first_step + j / M and owns rows
 // even_split(B, M, j % M) of it; replica r of a stage owns even_split(rows, R, r) of those, exactly
@@ -92,7 +92,7 @@ class WeightStash;
 
 class Executor {
  public:
-  // Takes the optimizer step that completes global batch `batch`.
+  // Takes the optimizer step that completes global batch `step` and zeroes the gradients.
   using StepFunction = std::function<void(std::int64_t step)>;
 
   // `chunks[c]` holds virtual stage schedule.virtual_stage(stage, c) of this rank's stage; `loss`

@@ -57,7 +57,8 @@ class OptimizerStep {
   // The update that completes global batch `step` (counted from 0 over the whole run): fp32 and bf16
   // step (bf16 then publishes the masters); fp16 divides the gradients by the loss scale as the
   // optimizer reads them (clipping sees the unscaled norm) and, where any gradient of the world is
-  // not finite, skips the step on every rank; then the scaler moves the scale.
+  // not finite, skips the step on every rank; then the scaler moves the scale. Last, every gradient
+  // of the model's parameters (and, through TiedParameters, of their tied copies) is zero again.
   void step(std::int64_t step);
   // The gradient the last stage's backward starts from: the loss scale under fp16, else 1.
   double loss_scale() const;
@@ -87,6 +88,7 @@ class OptimizerStep {
   std::unique_ptr<MasterWeights> masters_;  // bf16, fp16
   std::unique_ptr<LossScaler> scaler_;      // fp16
   std::vector<NamedParameter> updated_;     // what the optimizer updates: the parameters or their masters
+  std::vector<Parameter*> gradients_;       // the model's parameters, whose gradients each step zeroes
   std::unique_ptr<Optimizer> optimizer_;
   LrSchedule schedule_;
   double clip_norm_ = 0.0;

@@ -38,7 +38,8 @@ class TiedParameters {
   // Collective over the tie groups: every copy takes its canonical's value (a fresh run; a resume
   // loads the copies afterwards).
   void initialize();
-  // Before the optimizer step (after the replica allreduce): the summed gradients, as above.
+  // Before the optimizer step (after the replica allreduce): the summed gradients, as above (a
+  // local copy's gradient is moved: zero after).
   void sum_gradients();
   // --zero 1: the buckets leave each replica the sum of its slice only, so each replica contributes
   // the part of a held gradient inside its slice (zero elsewhere) instead of replica 0 all of it:
