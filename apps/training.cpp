@@ -42,18 +42,6 @@ std::string resumed_steps_text(const runtime::Trainer& trainer) {
          std::to_string(trainer.layout().steps) + ")";
 }
 
-// The learning rates a run takes: "lr 0.05 constant", "lr 0.05 cosine over steps 1 to 6" (steps
-// counted from 1, as the progress lines count them), with the warm-up.
-std::string schedule_text(const LrSchedule& schedule) {
-  char rate[32];
-  std::snprintf(rate, sizeof rate, "%.4g", schedule.base_lr);
-  std::string text = "lr " + std::string(rate) + " " + LrSchedule::name(schedule.kind);
-  if (schedule.kind != LrSchedule::Kind::constant)
-    text += " over steps " + std::to_string(schedule.first_step + 1) + " to " + std::to_string(schedule.total_steps);
-  if (schedule.warmup_steps > 0) text += " after " + std::to_string(schedule.warmup_steps) + " warm-up steps";
-  return text;
-}
-
 // What rank 0 shows and writes: a progress bar per epoch (with --epochs) or a line per logged
 // step, the metrics file's JSON lines, and the epoch and checkpoint lines.
 class Progress {
@@ -216,8 +204,8 @@ TrainSummary train(const TrainOptions& o, runtime::ResolvedConfig run, const std
     if (!o.quiet && !trainer.straggler_notice().empty())
       std::printf("loom train: busy times not compared (no straggler warnings): %s\n", trainer.straggler_notice().c_str());
     if (!o.quiet && trainer.first_step() > 0)
-      std::printf("resumed from %s after step %lld: %s\n", trainer.resumed_from().c_str(),
-                  static_cast<long long>(trainer.first_step()), schedule_text(trainer.lr_schedule()).c_str());
+      std::printf("resumed from %s after step %lld\n", trainer.resumed_from().c_str(),
+                  static_cast<long long>(trainer.first_step()));
     std::fflush(stdout);
     hooks.on_step = [&](const runtime::StepReport& r) { progress->step(r); };
     hooks.on_epoch = [&](const runtime::EpochReport& r) { progress->epoch(r); };

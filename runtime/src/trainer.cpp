@@ -440,21 +440,53 @@ const std::vector<Chain*>& Trainer::chunks() const { return state_->chunks; }
 std::pair<int, int> Trainer::scattered_buckets() const { return state_->executor->scattered_buckets(); }
 comm::ProcessGroups& Trainer::groups() { return *state_->groups; }
 
+namespace {
+
+// "stage 0: ranks 0 1", with ", chunks 0 and 3" where the stage holds several virtual stages.
+std::string stage_text(const RunLayout& r, int stage) {
+  const std::vector<int>& ranks = r.ranks.at(static_cast<std::size_t>(stage));
+  std::string text = loom::detail::concat("stage ", stage, ": rank", ranks.size() > 1 ? "s" : "");
+  for (const int rank : ranks) text += " " + std::to_string(rank);
+  if (r.chunks() == 1) return text;
+  std::vector<int> held;
+  for (int v = 0; v < r.schedule.virtual_stages(); ++v)
+    if (r.schedule.stage_of(v) == stage) held.push_back(v);
+  text += ", chunks";
+  for (std::size_t i = 0; i < held.size(); ++i)
+    text += (i == 0 ? " " : i + 1 == held.size() ? " and " : ", ") + std::to_string(held[i]);
+  return text;
+}
+
+// "2 stages x 2 replicas (stage 0: ranks 0 1 | stage 1: ranks 2 3)"; uneven replicas (a plan's)
+// are in the list only.
+std::string stages_text(const RunLayout& r) {
+  const std::size_t replicas = r.ranks.front().size();
+  const bool even = std::all_of(r.ranks.begin(), r.ranks.end(), [&](const auto& ranks) { return ranks.size() == replicas; });
+  std::string text = loom::detail::concat(r.stages(), r.stages() > 1 ? " stages" : " stage");
+  if (even && replicas > 1) text += loom::detail::concat(" x ", replicas, " replicas");
+  text += " (";
+  for (int stage = 0; stage < r.stages(); ++stage) text += (stage ? " | " : "") + stage_text(r, stage);
+  return text + ")";
+}
+
+}  // namespace
+
 std::string Trainer::describe() const {
   const detail::TrainerState& s = *state_;
   const RunLayout& r = s.layout;
+  const ResolvedConfig& c = s.config;
   const bool pipedream = r.schedule.kind == schedule::ScheduleKind::pipedream;
-  const Precision precision = s.config.precision.precision;
-  return loom::detail::concat(s.spec.describe(), " | data ", s.config.data, " (", r.train_samples, " samples) | ",
-                              r.stages(), r.stages() > 1 ? " stages (" : " stage (", s.parallel_layout->describe(),
-                              ") | schedule ",
-                              r.schedule_file.empty() ? std::string(schedule::schedule_kind_name(r.schedule.kind))
-                                                      : loom::detail::concat(r.schedule_file, " (", r.chunks(),
-                                                                             r.chunks() > 1 ? " chunks" : " chunk", " per stage)"),
-                              pipedream ? std::string(" | whole minibatches (no micro-batches)")
-                                        : loom::detail::concat(" | M=", r.microbatches()),
-                              " | B=", r.global_batch, " | ", r.steps, " steps",
-                              precision != Precision::fp32 ? std::string(" | ") + precision_name(precision) : "");
+  const Precision precision = c.precision.precision;
+  const bool preset = !c.size.empty() && c.model == s.spec.name;
+  return loom::detail::concat(
+      s.spec.describe(), preset ? " | size " + c.size : "", " | data ", c.data, " (", r.train_samples, " samples) | ",
+      stages_text(r), c.pipeline.plan.empty() ? "" : " | plan " + c.pipeline.plan, " | schedule ",
+      r.schedule_file.empty() ? std::string(schedule::schedule_kind_name(r.schedule.kind)) : "file " + r.schedule_file,
+      pipedream ? std::string(" | whole minibatches (no micro-batches)") : loom::detail::concat(" | M=", r.microbatches()),
+      " | B=", r.global_batch, " | ", r.steps, r.steps == 1 ? " step | " : " steps | ", optimizer_kind_name(c.optimizer.kind), ", ",
+      s.optimizer->schedule().describe(), r.zero ? " | ZeRO-1" : "",
+      precision != Precision::fp32 ? std::string(" | ") + precision_name(precision) : "", " | ", num_threads(),
+      num_threads() > 1 ? " threads" : " thread");
 }
 
 }  // namespace loom::runtime

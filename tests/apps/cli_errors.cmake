@@ -79,11 +79,32 @@ function(expect_failure expected)
   check_failure("${rc}" "${out}" "${err}" "${expected}" "${ARGN}" 2)
 endfunction()
 
+# Succeeds on 2 ranks and prints `expected`.
+function(expect_success expected)
+  execute_process(COMMAND ${MPIEXEC} ${MPIEXEC_FLAGS} -n 2 ${LOOM} ${ARGN}
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 300)
+  string(FIND "${out}" "${expected}" found)
+  if(NOT rc EQUAL 0 OR found LESS 0)
+    message(FATAL_ERROR "expected success printing '${expected}' for ${ARGN} on 2 ranks, got '${rc}':\n${out}\n${err}")
+  endif()
+  message(STATUS "ok: ${expected}")
+endfunction()
+
 file(WRITE ${WORK_DIR}/bad_plan.json "{\"stages\": [")
 file(WRITE ${WORK_DIR}/other_plan.json
   "{\"format\": \"loom-plan\", \"version\": 1, \"model\": \"gpt\", \"global_batch\": 8, \"microbatches\": 2, \"schedule\": \"dapple\", \"stages\": [{\"layers\": [0, 1], \"ranks\": [0]}, {\"layers\": [2, 3], \"ranks\": [1]}]}")
 file(WRITE ${WORK_DIR}/four_rank_plan.json
   "{\"format\": \"loom-plan\", \"version\": 1, \"model\": \"mlp\", \"global_batch\": 8, \"microbatches\": 2, \"schedule\": \"dapple\", \"stages\": [{\"layers\": [0, 0], \"ranks\": [0]}, {\"layers\": [1, 1], \"ranks\": [1]}, {\"layers\": [2, 2], \"ranks\": [2]}, {\"layers\": [3, 3], \"ranks\": [3]}]}")
+# The header says what runs: the stages and their replicas, each stage's chunks, the plan, the
+# optimizer and its rates, ZeRO-1, the threads.
+file(WRITE ${WORK_DIR}/two_rank_plan.json
+  "{\"format\": \"loom-plan\", \"version\": 1, \"model\": \"mlp\", \"global_batch\": 8, \"microbatches\": 2, \"schedule\": \"dapple\", \"stages\": [{\"layers\": [0, 1], \"ranks\": [0]}, {\"layers\": [2, 3], \"ranks\": [1]}]}")
+expect_success("| 2 stages (stage 0: rank 0 | stage 1: rank 1) | plan ${WORK_DIR}/two_rank_plan.json | schedule dapple \
+| M=2 | B=8 | 2 steps | sgd, lr 0.05 cosine over steps 1 to 2 | 1 thread" train --plan ${WORK_DIR}/two_rank_plan.json
+               --size tiny --steps 2 --threads 1)
+expect_success("| 1 stage x 2 replicas (stage 0: ranks 0 1, chunks 0 and 1) | schedule zb-v | M=4 | B=64 | 1 step \
+| adam, lr 0.001 cosine over steps 1 to 1 | ZeRO-1 | 1 thread" train --model gpt --size tiny --set tie_embeddings=0
+               --schedule zb-v --replicas 2 --optimizer adam --zero 1 --steps 1 --threads 1)
 expect_failure("${WORK_DIR}/four_rank_plan.json: stage 2 uses rank 2, but this job has 2 ranks: the plan needs 4 \
 (mpirun -np 4), or make a plan for 2 devices (loom plan --cluster ...)" train --plan ${WORK_DIR}/four_rank_plan.json --steps 1)
 expect_failure("--stages 3 x --replicas 1 needs 3 ranks, but this job has 2: start it with mpirun -np 3 (or srun -n 3), \
@@ -343,7 +364,7 @@ expect_single_success("done: 2 steps (steps 3 to 4 of 4), 128 samples" train --m
 # A finished run goes on: more steps stretch its cosine (the 6-step run's rate at step 6), another
 # --lr-schedule and --lr start at the checkpoint's step, no --lr keeps the checkpoint's; another
 # optimizer is refused.
-expect_single_success("resumed from ${WORK_DIR}/resume_ck/step-000004 after step 4: lr 0.05 cosine over steps 1 to 6"
+expect_single_success("| 6 steps | sgd, lr 0.05 cosine over steps 1 to 6 |"
                       train --model mlp --size tiny --steps 6 --resume ${WORK_DIR}/resume_ck)
 expect_single_success("| lr 0.003349 |" train --model mlp --size tiny --steps 6 --resume ${WORK_DIR}/resume_ck)
 expect_single_success("| lr 0.01 |" train --model mlp --size tiny --steps 6 --lr-schedule linear --lr 0.02
@@ -351,7 +372,7 @@ expect_single_success("| lr 0.01 |" train --model mlp --size tiny --steps 6 --lr
 file(REMOVE_RECURSE ${WORK_DIR}/resume_lr)
 expect_single_success("done: 2 steps" train --model mlp --size tiny --steps 2 --lr 0.02 --lr-schedule constant
                       --checkpoint ${WORK_DIR}/resume_lr)
-expect_single_success("after step 2: lr 0.02 constant" train --model mlp --size tiny --steps 3 --lr-schedule constant
+expect_single_success("| 3 steps | sgd, lr 0.02 constant |" train --model mlp --size tiny --steps 3 --lr-schedule constant
                       --resume ${WORK_DIR}/resume_lr)
 expect_single_failure("${WORK_DIR}/resume_ck/step-000004/manifest.json: the checkpoint was trained with --optimizer sgd, \
 this run has --optimizer adam (resume with the same --optimizer: its state does not carry over)"
@@ -386,14 +407,7 @@ if(NOT rc EQUAL 0 OR NOT EXISTS ${config_dir}/written.options.toml)
   message(FATAL_ERROR "loom train --metrics wrote no .options.toml ('${rc}'):\n${out}\n${err}")
 endif()
 expect_single_success("done: 2 steps" train --config ${config_dir}/written.options.toml --quiet=false)
-execute_process(COMMAND ${MPIEXEC} ${MPIEXEC_FLAGS} -n 2 ${LOOM} train --config ${config_dir}/written.options.toml
-                        --stages 2 --quiet=false
-                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 120)
-string(FIND "${out}" "2 stages" stages_found)
-if(NOT rc EQUAL 0 OR stages_found LESS 0)
-  message(FATAL_ERROR "mpiexec -n 2 loom train --config written.options.toml --stages 2 failed ('${rc}'):\n${out}\n${err}")
-endif()
-message(STATUS "ok: written.options.toml reads back, on 1 and 2 stages")
+expect_success("2 stages" train --config ${config_dir}/written.options.toml --stages 2 --quiet=false)
 
 # Typed configuration (issue 27): names are parsed once, at the edge, before any communicator;
 # PipeDream has no micro-batches, so an explicit --microbatches is an error, and the options file a

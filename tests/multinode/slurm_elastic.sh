@@ -143,8 +143,11 @@ if written["cluster"] != {"devices_per_node": 2, "nodes": 2}:
     print(f"FAIL: {sys.argv[1]} was made for {written['cluster']}, not 2 nodes x 2"); ok = False
 stages = " | ".join(f"stage {i}: rank{'s' if len(s['ranks']) > 1 else ''} " + " ".join(map(str, s["ranks"]))
                     for i, s in enumerate(written["stages"]))
-expected = f"{len(written['stages'])} stages ({stages}) | schedule {written['schedule']} | M={written['microbatches']} |"
-if expected not in log:
+counts = {len(s["ranks"]) for s in written["stages"]}
+replicas = f" x {counts.pop()} replicas" if len(counts) == 1 and min(len(s["ranks"]) for s in written["stages"]) > 1 else ""
+expected = (f"{len(written['stages'])} stages{replicas} ({stages}) | plan ",
+            f"plan-{sys.argv[1].split('plan-')[-1]} | schedule {written['schedule']} | M={written['microbatches']} |")
+if not re.search(re.escape(expected[0]) + r"\S*" + re.escape(expected[1]), log):
     print(f"FAIL: {sys.argv[3]} did not run {sys.argv[1]}'s layout '{expected}'"); ok = False
 node_ranks = {}
 for s in written["stages"]:

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <functional>
 
 #include <loom/core/dtype_dispatch.h>
@@ -218,6 +219,16 @@ double LrSchedule::at(std::int64_t run_step) const {
   const double progress = std::min(1.0, static_cast<double>(step - warmup_steps) / static_cast<double>(decay_steps));
   if (kind == Kind::linear) return min_lr + (base_lr - min_lr) * (1.0 - progress);
   return min_lr + (base_lr - min_lr) * 0.5 * (1.0 + std::cos(3.14159265358979323846 * progress));
+}
+
+std::string LrSchedule::describe() const {
+  char rate[32];
+  std::snprintf(rate, sizeof rate, "%.4g", base_lr);
+  std::string text = "lr " + std::string(rate) + " " + name(kind);
+  if (kind != Kind::constant)
+    text += " over steps " + std::to_string(first_step + 1) + " to " + std::to_string(total_steps);
+  if (warmup_steps > 0) text += " after " + std::to_string(warmup_steps) + " warm-up steps";
+  return text;
 }
 
 double clip_scale(double sum_of_squares, double max_norm) {

@@ -98,6 +98,8 @@ struct LrSchedule {
   static Kind parse(const std::string& name);  // "constant", "linear", "cosine"
   static const char* name(Kind kind);
   double at(std::int64_t step) const;          // step counts from 0 over the whole run
+  // "lr 0.05 constant", "lr 0.05 cosine over steps 1 to 6 after 2 warm-up steps" (steps from 1)
+  std::string describe() const;
 };
 
 // Global gradient-norm clipping as torch.nn.utils.clip_grad_norm_: the factor min(1, max_norm /

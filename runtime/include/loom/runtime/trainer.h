@@ -106,7 +106,9 @@ class Trainer {
   const ResolvedConfig& config() const;
   const RunLayout& layout() const;  // the run resolved: schedule, stages, ranks, batch, length
   const ModelSpec& model() const;
-  // "mlp (...) | data synthetic (60000 samples) | 2 stages x 2 replicas | schedule dapple | M=4 | B=64 | 100 steps"
+  // "mlp (...): 4 blocks | size cpu | data synthetic (60000 samples) | 2 stages x 2 replicas (stage 0: ranks 0 1 | ...)
+  // | schedule dapple | M=4 | B=64 | 100 steps | sgd, lr 0.05 cosine over steps 1 to 100 | 2 threads"; a plan, ZeRO-1 and
+  // bf16 or fp16 where they are on, and each stage's chunks (virtual stages) where it holds several
   std::string describe() const;
   std::int64_t step() const;        // optimizer steps done (the one step counter)
   std::int64_t first_step() const;  // where this Trainer started (> 0 after a resume)
