@@ -47,8 +47,8 @@ void run(bool json, int threads, int repeats) {
       }
   nlohmann::json rows = nlohmann::json::array();
   if (!json)
-    std::printf("%6s %6s %6s %5s %12s %12s %7s   (threads %d)\n", "m", "n", "k", "trans", "loom GF/s",
-                "blas GF/s", "ratio", num_threads());
+    std::printf("%6s %6s %6s %5s %12s %12s %10s   (threads %d; speed/BLAS above 1: loom is faster)\n", "m", "n", "k",
+                "trans", "loom GF/s", "blas GF/s", "speed/BLAS", num_threads());
   for (const GemmCase& c : cases) {
     Tensor a = Tensor::empty(c.ta ? Shape{c.k, c.m} : Shape{c.m, c.k});
     Tensor b = Tensor::empty(c.tb ? Shape{c.n, c.k} : Shape{c.k, c.n});
@@ -87,7 +87,7 @@ void run(bool json, int threads, int repeats) {
       rows.push_back({{"m", c.m}, {"n", c.n}, {"k", c.k}, {"trans", trans_name(c)}, {"loom_gflops", loom_gflops},
                       {"blas_gflops", blas_gflops}, {"ratio", ratio}});
     } else {
-      std::printf("%6ld %6ld %6ld %5s %12.1f %12.1f %7.3f\n", c.m, c.n, c.k, trans_name(c).c_str(), loom_gflops,
+      std::printf("%6ld %6ld %6ld %5s %12.1f %12.1f %10.3f\n", c.m, c.n, c.k, trans_name(c).c_str(), loom_gflops,
                   blas_gflops, ratio);
       std::fflush(stdout);
     }

@@ -104,8 +104,9 @@ void bench_gemm_cuda(bool json, DType dtype, int repeats, double peak_tflops) {
   if (!json) {
     char peak_text[48] = "unknown (give --peak-tflops)";
     if (peak > 0) std::snprintf(peak_text, sizeof peak_text, "%.1f", peak);
-    std::printf("%s, %s, peak %s TFLOP/s\n%6s %6s %6s %5s %12s %12s %7s %7s\n", props.name, dtype_name(dtype).data(),
-                peak_text, "m", "n", "k", "trans", "loom TF/s", "cuBLAS TF/s", "ratio", "% peak");
+    std::printf("%s, %s, peak %s TFLOP/s (speed/cuBLAS above 1: loom is faster)\n%6s %6s %6s %5s %12s %12s %13s %7s\n",
+                props.name, dtype_name(dtype).data(), peak_text, "m", "n", "k", "trans", "loom TF/s", "cuBLAS TF/s",
+                "speed/cuBLAS", "% peak");
   }
   for (const Problem& p : problems()) {
     Tensor a = Tensor::empty(p.ta ? Shape{p.k, p.m} : Shape{p.m, p.k}), b = Tensor::empty(p.tb ? Shape{p.n, p.k} : Shape{p.k, p.n});
@@ -125,7 +126,7 @@ void bench_gemm_cuda(bool json, DType dtype, int repeats, double peak_tflops) {
                       {"loom_tflops", loom_tf}, {"cublas_tflops", cublas_tf}, {"ratio", loom_tf / cublas_tf},
                       {"percent_of_peak", of_peak}});
     else
-      std::printf("%6ld %6ld %6ld %5s %12.1f %12.1f %7.3f %7.1f\n", p.m, p.n, p.k, trans.c_str(), loom_tf, cublas_tf,
+      std::printf("%6ld %6ld %6ld %5s %12.1f %12.1f %13.3f %7.1f\n", p.m, p.n, p.k, trans.c_str(), loom_tf, cublas_tf,
                   loom_tf / cublas_tf, of_peak);
     std::fflush(stdout);
   }

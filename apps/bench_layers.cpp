@@ -426,8 +426,9 @@ void run(const LayersBenchOptions& o) {
   for (auto& worker : workers) torch.push_back(worker.get());
   nlohmann::json rows = nlohmann::json::array();
   if (!o.json)
-    std::printf("%-18s %-34s %10s %10s %7s  %-8s %-7s %s  (%s, threads %d, %s of %d after %d warm-up)\n", "layer",
-                "shape", "loom ms", "torch ms", "ratio", "loom", "torch", o.paths.empty() ? "" : "forced paths (ms)",
+    std::printf("%-18s %-34s %10s %10s %10s  %-8s %-7s %s  (%s, threads %d, %s of %d after %d warm-up; time/torch "
+                "below 1: loom is faster)\n", "layer",
+                "shape", "loom ms", "torch ms", "time/torch", "loom", "torch", o.paths.empty() ? "" : "forced paths (ms)",
                 device.str().c_str(), num_threads(), o.best ? "best" : "median", o.repeats, o.warmup);
   for (const BenchCase& c : list) {
     if (!o.filter.empty() && (c.layer + " " + c.shape).find(o.filter) == std::string::npos) continue;
@@ -441,7 +442,7 @@ void run(const LayersBenchOptions& o) {
       if (t.forced_ms[p] >= 0) row[o.paths[p] + "_ms"] = t.forced_ms[p];
     rows.push_back(row);
     if (!o.json) {
-      std::printf("%-18s %-34s %10.3f %10.3f %7.2f  %-8s %-7s%s\n", c.layer.c_str(), c.shape.c_str(), t.loom_ms,
+      std::printf("%-18s %-34s %10.3f %10.3f %10.2f  %-8s %-7s%s\n", c.layer.c_str(), c.shape.c_str(), t.loom_ms,
                   t.torch_ms, ratio, path.empty() ? "-" : path.c_str(), t.torch_setting.c_str(),
                   forced_columns(o.paths, t.forced_ms).c_str());
       std::fflush(stdout);

@@ -1,17 +1,20 @@
 // `loom checkpoint inspect DIR` (the layout that wrote a training checkpoint, its step, tensors,
 // sizes and verified checksums) and `loom checkpoint export DIR --out model.safetensors` (every
-// parameter once, by name, in one safetensors file, so the weights leave loom for other tools).
+// parameter once, named by its block as `loom describe` names it, tied ones under each name, in one
+// safetensors file, so the weights leave loom for other tools).
 // DIR is what `loom train --resume` takes: a checkpoint directory (its newest committed step) or
 // one step directory.
 #include <cstdio>
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <loom/core/bytes_text.h>
 #include <loom/base/error.h>
 #include <loom/layers/safetensors.h>
+#include <loom/models/model.h>
 #include <loom/runtime/checkpoint_reader.h>
 #include <loom/runtime/training_checkpoint.h>
 
@@ -105,10 +108,45 @@ void inspect(const std::string& dir, bool list_tensors) {
               bytes_text(static_cast<double>(total_bytes)).c_str());
 }
 
-// Every parameter (and buffer) once; a name held by several stage files (tied copies) must hold
-// the same bits in each.
-void export_weights(const std::string& dir, const std::string& out) {
-  CheckpointReader reader(runtime::find_checkpoint(dir));
+// The model that wrote the checkpoint, rebuilt from its manifest (a loom preset and its settings),
+// for its block names and ties; nothing for a model of the user's own (or an unreadable manifest).
+std::optional<ModelSpec> checkpoint_model(const nlohmann::json& manifest) {
+  if (!manifest.contains("model") || !manifest["model"].is_string() || !manifest.contains("settings") ||
+      !manifest["settings"].is_object())
+    return std::nullopt;
+  std::string overrides;
+  for (const auto& [key, value] : manifest["settings"].items()) {
+    if (!value.is_number()) return std::nullopt;
+    char number[40];
+    std::snprintf(number, sizeof number, "%.17g", value.get<double>());
+    overrides += (overrides.empty() ? "" : ",") + key + "=" + number;
+  }
+  try {
+    return make_model(manifest["model"].get<std::string>(), overrides);
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+}
+
+// A tensor's exported name: its leading block index as `loom describe` names the block
+// ("1.self_attn.qkv.weight" -> "layer0.self_attn.qkv.weight"); unchanged without a model.
+std::string exported_name(const std::string& name, const std::optional<ModelSpec>& model) {
+  const std::size_t dot = name.find('.');
+  if (!model || dot == std::string::npos) return name;
+  std::size_t used = 0;
+  std::int64_t block = -1;
+  try {
+    block = std::stoll(name.substr(0, dot), &used);
+  } catch (const std::exception&) {
+    return name;
+  }
+  if (used != dot || block < 0 || block >= model->blocks()) return name;
+  return model->block_names.at(static_cast<std::size_t>(block)) + name.substr(dot);
+}
+
+// Every parameter (and buffer) of every stage file once; a name held by several stage files (tied
+// copies) must hold the same bits in each.
+safetensors::NamedTensors read_weights(CheckpointReader& reader) {
   std::map<std::string, Tensor> weights;
   safetensors::NamedTensors ordered;
   for (std::size_t s = 0; s < reader.stages().size(); ++s) {
@@ -128,17 +166,41 @@ void export_weights(const std::string& dir, const std::string& out) {
                  file.path(), ": '", entry.name, "' differs from its copy in another stage file");
     }
   }
+  return ordered;
+}
+
+// Every parameter by its block's name (exported_name), a tied parameter under each name that uses
+// it (the checkpoint holds the canonical only), and the manifest's facts as whole JSON metadata.
+void export_weights(const std::string& dir, const std::string& out) {
+  CheckpointReader reader(runtime::find_checkpoint(dir));
   const nlohmann::json& m = reader.manifest();
-  safetensors::save(out, ordered,
+  const std::optional<ModelSpec> model = checkpoint_model(m);
+  safetensors::NamedTensors exported;
+  std::map<std::string, Tensor> by_name;
+  for (const auto& [name, tensor] : read_weights(reader)) {
+    exported.emplace_back(exported_name(name, model), tensor);
+    by_name.emplace(name, tensor);
+  }
+  nlohmann::json ties = nlohmann::json::array();
+  for (const ParameterTie& tie : model ? model->ties : std::vector<ParameterTie>{}) {
+    const auto canonical = by_name.find(tie.canonical);
+    if (canonical == by_name.end() || by_name.count(tie.copy)) continue;
+    exported.emplace_back(exported_name(tie.copy, model), canonical->second);
+    ties.push_back({{"canonical", exported_name(tie.canonical, model)}, {"copy", exported_name(tie.copy, model)}});
+  }
+  safetensors::save(out, exported,
                     {{"format", "pt"},
                      {"loom.model", field_text(m, "model")},
-                     {"loom.settings", field_text(m, "settings")},
+                     {"loom.settings", m.contains("settings") ? m["settings"].dump() : "{}"},
                      {"loom.step", std::to_string(reader.step())},
-                     {"loom.precision", field_text(m, "precision")}});
+                     {"loom.precision", field_text(m, "precision")},
+                     {"loom.ties", ties.dump()}});
   std::int64_t values = 0;
-  for (const auto& [name, tensor] : ordered) values += tensor.numel();
-  std::printf("wrote %s: %zu tensors, %lld values, from %s (step %lld)\n", out.c_str(), ordered.size(),
-              static_cast<long long>(values), reader.directory().c_str(), static_cast<long long>(reader.step()));
+  for (const auto& [name, tensor] : exported) values += tensor.numel();
+  std::printf("wrote %s: %zu tensors, %lld values, from %s (step %lld)%s%s\n", out.c_str(), exported.size(),
+              static_cast<long long>(values), reader.directory().c_str(), static_cast<long long>(reader.step()),
+              ties.empty() ? "" : "; tied parameters under each of their names (loom.ties)",
+              model ? "" : "; names by block index (not a loom preset)");
 }
 
 struct CheckpointFlags {
@@ -159,8 +221,9 @@ void add_checkpoint_command(CLI::App& app) {
       ->required();
   ins->add_flag("--tensors", flags->tensors, "List every tensor: stage file, name, dtype, shape, bytes");
   ins->callback([flags] { inspect(flags->dir, flags->tensors); });
-  CLI::App* exp = cmd->add_subcommand("export", "Every parameter of DIR's newest checkpoint, once and by name, in one "
-                                                "safetensors file (no optimizer state)");
+  CLI::App* exp = cmd->add_subcommand("export", "Every parameter of DIR's newest checkpoint in one safetensors file "
+                                                "(no optimizer state), named by block as loom describe names them "
+                                                "(layer0.self_attn.qkv.weight), a tied one under each name");
   exp->add_option("dir", flags->dir, "A checkpoint directory (its newest committed step) or one step directory")
       ->required();
   exp->add_option("--out", flags->out, "The safetensors file to write")->required();

@@ -4,7 +4,9 @@
 # next steps' losses equal an uninterrupted run at that layout within 1e-5 relative (the steps
 # before the checkpoint summed their gradients in the writer's order); `loom checkpoint inspect`
 # reads the layout and verifies every checksum; `loom checkpoint export` writes every parameter
-# once, which an independent reader (Python, the safetensors format by hand) finds complete.
+# once, named by its block (loom describe's names), with whole-JSON metadata, which an independent
+# reader (Python, the safetensors format by hand) finds complete; a tied weight (gpt's head) is
+# written under both its names.
 # Usage: checkpoint_layouts.sh LOOM WORKDIR MPIEXEC [MPIEXEC FLAGS...]
 set -euo pipefail
 loom=$1
@@ -48,19 +50,41 @@ done
 
 "$loom" checkpoint export ckpt --out model.safetensors
 expected=$("$loom" describe --model mlp --set input=16,hidden=24,layers=6,classes=4 | sed -n 's/^total: \([0-9]*\) parameters.*/\1/p')
-"$python" - model.safetensors "$expected" <<'PY'
+# A tied model: gpt's head weight is the word embedding's, held once by the checkpoint.
+"$loom" train --model gpt --size tiny --steps 1 --threads 1 --checkpoint ckpt-gpt > gpt.log
+"$loom" checkpoint export ckpt-gpt --out gpt.safetensors > gpt-export.log
+"$python" - model.safetensors "$expected" gpt.safetensors <<'PY'
 import json, struct, sys
-with open(sys.argv[1], "rb") as f:
-    length = struct.unpack("<Q", f.read(8))[0]
-    header = json.loads(f.read(length))
-header.pop("__metadata__", None)
+def read(path):
+    with open(path, "rb") as f:
+        length = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(length))
+        return header, f.read()
+header, _ = read(sys.argv[1])
+meta = header.pop("__metadata__")
 values = 0
 for name, entry in header.items():
     assert not name.startswith("optimizer."), name
+    assert name.split(".")[0] in ("hidden0", "hidden1", "hidden2", "hidden3", "hidden4", "classifier"), \
+        f"{name}: not named by its block as loom describe names it"
     count = 1
     for d in entry["shape"]:
         count *= d
     values += count
 assert values == int(sys.argv[2]), f"exported {values} values, the model has {sys.argv[2]} parameters"
-print(f"exported {len(header)} tensors, {values} values: every parameter once")
+settings = json.loads(meta["loom.settings"])  # whole JSON, every setting
+assert settings == {"input": 16, "hidden": 24, "layers": 6, "classes": 4}, settings
+assert meta["loom.model"] == "mlp" and json.loads(meta["loom.ties"]) == [], meta
+print(f"exported {len(header)} tensors, {values} values: every parameter once, by block name; metadata {meta}")
+header, data = read(sys.argv[3])
+meta = header.pop("__metadata__")
+ties = json.loads(meta["loom.ties"])
+assert len(ties) == 1, ties
+canonical, copy = header[ties[0]["canonical"]], header[ties[0]["copy"]]
+assert ties[0]["copy"].startswith("head.") and ties[0]["canonical"].startswith("embedding."), ties
+assert canonical["shape"] == copy["shape"], (canonical, copy)
+span = lambda e: data[e["data_offsets"][0]:e["data_offsets"][1]]
+assert span(canonical) == span(copy), "the tied head weight differs from the embedding"
+assert json.loads(meta["loom.settings"])["vocab"] == 256, meta
+print(f"gpt: the tie {ties[0]} written under both names, equal")
 PY
