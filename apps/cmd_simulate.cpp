@@ -31,6 +31,7 @@ struct SimulateFlags {
   std::string from;  // a schedule text file instead of a generator
   std::string schedule_file;  // a schedule file, loom's text or PyTorch's CSV: S, M and v from the file
   bool stages_given = false, microbatches_given = false, chunks_given = false, kind_given = false;
+  bool activation_bytes_given = false;  // else the peak in bytes is not shown (it would be 0)
   std::vector<double> forward_ms{1.0}, backward_ms{2.0}, backward_input_ms, backward_weight_ms;
   std::vector<double> allreduce_ms{0.0}, step_ms{0.0};
   std::vector<double> activation_bytes{0.0}, boundary_bytes{0.0};
@@ -117,23 +118,24 @@ std::string binary_bytes_text(double bytes) {
   return text;
 }
 
-void print_report(const schedule::Schedule& sched, const schedule::SimulationResult& result, bool full) {
+void print_report(const schedule::Schedule& sched, const schedule::SimulationResult& result, bool full, bool bytes) {
   std::printf("%s", schedule::to_text(sched, full ? schedule::TextStyle::Full : schedule::TextStyle::Compute).c_str());
   std::printf("\nS=%d stages, M=%d micro-batches%s\n", sched.stages, sched.microbatches,
               sched.chunks > 1 ? (", v=" + std::to_string(sched.chunks) + " chunks per stage").c_str() : "");
   std::printf("step time        %.4g ms\n", result.step_ms);
   std::printf("bubble fraction  %.4f (%.2f%%)\n", result.bubble_fraction, 100 * result.bubble_fraction);
   std::printf("%s %.4g ms\n", sched.asynchronous() ? "steady ms/mb    " : "step ms / M     ", result.ms_per_microbatch);
-  std::printf("\n%5s %9s %9s %9s %14s %14s %8s\n", "stage", "busy ms", "idle ms", "in-flight", "peak act (mb)",
-              "peak act bytes", "versions");
+  std::printf("\n%5s %9s %9s %9s %14s %8s%s\n", "stage", "busy ms", "idle ms", "in-flight", "peak act (mb)", "versions",
+              bytes ? "  peak act bytes" : "");
   for (int s = 0; s < sched.stages; ++s) {
     const schedule::StageStats& st = result.stages[s];
-    std::printf("%5d %9.4g %9.4g %9d %14.4g %14s %8d\n", s, st.busy_ms, st.idle_ms, st.peak_inflight,
-                st.peak_activation_units, binary_bytes_text(st.peak_activation_bytes).c_str(), st.peak_weight_versions);
+    std::printf("%5d %9.4g %9.4g %9d %14.4g %8d", s, st.busy_ms, st.idle_ms, st.peak_inflight, st.peak_activation_units,
+                st.peak_weight_versions);
+    std::printf(bytes ? "  %14s\n" : "\n", binary_bytes_text(st.peak_activation_bytes).c_str());
   }
 }
 
-nlohmann::json report_json(const schedule::Schedule& sched, const schedule::SimulationResult& result) {
+nlohmann::json report_json(const schedule::Schedule& sched, const schedule::SimulationResult& result, bool bytes) {
   nlohmann::json stages = nlohmann::json::array();
   for (int s = 0; s < sched.stages; ++s) {
     const schedule::StageStats& st = result.stages[s];
@@ -145,8 +147,8 @@ nlohmann::json report_json(const schedule::Schedule& sched, const schedule::Simu
                       {"idle_ms", st.idle_ms},
                       {"peak_inflight", st.peak_inflight},
                       {"peak_activation_microbatches", st.peak_activation_units},
-                      {"peak_activation_bytes", st.peak_activation_bytes},
                       {"peak_weight_versions", st.peak_weight_versions}});
+    if (bytes) stages.back()["peak_activation_bytes"] = st.peak_activation_bytes;
   }
   return {{"schedule", sched.name},       {"stages", sched.stages},
           {"microbatches", sched.microbatches}, {"chunks", sched.chunks},
@@ -159,9 +161,9 @@ void run(const SimulateFlags& flags) {
   schedule::check(sched, flags.from.empty() ? flags.schedule_file : flags.from);
   const schedule::SimulationResult result = schedule::simulate(sched, cost_model(flags, sched.stages));
   if (flags.json)
-    std::printf("%s\n", report_json(sched, result).dump(2).c_str());
+    std::printf("%s\n", report_json(sched, result, flags.activation_bytes_given).dump(2).c_str());
   else
-    print_report(sched, result, flags.full);
+    print_report(sched, result, flags.full, flags.activation_bytes_given);
   if (!flags.svg.empty() || !flags.trace.empty()) {
     const schedule::Trace trace = schedule::simulation_trace(sched, result);
     if (!flags.trace.empty()) schedule::write_chrome_trace(trace, flags.trace);
@@ -229,6 +231,7 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_flag("--full", flags->full, "Print the programs with their sends and receives");
   cmd->callback([flags, cmd] {
     flags->stages_given = cmd->count("--stages") > 0;
+    flags->activation_bytes_given = cmd->count("--activation-bytes") > 0;
     flags->microbatches_given = cmd->count("--microbatches") > 0;
     flags->chunks_given = cmd->count("--chunks") > 0;
     flags->kind_given = cmd->count("--schedule") > 0;

@@ -457,6 +457,10 @@ expect_single_failure("--stages 2 does not match ${WORK_DIR}/zb-h1.csv, which ha
 file sets it)" simulate --schedule-file ${WORK_DIR}/zb-h1.csv --stages 2)
 expect_single_success("wrote ${WORK_DIR}/interleaved.txt" schedule export --schedule interleaved --stages 2
                       --microbatches 4 --chunks 2 --format loom --out ${WORK_DIR}/interleaved.txt)
+# simulate shows peak activation bytes only when given the bytes (else they would read 0 B).
+expect_single_success("peak act (mb) versions\n    0" simulate --schedule dapple --stages 2 --microbatches 4)
+expect_single_success("peak act (mb) versions  peak act bytes\n    0" simulate --schedule dapple --stages 2
+                      --microbatches 4 --activation-bytes 1000)
 expect_single_success("v=2 chunks per stage" simulate --schedule-file ${WORK_DIR}/interleaved.txt)
 expect_single_failure("--schedule zb-h2 does not match ${WORK_DIR}/zb-h1.csv: the file is not zb-h2's schedule for \
 S=4, M=8, v=1 (stage 0 differs); leave --schedule out to use the file as it is"
