@@ -16,7 +16,7 @@ namespace {
 struct DescribeOptions {
   std::string model = "mlp", size = "paper", overrides;
   std::int64_t batch = 1;
-  bool json = false;
+  bool json = false, settings = false;
 };
 
 std::string shapes_text(const std::vector<Shape>& shapes) {
@@ -72,7 +72,13 @@ void add_describe_command(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
   cmd->add_flag("--json", o.json, "print JSON: {model, size, settings, parameters, flops, blocks: [...]}");
+  cmd->add_flag("--settings", o.settings,
+                "print every preset's settings (for --set) at each size instead of the model");
   cmd->callback([] {
+    if (o.settings) {
+      std::printf("Presets and their settings (paper size, then cpu and tiny):\n%s", describe_presets().c_str());
+      return;
+    }
     const ModelSpec spec = make_model(o.model, o.overrides, parse_model_size(o.size));
     const ModelSummary summary = summarize(spec, o.batch);
     if (o.json)

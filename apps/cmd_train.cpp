@@ -95,7 +95,8 @@ void add_compute_options(CLI::App* cmd, TrainOptions& o) {
   cmd->add_option("--lr-schedule", o.lr_schedule, "constant, linear or cosine (decay after --warmup-steps)")
       ->capture_default_str();
   cmd->add_option("--warmup-steps", o.warmup_steps, "linear learning-rate warm-up steps")->capture_default_str();
-  cmd->add_option("--clip-norm", o.clip_norm, "clip the global gradient norm to this value (0: off)");
+  cmd->add_option("--clip-norm", o.clip_norm, "clip the global gradient norm to this value (0: off)")
+      ->capture_default_str();
   cmd->add_option("--zero", o.zero,
                   "1: ZeRO-1, each replica of a stage keeps the optimizer state (and fp32 masters) of 1/R of the "
                   "stage's parameters; synchronous schedules; 0: off")
@@ -114,6 +115,24 @@ void add_compute_options(CLI::App* cmd, TrainOptions& o) {
   cmd->add_option("--ranks-per-node", o.ranks_per_node, "pretend nodes of K ranks (or a list like 3,3,2)");
   cmd->add_option("--allreduce", o.allreduce, "gradient allreduce: mpi, ring or hierarchical")->capture_default_str();
   cmd->add_option("--bucket-mb", o.bucket_mb, "gradient bucket size in MB")->capture_default_str();
+}
+
+// --help in groups, a heading each: every flag of `loom train` is in one (a flag missing from the
+// table stays under "Options", which apps_cli_errors would show).
+void group_train_options(CLI::App* cmd) {
+  const std::vector<std::pair<const char*, std::vector<const char*>>> groups = {
+      {"Run (give --steps or --epochs)", {"--model", "--size", "--set", "--data", "--steps", "--epochs", "--global-batch", "--seed"}},
+      {"Parallelism", {"--stages", "--replicas", "--plan", "--device", "--threads", "--ranks-per-node"}},
+      {"Schedule", {"--schedule", "--schedule-file", "--microbatches", "--chunks", "--warmup", "--recompute"}},
+      {"Optimizer", {"--optimizer", "--lr", "--momentum", "--weight-decay", "--lr-schedule", "--warmup-steps",
+                     "--clip-norm", "--zero"}},
+      {"Precision", {"--precision", "--loss-scale", "--loss-scale-window"}},
+      {"Checkpoints", {"--checkpoint", "--checkpoint-every", "--keep-checkpoints", "--resume"}},
+      {"Output", {"--log-every", "--metrics", "--trace", "--peak-gflops", "--quiet"}},
+      {"Communication", {"--reduce-backend", "--boundary-backend", "--allreduce", "--bucket-mb"}},
+      {"Experiments", {"--shape-intra-gbps", "--shape-inter-gbps", "--no-weight-stashing-experiment"}}};
+  for (const auto& [group, flags] : groups)
+    for (const char* flag : flags) cmd->get_option(flag)->group(group);
 }
 
 }  // namespace
@@ -143,8 +162,8 @@ void add_train_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--warmup", warmup, "dapple/pipedream: warm-up forwards K (first stage) or K_0,...,K_{S-1}");
   cmd->add_option("--global-batch", o.global_batch, "samples per optimizer step")->capture_default_str();
-  auto* steps = cmd->add_option("--steps", o.steps, "optimizer steps to run");
-  auto* epochs = cmd->add_option("--epochs", o.epochs, "epochs to run (test accuracy after each, progress bar)");
+  auto* steps = cmd->add_option("--steps", o.steps, "optimizer steps to run (this or --epochs is required)");
+  auto* epochs = cmd->add_option("--epochs", o.epochs, "epochs to run (test accuracy after each, progress bar; this or --steps is required)");
   steps->excludes(epochs);
   cmd->add_option("--seed", o.seed, "seed of parameters, data order and dropout")->capture_default_str();
   add_compute_options(cmd, o);
@@ -156,7 +175,8 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--checkpoint", o.checkpoint,
                   "directory of checkpoints, written at the end (DIR/step-N/: a safetensors file + JSON manifest per "
                   "stage; DIR/latest names the newest complete one)");
-  cmd->add_option("--checkpoint-every", o.checkpoint_every, "also write a checkpoint every N steps (0: only at the end)");
+  cmd->add_option("--checkpoint-every", o.checkpoint_every, "also write a checkpoint every N steps (0: only at the end)")
+      ->capture_default_str();
   cmd->add_option("--keep-checkpoints", o.keep_checkpoints, "complete checkpoints to keep in --checkpoint DIR")
       ->capture_default_str();
   cmd->add_option("--resume", o.resume,
@@ -172,6 +192,7 @@ void add_train_command(CLI::App& app) {
   cmd->add_flag("--no-weight-stashing-experiment", no_weight_stashing,
                 "EXPERIMENT ONLY (scripts/reproduce/weight_stashing.sh): pipedream/pipedream-2bw run every backward "
                 "with the newest weights instead of its forward's stashed version; the gradients are wrong by design");
+  group_train_options(cmd);
   cmd->callback([cmd] {
     for (const char* flag : {"--checkpoint", "--resume", "--metrics", "--trace", "--plan", "--data", "--model"})
       LOOM_CHECK(cmd->count(flag) == 0 || !cmd->get_option(flag)->as<std::string>().empty(), flag,

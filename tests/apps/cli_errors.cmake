@@ -457,6 +457,13 @@ expect_single_failure("--stages 2 does not match ${WORK_DIR}/zb-h1.csv, which ha
 file sets it)" simulate --schedule-file ${WORK_DIR}/zb-h1.csv --stages 2)
 expect_single_success("wrote ${WORK_DIR}/interleaved.txt" schedule export --schedule interleaved --stages 2
                       --microbatches 4 --chunks 2 --format loom --out ${WORK_DIR}/interleaved.txt)
+# loom train --help in groups, every flag in one (the ungrouped "Options" hold --help alone), with
+# the presets' settings behind loom describe --settings.
+expect_single_success("Options:\n  -h,--help                   Print this help message and exit\n\n\nRun (give --steps or \
+--epochs):\n  --model" train --help)
+expect_single_success("\n\nCheckpoints:\n  --checkpoint TEXT" train --help)
+expect_single_success("The presets' settings for --set: loom describe --settings" train --help)
+expect_single_success("  mlp: multilayer perceptron" describe --settings)
 # simulate shows peak activation bytes only when given the bytes (else they would read 0 B).
 expect_single_success("peak act (mb) versions\n    0" simulate --schedule dapple --stages 2 --microbatches 4)
 expect_single_success("peak act (mb) versions  peak act bytes\n    0" simulate --schedule dapple --stages 2
