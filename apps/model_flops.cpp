@@ -2,6 +2,7 @@
 #include "model_flops.h"
 
 #include <algorithm>
+#include <optional>
 #include <chrono>
 #include <cstdio>
 #include <thread>
@@ -16,6 +17,8 @@
 #include <loom/core/rng.h>
 #include <loom/core/threads.h>
 #include <loom/core/timer.h>
+
+#include "peak_cache.h"
 
 namespace loom::apps {
 
@@ -78,14 +81,23 @@ PeakRate job_peak(double given, bool cpu, int threads, DType operands) {
   host_threads = std::min(host_threads, static_cast<int>(std::max(1U, std::thread::hardware_concurrency())));
   const int measured_threads = std::max(1, std::min(host_threads, affinity_cores()));
   double rate = 0;
-  if (comm::world_rank() == 0) rate = gemm_gflops(measured_threads, operands);
+  std::string cache_note;  // rank 0's, which prints the header
+  if (comm::world_rank() == 0) {
+    const std::string path = peak_cache_path(), key = peak_cache_key(operands, measured_threads);
+    const std::optional<double> cached = cached_peak(path, key);
+    rate = cached ? *cached : gemm_gflops(measured_threads, operands);
+    if (cached)
+      cache_note = ", cached in " + path;
+    else if (store_peak(path, key, rate))
+      cache_note = ", now cached in " + path;
+  }
   sleeping_barrier();
   MPI_Bcast(&rate, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
   const double per_host = rate * host_threads / measured_threads;
   return {per_host * hosts.nodes(),
           loom::detail::concat(dtype_name(operands), " GEMM 2048^3 measured with ", measured_threads, measured_threads == 1 ? " thread" : " threads",
                                host_threads != measured_threads ? loom::detail::concat(", scaled to ", host_threads) : "",
-                               hosts.nodes() > 1 ? loom::detail::concat(", x ", hosts.nodes(), " hosts") : "")};
+                               hosts.nodes() > 1 ? loom::detail::concat(", x ", hosts.nodes(), " hosts") : "", cache_note)};
 }
 
 std::string peak_text(const PeakRate& peak) {

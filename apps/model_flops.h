@@ -7,7 +7,9 @@
 // own ops::gemm (2048 x 2048 x 2048, best of 3) in the run's GEMM operand type (f32; bf16 under
 // --precision bf16, on bf16 kernels where the CPU has them) measured by world rank 0 with as many threads
 // as its host's ranks use together (at most the host's cores), times the physical hosts; the other
-// ranks sleep meanwhile. On a GPU without --peak-gflops there is no peak (GFLOP/s only).
+// ranks sleep meanwhile. It is measured once per machine, build and thread count and cached
+// (peak_cache.h), so MFU does not move with the load at each start. On a GPU without --peak-gflops
+// there is no peak (GFLOP/s only).
 #pragma once
 
 #include <string>

@@ -27,6 +27,7 @@
 #include <loom/core/memory.h>
 
 #include "model_flops.h"
+#include "peak_cache.h"
 #include "training.h"
 
 using namespace loom;
@@ -176,6 +177,34 @@ TEST_CASE("loom train's metrics: the fp16 loss scale and skipped steps", "[train
   REQUIRE(fp32.size() == kSteps);
   CHECK_FALSE(fp32[0].contains("loss_scale"));
   CHECK_FALSE(fp32[0].contains("skipped"));
+}
+
+TEST_CASE("the GEMM peak is cached per machine, build, operand type and threads", "[train][mpi]") {
+  comm::ensure_mpi();
+  const std::string dir = std::string(LOOM_BINARY_DIR) + "/tests/apps/peak-cache-" + std::to_string(comm::world_rank());
+  std::filesystem::remove_all(dir);
+  const std::string path = dir + "/peak-gflops.json";
+  const std::string f32 = apps::peak_cache_key(DType::f32, 2), bf16 = apps::peak_cache_key(DType::bf16, 2);
+  CHECK(f32 != bf16);
+  CHECK(f32 != apps::peak_cache_key(DType::f32, 1));
+  CHECK_FALSE(apps::cached_peak(path, f32).has_value());  // no file: measure
+  REQUIRE(apps::store_peak(path, f32, 123.5));
+  REQUIRE(apps::store_peak(path, bf16, 250.0));
+  CHECK(apps::cached_peak(path, f32) == 123.5);
+  CHECK(apps::cached_peak(path, bf16) == 250.0);
+  std::ofstream(path) << "{\"" << f32 << "\": {\"gflops\": ";  // damaged: measure again
+  CHECK_FALSE(apps::cached_peak(path, f32).has_value());
+  std::filesystem::remove_all(dir);
+  // job_peak measures once, then reads the cache: the same rate, and the header names the file.
+  ::setenv("LOOM_CACHE_DIR", dir.c_str(), 1);
+  const apps::PeakRate first = apps::job_peak(0, true, 1), second = apps::job_peak(0, true, 1);
+  ::unsetenv("LOOM_CACHE_DIR");
+  CHECK(second.gflops == first.gflops);
+  if (comm::world_rank() == 0) {
+    CHECK_THAT(first.source, Catch::EndsWith(", now cached in " + path));
+    CHECK_THAT(second.source, Catch::EndsWith(", cached in " + path));
+  }
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("a measured peak for MFU: rank 0's GEMM rate in the run's operand type, the same on every rank", "[train][mpi]") {
