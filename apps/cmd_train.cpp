@@ -42,6 +42,9 @@ bool run_uses(const std::string& flag, const TrainOptions& o, const runtime::Res
   const std::optional<ScheduleKind> kind = run.pipeline.schedule;
   if (!o.plan.empty() && (flag == "stages" || flag == "replicas" || flag == "microbatches" || flag == "chunks"))
     return false;  // the plan says
+  if (!o.schedule_file.empty() && ((flag == "stages" && o.stages == 0) || (flag == "chunks" && o.chunks == 0) ||
+                                   (flag == "microbatches" && o.microbatches == 0)))
+    return false;  // the schedule file says (the flag was not given)
   if (flag == "microbatches") return kind != ScheduleKind::pipedream;
   if (flag == "chunks") return kind && schedule::is_multi_chunk(*kind);
   if (flag == "loss-scale" || flag == "loss-scale-window") return run.precision.precision == runtime::Precision::fp16;
@@ -198,16 +201,17 @@ void add_train_command(CLI::App& app) {
       LOOM_CHECK(cmd->count(flag) == 0 || !cmd->get_option(flag)->as<std::string>().empty(), flag,
                  ": an empty path or name was given");
     if (!warmup.empty()) o.warmup = parse_int_list(warmup, "--warmup");
-    if (!o.schedule_file.empty() && cmd->count("--microbatches") == 0) o.microbatches = 0;  // the file's
+    if (!o.schedule_file.empty()) {  // the file sets what the flags do not (0); what they set must agree
+      for (const auto& [flag, value] : {std::pair{"--microbatches", &o.microbatches}, {"--stages", &o.stages},
+                                        {"--chunks", &o.chunks}})
+        if (cmd->count(flag) == 0) *value = 0;
+    }
     if (cmd->count("--lr") == 0) {  // the checkpoint's, else the optimizer's own default; also in the options file
       const std::optional<double> resumed = o.resume.empty() ? std::nullopt : runtime::checkpoint_learning_rate(o.resume);
       o.lr = resumed.value_or(default_learning_rate(parse_optimizer_kind(o.optimizer)));
       cmd->get_option("--lr")->default_val(o.lr);
     }
     runtime::ResolvedConfig run = runtime::resolve_config(o);  // every name parsed, before MPI starts
-    // A schedule file sets S and v: the --stages and --chunks given must agree with it.
-    if (cmd->count("--stages") > 0) run.pipeline.schedule_file_stages = o.stages;
-    if (cmd->count("--chunks") > 0) run.pipeline.schedule_file_chunks = o.chunks;
     LOOM_CHECK(cmd->count("--microbatches") == 0 || run.pipeline.schedule != schedule::ScheduleKind::pipedream,
                "--microbatches ", o.microbatches, " with --schedule pipedream: PipeDream runs whole minibatches, ",
                "one at a time (no micro-batches); drop --microbatches, or use --schedule pipedream-2bw");

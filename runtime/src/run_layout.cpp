@@ -86,8 +86,9 @@ void cut_from_plan(RunLayout& r, const planner::Plan& plan, const std::string& p
 schedule::Schedule read_file(const ResolvedConfig& config, int world) {
   const PipelineConfig& o = config.pipeline;
   LOOM_CHECK(o.microbatches >= 0, "--microbatches must be at least 1 (or 0: the file's), got ", o.microbatches);
-  schedule::ScheduleFileFlags given{o.schedule_file_stages, o.schedule_file_chunks, o.microbatches, o.schedule,
-                                    o.warmup};
+  LOOM_CHECK(o.stages >= 0 && o.chunks >= 0, "--stages and --chunks must be at least 1 (or 0: the file's), got ",
+             o.stages, " and ", o.chunks);
+  schedule::ScheduleFileFlags given{o.stages, o.chunks, o.microbatches, o.schedule, o.warmup};
   schedule::Schedule file = schedule::load_schedule_file(o.schedule_file, given);
   LOOM_CHECK(!file.asynchronous() && file.batches() == 1, o.schedule_file,
              ": asynchronous schedules (weight versions, several STEPs) cannot run from a file yet");

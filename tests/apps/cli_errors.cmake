@@ -469,6 +469,10 @@ expect_single_success("peak act (mb) versions\n    0" simulate --schedule dapple
 expect_single_success("peak act (mb) versions  peak act bytes\n    0" simulate --schedule dapple --stages 2
                       --microbatches 4 --activation-bytes 1000)
 expect_single_success("v=2 chunks per stage" simulate --schedule-file ${WORK_DIR}/interleaved.txt)
+# A schedule-file run's options file repeats it: the stages, chunks and M it did not give are the file's.
+expect_success("| schedule file ${WORK_DIR}/interleaved.txt |" train --model mlp --size tiny --steps 2
+               --schedule-file ${WORK_DIR}/interleaved.txt --metrics ${WORK_DIR}/from_file.jsonl --threads 1)
+expect_success("done: 2 steps" train --config ${WORK_DIR}/from_file.options.toml)
 expect_single_failure("--schedule zb-h2 does not match ${WORK_DIR}/zb-h1.csv: the file is not zb-h2's schedule for \
 S=4, M=8, v=1 (stage 0 differs); leave --schedule out to use the file as it is"
                       simulate --schedule-file ${WORK_DIR}/zb-h1.csv --schedule zb-h2)

@@ -114,6 +114,7 @@ TEST_CASE("schedules from PyTorch CSV files equal sequential training", "[train]
       std::ofstream(path, std::ios::binary) << csv;
       runtime::TrainerConfig o = base;
       o.schedule_file = path;
+      o.stages = o.chunks = 0;  // the file's (stages and chunks given must agree with it)
       o.bucket_mb = 0.001;
       test::Weights trained;
       const runtime::TrainSummary summary = test::train_keeping_weights(o, trained);

@@ -27,8 +27,9 @@ struct TrainerConfig {
   std::string data = "synthetic";
   std::string plan;               // plan JSON from `loom plan` (stages, replicas, ranks, micro-batches, schedule)
   std::string schedule;           // a schedule kind name; empty: dapple (or the plan's). Not with `plan`.
-  // A schedule file (loom's text or PyTorch's CSV, schedule/schedule_file.h): stages and chunks from
-  // the file, replicas = ranks / stages, M the file's (microbatches must agree). Not with `plan`.
+  // A schedule file (loom's text or PyTorch's CSV, schedule/schedule_file.h): stages, chunks and M
+  // from the file, replicas = ranks / stages; `stages`, `chunks` and `microbatches` must agree with
+  // it unless 0 (`loom train` sets 0 for the flags not given). Not with `plan`.
   std::string schedule_file;
   int stages = 1;
   int replicas = 1;
@@ -95,9 +96,6 @@ struct PipelineConfig {
   int stages = 1, replicas = 1, microbatches = 4, chunks = 2;
   std::vector<int> warmup;
   std::int64_t global_batch = 64;
-  // With a schedule file, which sets S and v: the --stages and --chunks `loom train` was given, which
-  // must agree with it (0: not given). `microbatches` 0: the file's M.
-  int schedule_file_stages = 0, schedule_file_chunks = 0;
 };
 // Where ranks compute and how their tensors move.
 struct CommConfig {
