@@ -29,6 +29,11 @@ namespace loom::apps {
 
 namespace {
 
+// What to change when no plan fits, the last words of that error.
+constexpr const char* kNoPlanFix =
+    " (give the devices more memory with --cluster ...:mem=, more devices, a smaller --global-batch, or "
+    "--optimizer sgd, whose state is smallest)";
+
 struct PlanOptions {
   std::string profile, cluster, planner = "all", out, optimizer = "adam", microbatches;
   int global_batch = 0;
@@ -231,7 +236,7 @@ void run_joint(const PlanOptions& o, const planner::Profile& profile, const plan
     if (o.explain) print_explanation(profile, cluster, o.global_batch, joint);
   }
   if (o.out.empty()) return;
-  if (!r.found) LOOM_THROW("no plan fits in device memory; nothing written to ", o.out);
+  if (!r.found) LOOM_THROW("no plan fits in device memory; nothing written to ", o.out, kNoPlanFix);
   planner::write_plan(joint_plan(r, profile.model, o.zero), cluster, o.out);
   if (!o.json) std::printf("\nwrote the joint plan to %s\n", o.out.c_str());
 }
@@ -301,7 +306,7 @@ void run(const PlanOptions& o) {
     print_table(rows, profile, cluster, o.global_batch, single);
   }
   if (!o.out.empty()) {
-    if (!best) LOOM_THROW("no plan fits in device memory; nothing written to ", o.out);
+    if (!best) LOOM_THROW("no plan fits in device memory; nothing written to ", o.out, kNoPlanFix);
     planner::Plan plan = best->result.plan;
     if (plan.planner != "joint") {
       plan.zero = o.zero;  // these planners count the whole state: the run holds less

@@ -79,12 +79,21 @@ class FashionMnist final : public Dataset {
   std::int64_t channels_ = 1, height_ = 28, width_ = 28;
 };
 
+// Where a missing --data text:PATH was looked for: "; --data text:corpus.txt is read relative to
+// /home/u/run, where loom started" (the rank's directory; under mpirun, the launch directory).
+std::string where_text_is(const std::string& path) {
+  if (std::filesystem::path(path).is_absolute()) return "; check --data text:" + path;
+  std::error_code error;
+  return "; --data text:" + path + " is read relative to " + std::filesystem::current_path(error).string() +
+         ", where loom started";
+}
+
 // Non-overlapping windows of T+1 bytes: input bytes [i*T, i*T+T), targets shifted by one.
 // The last 10% of windows form the test split.
 class TextBytes final : public Dataset {
  public:
   TextBytes(const std::string& path, DatasetSplit split, const DataShape& expected) : path_(path), shape_(expected) {
-    require_data_file(path);
+    require_data_file(path, where_text_is(path));
     std::ifstream in(path, std::ios::binary);
     LOOM_CHECK(in.good(), path, ": cannot open text file");
     bytes_.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());

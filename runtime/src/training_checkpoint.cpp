@@ -350,7 +350,8 @@ std::string find_checkpoint(const std::string& dir) {
   struct stat info {};
   if (::stat(root.c_str(), &info) != 0) {
     const int error = errno;
-    LOOM_THROW(root.string(), ": cannot open the checkpoint directory (", std::strerror(error), ")");
+    LOOM_THROW(root.string(), ": cannot open the checkpoint directory (", std::strerror(error),
+               "); give a directory that loom train --checkpoint wrote");
   }
   LOOM_CHECK(S_ISDIR(info.st_mode), root.string(), ": a checkpoint is a directory, but this is ", file_kind(info.st_mode));
   std::error_code error;

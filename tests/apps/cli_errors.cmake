@@ -134,7 +134,9 @@ expect_failure("--loss-scale must be in [2^-24, 2^64], got 0"
                train --precision fp16 --loss-scale 0 --stages 2 --steps 1)
 expect_failure("--loss-scale-window must be at least 1, got 0" train --precision fp16 --loss-scale-window 0 --stages 2
                --steps 1)
-expect_failure("/nonexistent/file.txt: cannot open (no such file)"
+expect_failure("missing.txt: cannot open (no such file); --data text:missing.txt is read relative to ${WORK_DIR}, \
+where loom started" train --model gpt --data text:missing.txt --stages 2 --steps 1)
+expect_failure("/nonexistent/file.txt: cannot open (no such file); check --data text:/nonexistent/file.txt"
                train --model gpt --data text:/nonexistent/file.txt --stages 2 --steps 1)
 expect_failure("${WORK_DIR}/bad_plan.json:1:13: invalid JSON: syntax error while parsing value - unexpected end of \
 input; expected '[', '{', or a literal" train --plan ${WORK_DIR}/bad_plan.json --steps 1)
@@ -147,7 +149,8 @@ expect_failure("The following arguments were not expected: 3 --stepz (--stepz: d
                train --stages 2 --stepz 3)
 
 expect_failure("--checkpoint-every needs --checkpoint DIR" train --stages 2 --steps 1 --checkpoint-every 5)
-expect_failure("/nonexistent/ckpt: cannot open the checkpoint directory (No such file or directory)" train --stages 2
+expect_failure("/nonexistent/ckpt: cannot open the checkpoint directory (No such file or directory); give a directory \
+that loom train --checkpoint wrote" train --stages 2
                --steps 1 --resume /nonexistent/ckpt)
 expect_failure("--keep-checkpoints must be in [1, 1000000], got 0" train --stages 2 --steps 1 --checkpoint ${WORK_DIR}/k
                --keep-checkpoints 0)
@@ -243,7 +246,8 @@ expect_single_success("per schedule kind" plan --profile ${WORK_DIR}/two_layers.
                       --global-batch 8 --planner joint --explain)
 expect_single_failure("--explain belongs to --planner joint"
                       plan --profile ${WORK_DIR}/two_layers.json --cluster 1x2 --global-batch 8 --explain)
-expect_single_failure("no plan fits in device memory; nothing written to ${WORK_DIR}/never.json"
+expect_single_failure("no plan fits in device memory; nothing written to ${WORK_DIR}/never.json (give the devices \
+more memory with --cluster ...:mem=, more devices, a smaller --global-batch, or --optimizer sgd, whose state is smallest)"
                       plan --profile ${WORK_DIR}/two_layers.json --cluster 1x2:mem=1B --global-batch 8
                       --planner joint --out ${WORK_DIR}/never.json)
 # Defect 4: the micro-batch candidate loop overflowed an int and divided by zero (SIGFPE).
