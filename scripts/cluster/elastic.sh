@@ -288,6 +288,13 @@ while :; do
   # loom's own reason: the first error line of a rank that names it (not one saying "another rank").
   error_line=$(awk '{ sub(/^[^ ]* /, "") } /^loom: error/ && !first { first = $0 }
                     /^loom: error/ && !/another rank/ { print; found = 1; exit } END { if (!found) print first }' "$log")
+  # Where every rank failed alike, loom prints the job's line without a rank ("loom: error: ...") and
+  # each rank exits 1 or 2 after MPI_Finalize; srun --kill-on-bad-exit then ends the ranks still
+  # finalising, and reports 128 + SIGTERM for them. The first rank's own exit status is loom's.
+  own_status=$(awk '/ Exited with exit code [0-9]+$/ { print $NF; exit }' "$log")
+  if ((status >= 128)) && [[ "$error_line" == "loom: error: "* && "$own_status" =~ ^[12]$ ]]; then
+    status=$own_status
+  fi
   if ((${#lost[@]})); then
     reason="lost host(s) ${lost[*]} (no one-task step within ${probe_timeout} s)"
   elif ((status == 3 || status >= 128)) || [ -z "$error_line" ] || [[ "$error_line" == *"MPI error"* ]]; then

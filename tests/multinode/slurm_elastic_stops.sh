@@ -69,7 +69,7 @@ expect clean "$status" 0 "done: trained to the end in attempt 1 after 0 restart"
 stage=$(ls ck2/"$(cat ck2/latest)"/stage*.safetensors | head -n 1)
 python3 -c 'import sys; f = open(sys.argv[1], "r+b"); f.seek(-2, 2); b = f.read(1); f.seek(-2, 2); f.write(bytes([b[0] ^ 0xFF]))' "$stage"
 status=$(run damaged alloc "${supervisor[@]}" --checkpoint ck2 -- "${flags[@]}" --steps 12)
-expect damaged "$status" 1 "stopped: the step exited with status 1 and every host still answers: an error a restart cannot fix: loom: error .*stage[0-9]*.safetensors.*"
+expect damaged "$status" 1 "stopped: the step exited with status 1 and every host still answers: an error a restart cannot fix: loom: error.*stage[0-9]*.safetensors.*"
 # (A restart before it is allowed where a launch failed inside MPI_Init, with no loom error.)
 grep "failed after step" ck2/elastic/events.log | grep -q "loom: error" && fail "damaged: the supervisor restarted after loom's error"
 

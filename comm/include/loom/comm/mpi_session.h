@@ -24,9 +24,11 @@ void finalize_mpi();
 // MPI or NCCL call, as the watchdog's exit: a peer or its connection lost, which a restart may get
 // past), 1 for any other error (bad input, a damaged file).
 int exit_status(const std::exception& error);
-// Prints `message` as one line on stderr ("loom: error (rank R): ..." once MPI runs), without
-// loom's source locations (" [file.cpp:42, rank 3]") unless LOOM_DEBUG=1, aborts the MPI job if it
-// runs with other ranks (none is left waiting) or finalises it, and returns `status`.
+// Ends a job on an error and returns `status`. Where every rank fails (they agree within 10 s on a
+// communicator of their own; MPI is started for it if a launcher started this process), the lowest
+// rank whose message names the cause prints "loom: error: MESSAGE" once and every rank finalises;
+// a rank failing alone prints "loom: error (rank R): MESSAGE" and aborts the job. The message
+// loses loom's source locations (" [file.cpp:42, rank 3]") unless LOOM_DEBUG=1.
 int end_with_error(const char* message, int status);
 
 }  // namespace loom::comm
