@@ -448,12 +448,9 @@ std::string stage_text(const RunLayout& r, int stage) {
   std::string text = loom::detail::concat("stage ", stage, ": rank", ranks.size() > 1 ? "s" : "");
   for (const int rank : ranks) text += " " + std::to_string(rank);
   if (r.chunks() == 1) return text;
-  std::vector<int> held;
-  for (int v = 0; v < r.schedule.virtual_stages(); ++v)
-    if (r.schedule.stage_of(v) == stage) held.push_back(v);
   text += ", chunks";
-  for (std::size_t i = 0; i < held.size(); ++i)
-    text += (i == 0 ? " " : i + 1 == held.size() ? " and " : ", ") + std::to_string(held[i]);
+  for (int c = 0; c < r.chunks(); ++c)
+    text += (c == 0 ? " " : c + 1 == r.chunks() ? " and " : ", ") + std::to_string(r.schedule.virtual_stage(stage, c));
   return text;
 }
 

@@ -124,9 +124,6 @@ void run_phase(comm::Communicator& world, const std::function<void()>& work, con
   LOOM_THROW(*failure, aftermath);
 }
 
-// A decaying learning rate depends on the run's length: resuming with another length (or schedule)
-// would silently change the rates of the remaining steps. Checkpoints without these fields (older
-// loom) are taken as they are.
 // A name field of a manifest parsed by `parse` (precision.h's, LrSchedule's), or nothing where it is
 // not a string or not a name `parse` knows.
 template <typename Parse>
