@@ -17,13 +17,16 @@
 #include <loom/planner/joint_planner.h>
 #include <loom/planner/pipedream_planner.h>
 #include <loom/planner/plan_file.h>
-#include <loom/planner/plan_simulation.h>
+#include <loom/planner/plan_score.h>
 #include <loom/planner/profile_json.h>
 #include <loom/schedule/text.h>
+
+#include <loom/runtime/precision.h>
 
 #include "commands.h"
 #include "plan_explain.h"
 #include "plan_partition.h"
+#include "version.h"
 
 namespace loom::apps {
 
@@ -35,7 +38,7 @@ constexpr const char* kNoPlanFix =
     "--optimizer sgd, whose state is smallest)";
 
 struct PlanOptions {
-  std::string profile, cluster, planner = "all", out, optimizer = "adam", microbatches;
+  std::string profile, cluster, planner = "all", out, optimizer = "adam", microbatches, precision = "fp32";
   int global_batch = 0;
   int simulate_candidates = 50;
   double profile_batch = 0;
@@ -44,37 +47,43 @@ struct PlanOptions {
   bool json = false, overlap = false, explain = false;
 };
 
-struct Row {
-  planner::PlannerResult result;
-  double simulated_ms = -1;
-};
+using Row = planner::PlannerResult;
 
+// A row as JSON: every number from the one model (plan_score.h) but objective_ms, the planner's own
+// search objective (the closed form of cost_model.h; null for the joint search).
 nlohmann::json row_json(const Row& row, double single_device_ms) {
-  const planner::Plan& plan = row.result.plan;
+  const planner::Plan& plan = row.plan;
   nlohmann::json stages = nlohmann::json::array();
   for (const planner::StagePlan& s : plan.stages)
     stages.push_back({{"layers", s.later_chunks.empty() ? nlohmann::json{s.first_layer, s.last_layer}
                                                          : nlohmann::json(s.chunk_layers())},
                       {"replicas", s.replicas()},
-                      {"devices", s.devices}});
+                      {"devices", s.devices},
+                      {"recompute", s.recompute},
+                      {"predicted_peak_bytes", s.predicted_peak_bytes}});
   const bool any = !plan.stages.empty();
+  const auto number = [any](double x) { return any ? nlohmann::json(x) : nlohmann::json(); };
   nlohmann::json out = {{"planner", plan.planner},
-                        {"feasible", row.result.found},
+                        {"feasible", row.found},
                         {"strategy", plan.strategy()},
                         {"stages", stages},
-                        {"microbatches", any ? nlohmann::json(plan.microbatches) : nlohmann::json()},
+                        {"microbatches", number(plan.microbatches)},
                         {"schedule", schedule::schedule_kind_name(plan.schedule)},
+                        {"chunks", plan.chunks},
+                        {"zero", plan.zero},
                         {"placement", plan.placement},
-                        {"predicted_step_ms", any ? nlohmann::json(row.result.cost.step_ms) : nlohmann::json()},
-                        {"simulated_step_ms", row.simulated_ms >= 0 ? nlohmann::json(row.simulated_ms) : nlohmann::json()},
-                        {"speedup", any ? nlohmann::json(single_device_ms / row.result.cost.step_ms) : nlohmann::json()},
-                        {"peak_memory_bytes", any ? nlohmann::json(row.result.cost.peak_memory_bytes) : nlohmann::json()},
-                        {"planning_ms", row.result.planning_ms}};
-  out["search"] = row.result.search;
-  out["coarsened"] = row.result.coarsened_from > 0
-                         ? nlohmann::json{{"from_layers", row.result.coarsened_from}, {"to_groups", row.result.coarsened_to}}
+                        {"overlap_allreduce", plan.overlap_allreduce},
+                        {"predicted_step_ms", number(plan.predicted_step_ms)},
+                        {"bubble_fraction", number(row.score.simulation.bubble_fraction)},
+                        {"speedup", number(single_device_ms / plan.predicted_step_ms)},
+                        {"peak_memory_bytes", number(plan.peak_memory_bytes)},
+                        {"objective_ms", row.objective_ms >= 0 ? nlohmann::json(row.objective_ms) : nlohmann::json()},
+                        {"planning_ms", row.planning_ms}};
+  out["search"] = row.search;
+  out["coarsened"] = row.coarsened_from > 0
+                         ? nlohmann::json{{"from_layers", row.coarsened_from}, {"to_groups", row.coarsened_to}}
                          : nlohmann::json();
-  if (!row.result.note.empty()) out["note"] = row.result.note;
+  if (!row.note.empty()) out["note"] = row.note;
   return out;
 }
 
@@ -101,23 +110,22 @@ void print_table(const std::vector<Row>& rows, const planner::Profile& profile, 
   std::printf("cluster  %s: %s\n", cluster.name.c_str(), planner::describe(cluster).c_str());
   std::printf("batch    %d samples per step; one device: %s ms per step\n\n", global_batch,
               ms_text(single_device_ms).c_str());
-  std::printf("%-11s %5s %11s %11s %8s %10s %9s  %s\n", "planner", "M", "step ms", "simulated", "speedup",
-              "peak mem", "plan ms", "strategy (layers x replicas per stage)");
-  for (const Row& row : rows) {
-    const planner::PlannerResult& r = row.result;
+  std::printf("%-11s %5s %11s %8s %7s %10s %9s  %s\n", "planner", "M", "step ms", "speedup", "bubble", "peak mem",
+              "plan ms", "strategy (layers x replicas per stage)");
+  for (const Row& r : rows) {
     if (r.plan.stages.empty()) {
-      std::printf("%-11s %5s %11s %11s %8s %10s %9.1f  (%s)\n", "?", "-", "-", "-", "-", "-", r.planning_ms,
+      std::printf("%-11s %5s %11s %8s %7s %10s %9.1f  (%s)\n", "?", "-", "-", "-", "-", "-", r.planning_ms,
                   r.note.c_str());
       continue;
     }
-    const std::string simulated = row.simulated_ms >= 0 ? ms_text(row.simulated_ms) : "-";
-    std::printf("%-11s %5d %11s %11s %7.2fx %10s %9.1f  %s%s%s\n", r.plan.planner.c_str(), r.plan.microbatches,
-                ms_text(r.cost.step_ms).c_str(), simulated.c_str(), single_device_ms / r.cost.step_ms,
-                bytes_text(r.cost.peak_memory_bytes).c_str(), r.planning_ms, r.plan.strategy().c_str(),
-                r.plan.planner == "joint" ? joint_choices(r.plan).c_str() : "", r.found ? "" : "  (does not fit in memory)");
+    std::printf("%-11s %5d %11s %7.2fx %6.1f%% %10s %9.1f  %s%s%s\n", r.plan.planner.c_str(), r.plan.microbatches,
+                ms_text(r.plan.predicted_step_ms).c_str(), single_device_ms / r.plan.predicted_step_ms,
+                100 * r.score.simulation.bubble_fraction, bytes_text(r.plan.peak_memory_bytes).c_str(), r.planning_ms,
+                r.plan.strategy().c_str(), r.plan.planner == "joint" ? joint_choices(r.plan).c_str() : "",
+                r.found ? "" : "  (does not fit in memory)");
   }
-  for (const Row& row : rows) {  // what was not an exact search of the whole chain
-    const planner::PlannerResult& r = row.result;
+  std::printf("\nstep ms, bubble and peak mem (per device): the one model, the schedule simulated per chunk\n");
+  for (const Row& r : rows) {  // what was not an exact search of the whole chain
     if (r.coarsened_from > 0)
       std::printf("\n%s: coarsened: planned on %d groups of adjacent layers (of %d layers)", r.plan.planner.c_str(),
                   r.coarsened_to, r.coarsened_from);
@@ -147,32 +155,25 @@ class Progress {
   bool on_;
 };
 
-// A joint plan as a plan file holds it (version 2): each stage's chunks in chunk order, the layers
-// it recomputes, its predicted peak per rank.
+// `plan` written to --out with what its predictions assumed (PlanAssumptions).
+void write_plan_file(planner::Plan plan, const PlanOptions& o, const planner::Profile& profile,
+                     const planner::Cluster& cluster) {
+  planner::PlanAssumptions& a = plan.assumptions;
+  a.optimizer = o.optimizer;
+  a.optimizer_state_factor = optimizer_state_tensors(parse_optimizer_kind(o.optimizer));
+  a.precision = o.precision;
+  a.cluster = o.cluster;
+  a.device_memory_bytes = cluster.device_memory;
+  a.profile = o.profile;
+  a.profile_fingerprint = profile.fingerprint;
+  a.loom_version = version_text();
+  planner::write_plan(plan, cluster, o.out);
+}
+
+// The joint search's plan as the plan file holds it, with --zero's ZeRO-1 (or the search's).
 planner::Plan joint_plan(const planner::JointResult& r, const std::string& model, int zero) {
-  const planner::Partition& p = r.partition;
-  const schedule::Schedule& sched = r.evaluation.schedule;
-  planner::Plan plan;
-  plan.model = model;
-  plan.planner = "joint";
-  plan.global_batch = p.global_batch;
-  plan.microbatches = p.microbatches;
-  plan.schedule = p.kind;
-  plan.chunks = p.chunks;
-  plan.zero = zero == 1 || p.zero ? 1 : 0;  // --zero 1, or the search needed it
-  for (int s = 0; s < sched.stages; ++s) {
-    const planner::StageEvaluation& e = r.evaluation.stages[static_cast<std::size_t>(s)];
-    planner::StagePlan stage;
-    std::tie(stage.first_layer, stage.last_layer) = p.layers[static_cast<std::size_t>(sched.virtual_stage(s, 0))];
-    for (int c = 1; c < sched.chunks; ++c)
-      stage.later_chunks.push_back(p.layers[static_cast<std::size_t>(sched.virtual_stage(s, c))]);
-    stage.devices = e.devices;
-    if (!p.recompute.empty()) stage.recompute = p.recompute[static_cast<std::size_t>(s)];
-    stage.predicted_peak_bytes = e.peak_bytes;
-    plan.stages.push_back(std::move(stage));
-  }
-  plan.simulated_step_ms = plan.predicted_step_ms = r.evaluation.simulation.step_ms;
-  plan.peak_memory_bytes = r.evaluation.peak_bytes;
+  planner::Plan plan = planner::partition_plan(r.partition, r.evaluation, model, "joint");
+  plan.zero = std::max(plan.zero, zero);
   return plan;
 }
 
@@ -201,19 +202,19 @@ Row joint_row(const std::vector<Row>& rows, const PlanOptions& o, const planner:
   planner::JointOptions joint = joint_options(options);
   joint.time_limit_s = options.time_limit_s > 0 ? std::min(options.time_limit_s, kJointShareS) : 0.0;
   for (const Row& row : rows)
-    if (row.result.found) joint.seed_plans.emplace_back(row.result.plan.planner, row.result.plan);
+    if (row.found) joint.seed_plans.emplace_back(row.plan.planner, row.plan);
   Row row;
-  const planner::JointResult r = timed_joint(profile, cluster, o.global_batch, joint, row.result.planning_ms);
-  row.result.search = r.search;
-  row.result.found = r.found;
-  row.result.plan.planner = "joint";
+  const planner::JointResult r = timed_joint(profile, cluster, o.global_batch, joint, row.planning_ms);
+  row.search = r.search;
+  row.found = r.found;
+  row.plan.planner = "joint";
   if (!r.found) {
-    row.result.note = "joint: " + r.why_none;
+    row.note = "joint: " + r.why_none;
     return row;
   }
-  row.result.plan = joint_plan(r, profile.model, o.zero);
-  row.result.cost.step_ms = row.simulated_ms = r.evaluation.simulation.step_ms;
-  row.result.cost.peak_memory_bytes = r.evaluation.peak_bytes;
+  row.plan = joint_plan(r, profile.model, o.zero);
+  row.score = r.evaluation;
+  if (!r.seeded_from.empty()) row.note = "no candidate of the search beat the " + r.seeded_from + " plan";
   return row;
 }
 
@@ -227,17 +228,23 @@ void run_joint(const PlanOptions& o, const planner::Profile& profile, const plan
     nlohmann::json out = r.found ? partition_json(r.partition, r.evaluation) : nlohmann::json::object();
     out.update({{"planner", "joint"}, {"found", r.found}, {"search", r.search}, {"evaluated", r.evaluated},
                 {"nodes", r.nodes}, {"planning_ms", ms}});
+    if (!r.seeded_from.empty()) out["seeded_from"] = r.seeded_from;
+    if (o.explain) out["explain"] = explain_kinds(profile, cluster, o.global_batch, joint, r.evaluation.simulation.step_ms);
     std::cout << out.dump(2) << "\n";
   } else {
     std::printf("joint: %s search, %ld candidates simulated, %ld partial ones visited, in %.1f ms\n\n",
                 r.search.c_str(), r.evaluated, r.nodes, ms);
     if (r.found) print_partition(r.partition, r.evaluation);
     else std::printf("no plan fits in device memory (%s)\n", r.why_none.c_str());
-    if (o.explain) print_explanation(profile, cluster, o.global_batch, joint);
+    if (!r.seeded_from.empty())
+      std::printf("(the %s planner's plan: no candidate of the search was faster)\n", r.seeded_from.c_str());
+    if (o.explain)
+      print_explanation(explain_kinds(profile, cluster, o.global_batch, joint,
+                                      r.found ? r.evaluation.simulation.step_ms : 0.0));
   }
   if (o.out.empty()) return;
   if (!r.found) LOOM_THROW("no plan fits in device memory; nothing written to ", o.out, kNoPlanFix);
-  planner::write_plan(joint_plan(r, profile.model, o.zero), cluster, o.out);
+  write_plan_file(joint_plan(r, profile.model, o.zero), o, profile, cluster);
   if (!o.json) std::printf("\nwrote the joint plan to %s\n", o.out.c_str());
 }
 
@@ -250,6 +257,7 @@ void run(const PlanOptions& o) {
   const planner::Profile profile = planner::load_profile(o.profile, o.profile_batch);
   const planner::Cluster cluster = planner::parse_cluster(o.cluster);
   if (o.global_batch < 1) LOOM_THROW("--global-batch must be at least 1");
+  runtime::parse_precision(o.precision);  // checked here; the plan file records it
   planner::PlannerOptions options;
   options.cost.optimizer_state_factor = optimizer_state_tensors(parse_optimizer_kind(o.optimizer));
   options.cost.zero = o.zero == 1;
@@ -259,7 +267,6 @@ void run(const PlanOptions& o) {
   if (o.simulate_candidates < 0 || o.simulate_candidates > 1000)
     LOOM_THROW("--simulate-candidates must be in [0, 1000], got ", o.simulate_candidates);
   options.simulate_candidates = o.simulate_candidates;
-  options.overlap_allreduce = o.overlap;
   if (!(std::isfinite(o.time_limit_s) && o.time_limit_s >= 0 && o.time_limit_s <= 86400))
     LOOM_THROW("--time-limit must be in [0, 86400] seconds (0: no limit), got ", o.time_limit_s);
   options.time_limit_s = o.time_limit_s;
@@ -270,27 +277,21 @@ void run(const PlanOptions& o) {
   if (o.planner == "joint") return run_joint(o, profile, cluster, options);
   std::vector<Row> rows;
   const bool all = o.planner == "all" || o.planner == "papers";
-  if (all || o.planner == "dapple") rows.push_back({planner::plan_dapple(profile, cluster, o.global_batch, options)});
-  if (all || o.planner == "pipedream")
-    rows.push_back({planner::plan_pipedream(profile, cluster, o.global_batch, options)});
+  if (all || o.planner == "dapple") rows.push_back(planner::plan_dapple(profile, cluster, o.global_batch, options));
+  if (all || o.planner == "pipedream") rows.push_back(planner::plan_pipedream(profile, cluster, o.global_batch, options));
   if (all || o.planner == "dp") {
-    rows.push_back({planner::plan_data_parallel(profile, cluster, o.global_batch, false, options)});
-    rows.push_back({planner::plan_data_parallel(profile, cluster, o.global_batch, true, options)});
+    rows.push_back(planner::plan_data_parallel(profile, cluster, o.global_batch, false, options));
+    rows.push_back(planner::plan_data_parallel(profile, cluster, o.global_batch, true, options));
   }
-  if (all || o.planner == "gpipe") rows.push_back({planner::plan_gpipe(profile, cluster, o.global_batch, options)});
-
+  if (all || o.planner == "gpipe") rows.push_back(planner::plan_gpipe(profile, cluster, o.global_batch, options));
   if (o.planner == "all") rows.push_back(joint_row(rows, o, profile, cluster, options));
 
+  // The fastest that fits, all rows scored by the one model; on a tie the earlier row.
   const Row* best = nullptr;
-  for (Row& row : rows) {
-    if (row.result.plan.stages.empty()) continue;
-    if (row.simulated_ms < 0)
-      row.simulated_ms = planner::simulate_plan(profile, cluster, row.result.plan, options.cost).step_ms;
-    row.result.plan.simulated_step_ms = row.simulated_ms;
-    if (row.result.found && (!best || row.simulated_ms < best->simulated_ms)) best = &row;
-  }
+  for (const Row& row : rows)
+    if (row.found && (!best || row.plan.predicted_step_ms < best->plan.predicted_step_ms)) best = &row;
   progress.clear();
-  const double single = planner::single_device_step_ms(profile, o.global_batch);
+  const double single = planner::single_device_step_ms(profile, cluster, o.global_batch, options.cost);
   if (o.json) {
     nlohmann::json planners = nlohmann::json::array();
     for (const Row& row : rows) planners.push_back(row_json(row, single));
@@ -300,22 +301,17 @@ void run(const PlanOptions& o) {
                           {"global_batch", o.global_batch},
                           {"single_device_step_ms", single},
                           {"planners", planners},
-                          {"best", best ? nlohmann::json(best->result.plan.planner) : nlohmann::json()}};
+                          {"best", best ? nlohmann::json(best->plan.planner) : nlohmann::json()}};
     std::cout << out.dump(2) << "\n";
   } else {
     print_table(rows, profile, cluster, o.global_batch, single);
   }
   if (!o.out.empty()) {
     if (!best) LOOM_THROW("no plan fits in device memory; nothing written to ", o.out, kNoPlanFix);
-    planner::Plan plan = best->result.plan;
-    if (plan.planner != "joint") {
-      plan.zero = o.zero;  // these planners count the whole state: the run holds less
-      const std::vector<planner::StageEstimate>& costs = best->result.cost.stages;  // the cost model's peaks
-      for (std::size_t s = 0; s < plan.stages.size() && costs.size() == plan.stages.size(); ++s)
-        plan.stages[s].predicted_peak_bytes = costs[s].memory_bytes;
-    }
-    planner::write_plan(plan, cluster, o.out);
-    if (!o.json) std::printf("\nwrote the %s plan to %s\n", best->result.plan.planner.c_str(), o.out.c_str());
+    planner::Plan plan = best->plan;
+    plan.zero = std::max(plan.zero, o.zero);  // scored with --zero's ZeRO-1 (CostOptions::zero)
+    write_plan_file(plan, o, profile, cluster);
+    if (!o.json) std::printf("\nwrote the %s plan to %s\n", best->plan.planner.c_str(), o.out.c_str());
   }
 }
 
@@ -348,6 +344,10 @@ void add_plan_command(CLI::App& app) {
                   "graph.txt only: the micro-batch it was profiled at (default: -pbs-N in the file name, else 1)");
   cmd->add_option("--optimizer", o.optimizer, optimizer_kind_list() + ": the state it keeps per parameter (adam/adamw 2x, momentum 1x, sgd none)")
       ->capture_default_str();
+  cmd->add_option("--precision", o.precision,
+                  "fp32, bf16 or fp16: the precision the plan is for, recorded in the plan file (loom train --plan "
+                  "runs it and refuses another); the times and bytes are the profile's as measured")
+      ->capture_default_str();
   cmd->add_option("--zero", o.zero,
                   "1: plan for ZeRO-1 (each replica keeps 1/R of its stage's optimizer state; counted by the joint "
                   "search and --partition) and write zero 1 into the plan file")
@@ -355,8 +355,8 @@ void add_plan_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--microbatches", o.microbatches, "only these micro-batch counts, e.g. 8,16,32 (default: divisors)");
   cmd->add_option("--simulate-candidates", o.simulate_candidates,
-                  "DAPPLE: replay this many of its best candidates in the schedule simulator and keep the fastest "
-                  "there (0: the cost model's optimum)")
+                  "DAPPLE: score this many of its best candidates (by its closed form) with the one model and keep "
+                  "the fastest that fits (0: the closed form's optimum)")
       ->capture_default_str();
   cmd->add_option("--time-limit", o.time_limit_s,
                   "DAPPLE and joint: stop the exact search after this many seconds and return the best plan found "

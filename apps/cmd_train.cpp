@@ -8,6 +8,7 @@
 #include <loom/comm/mpi_session.h>
 #include <loom/comm/topology.h>
 #include <loom/layers/optimizer_kind.h>
+#include <loom/planner/plan_file.h>
 #include <loom/runtime/training_checkpoint.h>
 #include <loom/runtime/weight_stash.h>
 #include <loom/schedule/schedule_kind.h>
@@ -65,6 +66,46 @@ void write_resolved_options(const CLI::App& cmd, const TrainOptions& o, const ru
     if (!unset && run_uses(line.substr(0, line.find('=')), o, run)) out << line << "\n";
   }
   LOOM_CHECK(out.good(), path, ": cannot write the run's options");
+}
+
+// --plan: its optimizer and precision are the run's defaults; a flag given with another value than
+// the plan's (--optimizer, --precision, --stages, --replicas, --microbatches, --chunks,
+// --global-batch) is an error naming both, since the plan's predictions assume its own.
+void take_plan_defaults(CLI::App& cmd, TrainOptions& o) {
+  const planner::Plan plan = planner::read_plan(o.plan);
+  // `plan_flag`: loom plan's flag that makes a plan for the given value, if it has one.
+  const auto agree = [&](const char* flag, const std::string& given, const std::string& planned, const char* what,
+                         const char* plan_flag = nullptr) {
+    LOOM_CHECK(given == planned, flag, " ", given, " and ", o.plan, "'s ", what, " ", planned,
+               " disagree: drop ", flag, " (the plan says), or make a plan for it (loom plan",
+               plan_flag ? std::string(" ") + plan_flag + " " + given : std::string(), ")");
+  };
+  const auto take = [&](const char* flag, std::string& value, const std::string& planned, const char* what) {
+    if (planned.empty()) return;  // an older plan file does not say
+    if (cmd.count(flag) > 0) return agree(flag, value, planned, what, flag);
+    value = planned;
+    cmd.get_option(flag)->default_val(value);  // the options file repeats it
+  };
+  take("--optimizer", o.optimizer, plan.assumptions.optimizer, "optimizer");
+  take("--precision", o.precision, plan.assumptions.precision, "precision");
+  std::string replicas = std::to_string(plan.stages.front().replicas());  // "2", or per stage "3,1"
+  bool uneven = false;
+  for (const planner::StagePlan& s : plan.stages) uneven = uneven || s.replicas() != plan.stages.front().replicas();
+  for (std::size_t s = 1; uneven && s < plan.stages.size(); ++s) replicas += "," + std::to_string(plan.stages[s].replicas());
+  struct Count {
+    const char *flag, *what, *plan_flag;
+    std::string given, planned;
+  };
+  const Count counts[] = {
+      {"--stages", "stages", nullptr, std::to_string(o.stages), std::to_string(plan.stage_count())},
+      {"--replicas", "replicas", nullptr, std::to_string(o.replicas), replicas},
+      {"--microbatches", "micro-batches", "--microbatches", std::to_string(o.microbatches),
+       std::to_string(plan.microbatches)},
+      {"--chunks", "chunks", nullptr, std::to_string(o.chunks), std::to_string(plan.chunks)},
+      {"--global-batch", "global batch", "--global-batch", std::to_string(o.global_batch),
+       std::to_string(plan.global_batch)}};
+  for (const Count& c : counts)
+    if (cmd.count(c.flag) > 0) agree(c.flag, c.given, c.planned, c.what, c.plan_flag);
 }
 
 // Experiments only: loom's own transfers (stage boundaries, ring and hierarchical allreduce) wait
@@ -201,6 +242,7 @@ void add_train_command(CLI::App& app) {
       LOOM_CHECK(cmd->count(flag) == 0 || !cmd->get_option(flag)->as<std::string>().empty(), flag,
                  ": an empty path or name was given");
     if (!warmup.empty()) o.warmup = parse_int_list(warmup, "--warmup");
+    if (!o.plan.empty()) take_plan_defaults(*cmd, o);
     if (!o.schedule_file.empty()) {  // the file sets what the flags do not (0); what they set must agree
       for (const auto& [flag, value] : {std::pair{"--microbatches", &o.microbatches}, {"--stages", &o.stages},
                                         {"--chunks", &o.chunks}})

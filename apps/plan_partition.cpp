@@ -42,7 +42,7 @@ void print_partition(const planner::Partition& p, const planner::PartitionEvalua
   std::printf("schedule %s, S=%d stages, v=%d chunks, M=%d micro-batches of %d samples\n",
               std::string(schedule::schedule_kind_name(p.kind)).c_str(), e.schedule.stages, e.schedule.chunks,
               p.microbatches, p.global_batch / p.microbatches);
-  std::printf("simulated step %.3f ms, bubble %.4f\n\n", e.simulation.step_ms, e.simulation.bubble_fraction);
+  std::printf("predicted step %.3f ms (the one model), bubble %.4f\n\n", e.simulation.step_ms, e.simulation.bubble_fraction);
   std::printf("%-6s %-10s %-24s %10s %12s %12s %12s  %s\n", "stage", "devices", "layers (per chunk)", "busy ms",
               "weights+opt", "activations", "peak", "recomputed");
   for (int s = 0; s < e.schedule.stages; ++s) {
@@ -67,14 +67,14 @@ nlohmann::json partition_json(const planner::Partition& p, const planner::Partit
       chunks.push_back({first, last});
     }
     stages.push_back({{"devices", st.devices}, {"chunks", chunks}, {"static_bytes", st.static_bytes},
-                      {"activation_bytes", st.activation_bytes}, {"peak_bytes", st.peak_bytes},
+                      {"activation_bytes", st.activation_bytes}, {"predicted_peak_bytes", st.peak_bytes},
                       {"busy_ms", e.simulation.stages[static_cast<std::size_t>(s)].busy_ms},
                       {"recompute", p.recompute.empty() ? std::vector<int>{} : p.recompute[static_cast<std::size_t>(s)]}});
   }
   return {{"schedule", schedule::schedule_kind_name(p.kind)}, {"stages", stages}, {"chunks", e.schedule.chunks},
           {"zero", p.zero ? 1 : 0},
-          {"microbatches", p.microbatches}, {"simulated_step_ms", e.simulation.step_ms},
-          {"bubble_fraction", e.simulation.bubble_fraction}, {"peak_bytes", e.peak_bytes}, {"fits", e.fits},
+          {"microbatches", p.microbatches}, {"predicted_step_ms", e.simulation.step_ms},
+          {"bubble_fraction", e.simulation.bubble_fraction}, {"peak_memory_bytes", e.peak_bytes}, {"fits", e.fits},
           {"why_not", e.why_not}};
 }
 

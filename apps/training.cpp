@@ -58,6 +58,7 @@ class Progress {
   }
 
   void step(const runtime::StepReport& r) {
+    if (r.step == first_step_ + 1) compare_with_plan(r);
     warn_stragglers(r);
     samples_since_log_ += layout_.global_batch;
     skipped_since_log_ += r.skipped ? 1 : 0;
@@ -79,6 +80,7 @@ class Progress {
                              {"peak_bytes_by_stage", by_stage}, {"device_memory_by_stage", device_by_stage},
                              {"rank_busy_seconds", r.rank_busy_seconds},
                              {"model_gflops_per_s", flops_per_sample_ * rate / 1e9}};
+      if (!layout_.predicted_peak_bytes.empty()) line["predicted_peak_bytes_by_stage"] = layout_.predicted_peak_bytes;
       if (peak_.gflops > 0) line["mfu"] = flops_per_sample_ * rate / 1e9 / peak_.gflops;
       if (fp16_) {
         line["loss_scale"] = r.loss_scale;
@@ -115,6 +117,32 @@ class Progress {
   }
 
  private:
+  // After the first step of a run from a plan: each stage's measured peak (the most of its ranks)
+  // beside the plan's prediction, one line; a warning for each stage more than 5% over its
+  // prediction or over the memory the plan was made for.
+  void compare_with_plan(const runtime::StepReport& r) const {
+    const std::vector<double>& predicted = layout_.predicted_peak_bytes;
+    if (predicted.empty() || r.stage_peaks.size() != predicted.size()) return;
+    std::string line;
+    for (std::size_t s = 0; s < predicted.size(); ++s) {
+      const auto measured = static_cast<double>(r.stage_peaks[s][kMemoryCategoryCount]);
+      char cell[160];
+      std::snprintf(cell, sizeof cell, "%sstage %zu %s (predicted %s, %+.1f%%)", s ? " | " : "", s,
+                    bytes_text(measured).c_str(), bytes_text(predicted[s]).c_str(), 100 * (measured / predicted[s] - 1));
+      line += cell;
+      const double cap = layout_.planned_device_memory;
+      if (measured > predicted[s] * 1.05 || (cap > 0 && measured > cap))
+        std::fprintf(stderr, "loom train: warning: stage %zu holds %s per rank after step %lld, %s%s than %s predicts "
+                     "(%s)%s\n", s, bytes_text(measured).c_str(), static_cast<long long>(r.step),
+                     bytes_text(measured - predicted[s]).c_str(), measured > predicted[s] ? " more" : " less",
+                     o_.plan.c_str(), bytes_text(predicted[s]).c_str(),
+                     cap > 0 && measured > cap ? (", over the " + bytes_text(cap) + " per device it was planned for").c_str()
+                                               : "");
+    }
+    if (!o_.quiet) std::printf("memory per rank after step %lld, against %s: %s\n", static_cast<long long>(r.step),
+                               o_.plan.c_str(), line.c_str());
+  }
+
   // A rank whose busy time per step (its time not spent waiting for the others) has been over the
   // rule's ratio x the median of its stage's other replicas for its steps in a row: one warning
   // line per such streak (runtime/straggler.h).

@@ -53,7 +53,7 @@ PlannerResult plan_gpipe(const Profile& profile, const Cluster& cluster, int glo
     const std::vector<int> last = detail::balanced_split(work, stages);
     for (int m : microbatch_candidates(global_batch, options, cluster.devices())) {
       if (global_batch / m < replicas) continue;
-      Plan plan = candidate_plan(profile, "gpipe", global_batch, m, ScheduleKind::gpipe, options.overlap_allreduce);
+      Plan plan = candidate_plan(profile, "gpipe", global_batch, m, ScheduleKind::gpipe, options.cost.overlap_allreduce);
       for (int s = 0, first = 0; s < stages; first = last[s] + 1, ++s) {
         StagePlan stage{first, last[s], std::vector<int>(replicas)};
         std::iota(stage.devices.begin(), stage.devices.end(), s * replicas);

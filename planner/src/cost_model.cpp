@@ -239,13 +239,4 @@ PlanCost evaluate(const Profile& profile, const Cluster& cluster, const Plan& pl
   return cost;
 }
 
-double single_device_step_ms(const Profile& profile, int global_batch) {
-  double total = 0;
-  for (int l = 0; l < profile.size(); ++l) {
-    const LayerCost c = profile.cost_at(l, global_batch);
-    total += c.forward_ms + c.backward_ms;
-  }
-  return total;
-}
-
 }  // namespace loom::planner

@@ -8,7 +8,7 @@
 #include <map>
 #include <unordered_map>
 
-#include <loom/planner/plan_simulation.h>
+#include <loom/planner/plan_score.h>
 
 #include "balanced_split.h"
 #include <loom/base/error.h>
@@ -453,7 +453,7 @@ void uniform_pass(DappleRun& run, const std::vector<int>& counts) {
   for (std::size_t i = 0; i < counts.size(); ++i) {
     if (i > 0) run.budget.check(0.0);
     for (const Plan& plan : uniform_plans(run.profile, run.cluster, run.global_batch, counts[i], run.policies,
-                                          run.options.overlap_allreduce)) {
+                                          run.options.cost.overlap_allreduce)) {
       const PlanCost cost = evaluate(run.profile, run.cluster, plan, run.options.cost);
       if (cost.feasible) run.offer(cost.step_ms, plan);
     }
@@ -468,13 +468,13 @@ std::vector<Candidate> quick_pass(DappleRun& run, const std::vector<int>& counts
     double quick = kInfinity;
     for (PlacementPolicy policy : run.policies) {
       Search search(run.profile, run.cluster, run.global_batch, m, policy, run.options.cost,
-                    run.options.overlap_allreduce, run.best, true, &run.budget);
+                    run.options.cost.overlap_allreduce, run.best, true, &run.budget);
       const Search::Result found = search.run();
       run.result.search_states += search.states();
       quick = std::min(quick, found.step_ms);
       if (found.step_ms < kInfinity)
         run.offer(found.step_ms, make_plan(run.profile, run.cluster, run.global_batch, m, policy,
-                                           run.options.overlap_allreduce, found));
+                                           run.options.cost.overlap_allreduce, found));
     }
     const double bound = Search(run.profile, run.cluster, run.global_batch, m, run.policies[0], run.options.cost,
                                 false, 0).lower_bound();
@@ -493,51 +493,45 @@ void exact_pass(DappleRun& run, const std::vector<Candidate>& order) {
     run.progress(loom::detail::concat("exact search, M = ", candidate.m, " (", i + 1, "/", order.size(), ")"));
     for (PlacementPolicy policy : run.policies) {
       Search search(run.profile, run.cluster, run.global_batch, candidate.m, policy, run.options.cost,
-                    run.options.overlap_allreduce, run.best, false, &run.budget);
+                    run.options.cost.overlap_allreduce, run.best, false, &run.budget);
       const Search::Result found = search.run();
       run.result.search_states += search.states();
       if (!(found.step_ms < run.best)) continue;
       run.best = run.best_exact = found.step_ms;
       run.best_plan = make_plan(run.profile, run.cluster, run.global_batch, candidate.m, policy,
-                                run.options.overlap_allreduce, found);
+                                run.options.cost.overlap_allreduce, found);
       run.shortlist.add(found.step_ms, run.best_plan);
     }
   }
 }
 
-// The plan to return: the exact optimum (or, when stopped, the best found), then the fastest of
-// the shortlist in the simulator.
+// The plan to return: the objective's optimum (or, when stopped, the best found), checked against
+// the closed form; then, with a shortlist, the fastest of it that fits under the one model.
 void settle(DappleRun& run) {
   PlannerResult& result = run.result;
   if (run.best_plan.stages.empty()) {
     result.note = "no plan fits in device memory";
     return;
   }
-  result.found = true;
-  result.plan = run.best_plan;
-  result.cost = evaluate(run.profile, run.cluster, result.plan, run.options.cost);
-  const double scored = result.search == "exact" ? run.best_exact : result.cost.step_ms;
-  if (result.search == "exact" && (std::abs(result.cost.step_ms - scored) > 1e-6 * std::max(1.0, scored) ||
-                                   !result.cost.feasible))
-    LOOM_THROW("internal error: the DAPPLE search scored ", result.plan.strategy(), " at ", scored,
-                 " ms but the cost model says ", result.cost.step_ms, " ms");
+  const PlanCost cost = evaluate(run.profile, run.cluster, run.best_plan, run.options.cost);
+  const double scored = result.search == "exact" ? run.best_exact : cost.step_ms;
+  if (result.search == "exact" && (std::abs(cost.step_ms - scored) > 1e-6 * std::max(1.0, scored) || !cost.feasible))
+    LOOM_THROW("internal error: the DAPPLE search scored ", run.best_plan.strategy(), " at ", scored,
+               " ms but the cost model says ", cost.step_ms, " ms");
+  score_result(result, run.profile, run.cluster, run.best_plan, run.options.cost);
   if (!run.shortlist.plans().empty()) {
-    run.progress(loom::detail::concat("simulating ", run.shortlist.plans().size(), " candidates"));
-    double fastest = kInfinity;
+    run.progress(loom::detail::concat("scoring ", run.shortlist.plans().size(), " candidates"));
     for (const auto& [ms, plan] : run.shortlist.plans()) {
-      const double simulated = simulate_plan(run.profile, run.cluster, plan, run.options.cost).step_ms;
-      if (simulated < fastest) {
-        fastest = simulated;
-        result.plan = plan;
-        result.plan.simulated_step_ms = simulated;
-      }
+      const PartitionEvaluation score = score_plan(run.profile, run.cluster, plan, run.options.cost);
+      if ((score.fits && !result.found) ||
+          (score.fits == result.found && score.simulation.step_ms < result.score.simulation.step_ms))
+        score_result(result, run.profile, run.cluster, plan, run.options.cost);
     }
-    result.cost = evaluate(run.profile, run.cluster, result.plan, run.options.cost);
-    result.note = loom::detail::concat("fastest in the simulator of ", run.shortlist.plans().size(),
-                                       " candidates; the cost model's optimum is ", scored, " ms");
+    result.note = loom::detail::concat("the fastest under the one model of its ", run.shortlist.plans().size(),
+                                       " best candidates; its objective's optimum is ", scored, " ms");
   }
-  result.plan.predicted_step_ms = result.cost.step_ms;
-  result.plan.peak_memory_bytes = result.cost.peak_memory_bytes;
+  result.objective_ms = scored;
+  if (!result.found) result.note += (result.note.empty() ? "" : "; ") + ("does not fit: " + result.score.why_not);
 }
 
 }  // namespace

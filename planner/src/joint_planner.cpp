@@ -9,6 +9,8 @@
 #include <loom/base/error.h>
 #include <loom/planner/baselines.h>
 #include <loom/planner/dapple_planner.h>
+#include <loom/planner/pipedream_planner.h>
+#include <loom/planner/plan_score.h>
 #include <loom/planner/planner.h>
 #include <loom/planner/recomputation.h>
 #include <loom/schedule/generators.h>
@@ -18,6 +20,10 @@ namespace loom::planner {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// Faster than `best_ms` by more than rounding: a plan the search finds again at the same step time
+// (the seeds' plans are points of its space) does not replace the first one found.
+bool beats(double step_ms, double best_ms) { return step_ms < best_ms * (1 - 1e-9); }
 
 // A candidate that fits and is faster than the best so far becomes the best (`from`: the seed's
 // planner, empty for the search's own).
@@ -81,7 +87,7 @@ struct CutSearch {
       best.why_none = "closest: schedule " + std::string(schedule::schedule_kind_name(partition.kind)) + ", M=" +
                       std::to_string(partition.microbatches) + ", " + e.why_not;
     }
-    if (e.simulation.step_ms >= best_ms) return;  // recomputation only adds time
+    if (!beats(e.simulation.step_ms, best_ms)) return;  // recomputation only adds time
     Partition fitted = partition;
     const bool replicated = std::any_of(partition.replicas.begin(), partition.replicas.end(), [](int r) { return r > 1; });
     if (!e.fits && options.search_zero && !options.cost.zero && replicated) {
@@ -90,7 +96,7 @@ struct CutSearch {
     }
     std::string why;
     if (!e.fits && !(options.recompute && fit_by_recomputation(profile, cluster, fitted, e, options.cost, why))) return;
-    if (e.simulation.step_ms >= best_ms) return;
+    if (!beats(e.simulation.step_ms, best_ms)) return;
     keep(best, best_ms, std::move(fitted), std::move(e), "");
   }
 
@@ -237,17 +243,6 @@ struct CutSearch {
   }
 };
 
-// A planner's plan as the joint search's candidate, with its placement.
-Partition as_partition(const Plan& plan) {
-  Partition p{plan.schedule, 1, plan.microbatches, plan.global_batch, {}, {}, {}};
-  for (const StagePlan& stage : plan.stages) {
-    p.layers.emplace_back(stage.first_layer, stage.last_layer);
-    p.replicas.push_back(stage.replicas());
-    p.devices.push_back(stage.devices);
-  }
-  return p;
-}
-
 // The seeds (JointOptions::seed): the DAPPLE planner's, the GPipe baseline's and data parallelism's
 // plans (under the same allreduce assumption), simulated.
 void seed(const Profile& profile, const Cluster& cluster, int global_batch, const JointOptions& options,
@@ -257,26 +252,27 @@ void seed(const Profile& profile, const Cluster& cluster, int global_batch, cons
   planner.microbatch_counts = options.microbatch_counts;
   planner.time_limit_s = options.time_limit_s;
   planner.simulate_candidates = 50;  // as `loom plan` runs the DAPPLE planner by default
-  const bool overlap = planner.overlap_allreduce = options.cost.overlap_allreduce;
+  const bool overlap = options.cost.overlap_allreduce;
   std::vector<std::pair<std::string, Plan>> plans = options.seed_plans;
   if (plans.empty()) {
     const std::pair<const char*, PlannerResult> results[] = {
         {"dapple", plan_dapple(profile, cluster, global_batch, planner)},
+        {"pipedream", plan_pipedream(profile, cluster, global_batch, planner)},
         {"gpipe", plan_gpipe(profile, cluster, global_batch, planner)},
         {overlap ? "dp-overlap" : "dp", plan_data_parallel(profile, cluster, global_batch, overlap, planner)}};
     for (const auto& [name, result] : results)
       if (result.found) plans.emplace_back(name, result.plan);
   }
   for (const auto& [name, plan] : plans) {
-    const Partition partition = as_partition(plan);
+    const Partition partition = plan_partition(plan);
     ++best.evaluated;
     PartitionEvaluation e;
     try {
-      e = evaluate_partition(profile, cluster, partition, options.cost);
+      e = score_plan(profile, cluster, plan, options.cost);
     } catch (const loom::Error&) {
       continue;
     }
-    if (!e.fits || e.simulation.step_ms >= best_ms) continue;
+    if (!e.fits || !beats(e.simulation.step_ms, best_ms)) continue;
     keep(best, best_ms, partition, std::move(e), name);
   }
 }

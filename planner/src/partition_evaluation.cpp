@@ -224,6 +224,7 @@ schedule::StageCost stage_costs(const Profile& profile, const Cluster& cluster, 
                                 const CostOptions& requested, double& static_bytes) {
   CostOptions options = requested;
   options.zero = requested.zero || p.zero;  // either turns ZeRO-1 on
+  options.overlap_allreduce = requested.overlap_allreduce || p.overlap_allreduce;
   const int b = p.global_batch / p.microbatches;
   const int rows = ceil_div(b, static_cast<int>(devices.size()));
   const double data_share = rows / profile.microbatch;  // the profile's data costs are per micro-batch

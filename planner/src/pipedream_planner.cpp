@@ -151,7 +151,7 @@ PlannerResult plan_pipedream(const Profile& profile, const Cluster& cluster, int
   std::vector<Plan> candidates;
   for (int m : microbatch_candidates(global_batch, options, cluster.devices())) {
     if (global_batch / m < most) continue;  // every replica needs a sample of each micro-batch
-    Plan plan = candidate_plan(profile, "pipedream", global_batch, m, ScheduleKind::dapple, options.overlap_allreduce);
+    Plan plan = candidate_plan(profile, "pipedream", global_batch, m, ScheduleKind::dapple, options.cost.overlap_allreduce);
     plan.stages = partition.stages;
     candidates.push_back(std::move(plan));
   }

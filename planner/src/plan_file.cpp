@@ -16,7 +16,7 @@ namespace loom::planner {
 
 namespace {
 const char* kFormat = "loom-plan";
-constexpr int kVersion = 2;
+constexpr int kVersion = 3;
 constexpr double kMaxPlanBytes = 1e18;  // a predicted peak beyond an exabyte is a typo
 
 nlohmann::json stage_json(const StagePlan& s, const Cluster& cluster) {
@@ -28,6 +28,17 @@ nlohmann::json stage_json(const StagePlan& s, const Cluster& cluster) {
                         {"devices", devices}, {"recompute", s.recompute}};
   if (s.predicted_peak_bytes >= 0) out["predicted_peak_bytes"] = s.predicted_peak_bytes;
   return out;
+}
+
+nlohmann::json assumptions_json(const PlanAssumptions& a) {
+  return {{"optimizer", a.optimizer},
+          {"optimizer_state_factor", a.optimizer_state_factor},
+          {"precision", a.precision},
+          {"cluster", a.cluster},
+          {"device_memory_bytes", a.device_memory_bytes},
+          {"profile", a.profile},
+          {"profile_fingerprint", a.profile_fingerprint},
+          {"loom_version", a.loom_version}};
 }
 
 }  // namespace
@@ -48,10 +59,11 @@ nlohmann::json plan_to_json(const Plan& plan, const Cluster& cluster) {
                         {"placement", plan.placement},
                         {"overlap_allreduce", plan.overlap_allreduce},
                         {"cluster", {{"nodes", cluster.nodes}, {"devices_per_node", cluster.devices_per_node}}},
+                        {"tensor_parallel", plan.tensor_parallel},
                         {"stages", stages},
                         {"predicted_step_ms", plan.predicted_step_ms},
-                        {"peak_memory_bytes", plan.peak_memory_bytes}};
-  if (plan.simulated_step_ms >= 0) out["simulated_step_ms"] = plan.simulated_step_ms;
+                        {"peak_memory_bytes", plan.peak_memory_bytes},
+                        {"assumptions", assumptions_json(plan.assumptions)}};
   return out;
 }
 
@@ -131,20 +143,49 @@ StagePlan read_stage(const nlohmann::json& entry, const std::string& source, con
   return stage;
 }
 
+// Version 3's "assumptions" (PlanAssumptions).
+PlanAssumptions read_assumptions(const nlohmann::json& doc, const std::string& source) {
+  PlanAssumptions a;
+  const nlohmann::json* entry = find_field(doc, "assumptions", source, "", false);
+  if (entry == nullptr) return a;
+  if (!entry->is_object()) LOOM_THROW(source, ": assumptions must be an object");
+  reject_unknown_fields(*entry, {"optimizer", "optimizer_state_factor", "precision", "cluster", "device_memory_bytes",
+                                 "profile", "profile_fingerprint", "loom_version"},
+                        source, "assumptions");
+  a.optimizer = string_field_or(*entry, "optimizer", "", source, "assumptions");
+  a.optimizer_state_factor = number_field_or(*entry, "optimizer_state_factor", -1, source, "assumptions");
+  a.precision = string_field_or(*entry, "precision", "", source, "assumptions");
+  a.cluster = string_field_or(*entry, "cluster", "", source, "assumptions");
+  a.device_memory_bytes = number_field_or(*entry, "device_memory_bytes", -1, source, "assumptions");
+  if (!(a.device_memory_bytes <= kMaxPlanBytes))
+    LOOM_THROW(source, ": assumptions.device_memory_bytes must be at most ", kMaxPlanBytes);
+  a.profile = string_field_or(*entry, "profile", "", source, "assumptions");
+  a.profile_fingerprint = string_field_or(*entry, "profile_fingerprint", "", source, "assumptions");
+  a.loom_version = string_field_or(*entry, "loom_version", "", source, "assumptions");
+  return a;
+}
+
 // The top-level fields but the stages; returns the version.
 int read_header(const nlohmann::json& doc, const std::string& source, Plan& plan) {
   if (string_field_or(doc, "format", "", source, "") != kFormat) LOOM_THROW(source, ": format must be \"", kFormat, "\"");
   const int version = int_field(doc, "version", source, "", 0, INT_MAX);
-  if (version != 1 && version != 2) LOOM_THROW(source, ": version: unsupported version ", version, " (1 or 2)");
+  if (version < 1 || version > kVersion)
+    LOOM_THROW(source, ": version: unsupported version ", version, " (1 to ", kVersion, ")");
   if (version == 1)
     reject_unknown_fields(doc, {"format", "version", "model", "planner", "global_batch", "microbatches",
                                 "microbatch_size", "schedule", "placement", "overlap_allreduce", "cluster", "stages",
                                 "predicted_step_ms", "simulated_step_ms", "peak_memory_bytes"},
                           source, "");
-  else
+  else if (version == 2)
     reject_unknown_fields(doc, {"format", "version", "model", "planner", "global_batch", "microbatches",
                                 "microbatch_size", "schedule", "chunks", "zero", "placement", "overlap_allreduce",
                                 "cluster", "stages", "predicted_step_ms", "simulated_step_ms", "peak_memory_bytes"},
+                          source, "");
+  else
+    reject_unknown_fields(doc, {"format", "version", "model", "planner", "global_batch", "microbatches",
+                                "microbatch_size", "schedule", "chunks", "zero", "placement", "overlap_allreduce",
+                                "cluster", "tensor_parallel", "stages", "predicted_step_ms", "peak_memory_bytes",
+                                "assumptions"},
                           source, "");
   plan.model = string_field_or(doc, "model", "", source, "");
   plan.planner = string_field_or(doc, "planner", "", source, "");
@@ -167,8 +208,14 @@ int read_header(const nlohmann::json& doc, const std::string& source, Plan& plan
     if (!overlap->is_boolean()) LOOM_THROW(source, ": overlap_allreduce must be true or false");
     plan.overlap_allreduce = overlap->get<bool>();
   }
+  if (version >= 3) {
+    plan.tensor_parallel = find_field(doc, "tensor_parallel", source, "", false)
+                               ? int_field(doc, "tensor_parallel", source, "", 1, kMaxClusterDevices)
+                               : 1;
+    plan.assumptions = read_assumptions(doc, source);
+  }
   plan.predicted_step_ms = number_field_or(doc, "predicted_step_ms", 0, source, "");
-  plan.simulated_step_ms = number_field_or(doc, "simulated_step_ms", -1, source, "");
+  number_field_or(doc, "simulated_step_ms", -1, source, "");  // older files: the same as predicted_step_ms now
   plan.peak_memory_bytes = number_field_or(doc, "peak_memory_bytes", 0, source, "");
   return version;
 }

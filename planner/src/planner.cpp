@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include <loom/planner/coarsen.h>
+#include <loom/planner/plan_score.h>
 #include <loom/schedule/validator.h>
 
 #include <loom/base/error.h>
@@ -41,21 +42,33 @@ std::vector<int> microbatch_candidates(int global_batch, const PlannerOptions& o
   return out;
 }
 
+void score_result(PlannerResult& result, const Profile& profile, const Cluster& cluster, Plan plan,
+                  const CostOptions& options) {
+  result.score = score_plan(profile, cluster, plan, options);
+  result.objective_ms = evaluate(profile, cluster, plan, options).step_ms;
+  result.found = result.score.fits;
+  record_score(plan, result.score);
+  result.plan = std::move(plan);
+}
+
 PlannerResult best_of(const Profile& profile, const Cluster& cluster, const std::vector<Plan>& candidates,
                       const CostOptions& options, std::string_view none) {
   PlannerResult best;
+  const Plan* chosen = nullptr;
+  bool fits = false;
+  double step_ms = 0, objective_ms = -1;
   for (const Plan& candidate : candidates) {
-    const PlanCost cost = evaluate(profile, cluster, candidate, options);
-    const bool better = !best.plan.stages.size() || (cost.feasible && !best.found) ||
-                        (cost.feasible == best.found && cost.step_ms < best.cost.step_ms);
-    if (!better) continue;
-    best.found = cost.feasible;
-    best.plan = candidate;
-    best.cost = cost;
+    const PlanCost objective = evaluate(profile, cluster, candidate, options);
+    if (objective.feasible && (objective_ms < 0 || objective.step_ms < objective_ms)) objective_ms = objective.step_ms;
+    const PartitionEvaluation score = score_plan(profile, cluster, candidate, options);
+    if (chosen && !(score.fits && !fits) && !(score.fits == fits && score.simulation.step_ms < step_ms)) continue;
+    chosen = &candidate;
+    fits = score.fits;
+    step_ms = score.simulation.step_ms;
   }
-  best.plan.predicted_step_ms = best.cost.step_ms;
-  best.plan.peak_memory_bytes = best.cost.peak_memory_bytes;
-  if (!best.found) best.note = best.plan.stages.empty() ? std::string(none) : "does not fit: " + best.cost.infeasible_reason;
+  if (chosen) score_result(best, profile, cluster, *chosen, options);
+  best.objective_ms = objective_ms;
+  if (!best.found) best.note = chosen ? "does not fit: " + best.score.why_not : std::string(none);
   return best;
 }
 
@@ -81,12 +94,7 @@ PlannerResult plan_coarsened(const Profile& profile, int groups, const Cluster& 
                                                 profile.size(), " layers (coarsened)");
   result.note = result.note.empty() ? what : what + "; " + result.note;
   if (result.plan.stages.empty()) return result;
-  result.plan = refine(result.plan, coarse);
-  result.plan.simulated_step_ms = -1;
-  result.cost = evaluate(profile, cluster, result.plan, options.cost);
-  result.found = result.cost.feasible;
-  result.plan.predicted_step_ms = result.cost.step_ms;
-  result.plan.peak_memory_bytes = result.cost.peak_memory_bytes;
+  score_result(result, profile, cluster, refine(result.plan, coarse), options.cost);
   return result;
 }
 

@@ -2,6 +2,8 @@
 #include <loom/planner/profile_json.h>
 
 #include <climits>
+#include <cstdint>
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 
@@ -177,18 +179,33 @@ void write_profile_json(const Profile& profile, const std::string& path) {
   if (!out) LOOM_THROW(path, ": error while writing profile file");
 }
 
+namespace {
+
+std::string fnv1a_hex(const std::string& text) {
+  std::uint64_t hash = 0xcbf29ce484222325ull;
+  for (const char c : text) hash = (hash ^ static_cast<unsigned char>(c)) * 0x100000001b3ull;
+  char out[17];
+  std::snprintf(out, sizeof out, "%016llx", static_cast<unsigned long long>(hash));
+  return out;
+}
+
+}  // namespace
+
 Profile load_profile(const std::string& path, double microbatch) {
   const std::string text = json::read_text_file(path, "profile");
   const auto first = text.find_first_not_of(" \t\r\n");
+  Profile profile;
   if (first != std::string::npos && text[first] == '{') {
-    Profile profile = parse_profile_json(text, path);
+    profile = parse_profile_json(text, path);
     if (microbatch > 0 && microbatch != profile.microbatch)
       LOOM_THROW(path, ": the JSON profile was measured at micro-batch ", profile.microbatch,
                    "; a different profiled size cannot be imposed on it");
-    return profile;
+  } else {
+    std::istringstream in(text);
+    profile = parse_graph_profile(in, path, microbatch);
   }
-  std::istringstream in(text);
-  return parse_graph_profile(in, path, microbatch);
+  profile.fingerprint = fnv1a_hex(text);
+  return profile;
 }
 
 }  // namespace loom::planner

@@ -70,8 +70,35 @@ double shared_tie_bytes(const ModelSpec& spec, const ModelSummary& summary, cons
 
 }  // namespace
 
+namespace {
+
+// The rank of `stage` with the least memory.
+int tightest_rank(const RunLayout& layout, int stage, const std::vector<RankMemory>& memory) {
+  const std::vector<int>& ranks = layout.ranks.at(static_cast<std::size_t>(stage));
+  int tightest = ranks.front();
+  for (int rank : ranks)
+    if (memory.at(static_cast<std::size_t>(rank)).available < memory.at(static_cast<std::size_t>(tightest)).available)
+      tightest = rank;
+  return tightest;
+}
+
+// A plan's predicted peak per stage (the planner's one model) against what its ranks have.
+void check_plan_fits(const RunLayout& layout, const std::vector<RankMemory>& memory) {
+  for (std::size_t s = 0; s < layout.predicted_peak_bytes.size(); ++s) {
+    const int rank = tightest_rank(layout, static_cast<int>(s), memory);
+    const RankMemory& have = memory.at(static_cast<std::size_t>(rank));
+    LOOM_CHECK(layout.predicted_peak_bytes[s] <= have.available, layout.plan_file, " predicts ",
+               bytes_text(layout.predicted_peak_bytes[s]), " per rank of stage ", s, " but ",
+               bytes_text(have.available), " is available to rank ", rank, " (", have.source,
+               "): make the plan for this memory (loom plan --cluster ...:mem=), or give the ranks more");
+  }
+}
+
+}  // namespace
+
 void check_memory_fits(int state, const ModelSpec& spec, const RunLayout& layout,
                        const std::vector<RankMemory>& memory) {
+  check_plan_fits(layout, memory);
   ModelSummary summary;
   try {
     summary = summarize(spec, 1);
@@ -92,10 +119,7 @@ void check_memory_fits(int state, const ModelSpec& spec, const RunLayout& layout
     const double shared = shared_tie_bytes(spec, summary, layout, v);
     const double state_bytes = (parameters - shared) * state / (layout.zero ? replicas : 1.0);  // ZeRO-1: a 1/R slice
     const double needed = parameters * 2 - shared + state_bytes + activations;
-    int tightest = layout.ranks.at(static_cast<std::size_t>(stage)).front();
-    for (int rank : layout.ranks.at(static_cast<std::size_t>(stage)))
-      if (memory.at(static_cast<std::size_t>(rank)).available < memory.at(static_cast<std::size_t>(tightest)).available)
-        tightest = rank;
+    const int tightest = tightest_rank(layout, stage, memory);
     const RankMemory& have = memory.at(static_cast<std::size_t>(tightest));
     LOOM_CHECK(needed <= have.available, "model ", spec.name, " (", model_size_name(spec.size), " size) needs at least ",
                bytes_text(needed), " per rank of stage ", stage, " (parameters and gradients ",

@@ -2,6 +2,8 @@
 // sizes"): from the model's meta build, each stage's parameters, gradients and optimizer state
 // plus one micro-batch of its saved activations — a lower bound of what a rank of that stage
 // holds — against the memory each of its ranks has on its device (the GPU's for --device cuda).
+// A run from a plan is also held to the plan's predicted peak per stage (the planner's one model,
+// planner/plan_score.h), which counts everything in flight.
 #pragma once
 
 #include <cstdint>

@@ -72,7 +72,13 @@ void cut_from_plan(RunLayout& r, const planner::Plan& plan, const std::string& p
                  " devices (loom plan --cluster ...)");
     r.ranks.push_back(stage.devices);
     r.recompute.emplace_back(stage.recompute.begin(), stage.recompute.end());
+    if (stage.predicted_peak_bytes >= 0) r.predicted_peak_bytes.push_back(stage.predicted_peak_bytes);
   }
+  if (static_cast<int>(r.predicted_peak_bytes.size()) != plan.stage_count()) r.predicted_peak_bytes.clear();
+  r.planned_device_memory = plan.assumptions.device_memory_bytes;
+  r.plan_file = path;
+  LOOM_CHECK(plan.tensor_parallel == 1, path, ": tensor_parallel ", plan.tensor_parallel,
+             ": this loom runs tensor_parallel 1 only; make the plan again with loom plan");
   LOOM_CHECK(expected_first == spec.blocks(), path, ": the plan covers ", expected_first, " layers but model ",
              spec.name, " has ", spec.blocks(), " blocks (was the plan made for another model or size?)");
   int used = 0;

@@ -111,8 +111,8 @@ for line in open(runs):
                      "microbatches": plan["microbatches"], "stages": len(plan["stages"]),
                      "layers": " ".join("%d-%d" % tuple(r) for r in stage["layers"]),
                      "replicas": stage["replicas"], "recompute": " ".join(map(str, stage["recompute"])),
-                     "predicted_step_ms": plan["simulated_step_ms"], "measured_step_ms": measured_ms,
-                     "step_error": plan["simulated_step_ms"] / measured_ms - 1, "stage": s,
+                     "predicted_step_ms": plan["predicted_step_ms"], "measured_step_ms": measured_ms,
+                     "step_error": plan["predicted_step_ms"] / measured_ms - 1, "stage": s,
                      "predicted_peak_bytes": stage["predicted_peak_bytes"], "measured_peak_bytes": peaks[s],
                      "peak_error": stage["predicted_peak_bytes"] / peaks[s] - 1, "profile_drift": drift[model]})
 with open(out, "w", newline="") as f:

@@ -147,6 +147,44 @@ expect_failure("${WORK_DIR}/bad_plan.json:1:13: invalid JSON: syntax error while
 input; expected '[', '{', or a literal" train --plan ${WORK_DIR}/bad_plan.json --steps 1)
 expect_failure("${WORK_DIR}/other_plan.json: the plan is for model 'gpt', not 'mlp'"
                train --model mlp --plan ${WORK_DIR}/other_plan.json --steps 1)
+# A version-3 plan (issue 45): its optimizer is the run's default, a flag that says otherwise is an
+# error naming both, its predicted peak per stage is checked before step 1 and against the run after it.
+set(v3_head "{\"format\": \"loom-plan\", \"version\": 3, \"model\": \"mlp\", \"global_batch\": 8, \"microbatches\": 2, \"schedule\": \"dapple\", ")
+set(v3_stages "\"stages\": [{\"layers\": [[0, 1]], \"ranks\": [0], \"predicted_peak_bytes\": PEAK}, {\"layers\": [[2, 3]], \"ranks\": [1], \"predicted_peak_bytes\": PEAK}], ")
+set(v3_tail "\"assumptions\": {\"optimizer\": \"adam\", \"precision\": \"fp32\", \"device_memory_bytes\": 1e9}}")
+string(REPLACE "PEAK" "6e5" stages "${v3_stages}")
+file(WRITE ${WORK_DIR}/v3_plan.json "${v3_head}${stages}${v3_tail}")
+string(REPLACE "PEAK" "1e11" stages "${v3_stages}")
+file(WRITE ${WORK_DIR}/v3_huge_plan.json "${v3_head}${stages}${v3_tail}")
+file(WRITE ${WORK_DIR}/v3_tp_plan.json "${v3_head}\"tensor_parallel\": 2, ${stages}${v3_tail}")
+expect_success("against ${WORK_DIR}/v3_plan.json: stage 0 " train --plan ${WORK_DIR}/v3_plan.json --size tiny --steps 1
+               --threads 1)
+expect_success("| adam, lr 0.001 cosine over steps 1 to 1 |" train --plan ${WORK_DIR}/v3_plan.json --size tiny --steps 1
+               --threads 1)
+expect_failure("--optimizer sgd and ${WORK_DIR}/v3_plan.json's optimizer adam disagree: drop --optimizer (the plan \
+says), or make a plan for it (loom plan --optimizer sgd)" train --plan ${WORK_DIR}/v3_plan.json --optimizer sgd --steps 1)
+expect_failure("--stages 1 and ${WORK_DIR}/v3_plan.json's stages 2 disagree: drop --stages (the plan says), or make a \
+plan for it (loom plan)" train --plan ${WORK_DIR}/v3_plan.json --stages 1 --steps 1)
+expect_failure("--global-batch 16 and ${WORK_DIR}/v3_plan.json's global batch 8 disagree: drop --global-batch (the plan \
+says), or make a plan for it (loom plan --global-batch 16)" train --plan ${WORK_DIR}/v3_plan.json --global-batch 16 --steps 1)
+expect_failure("${WORK_DIR}/v3_tp_plan.json: tensor_parallel 2: this loom runs tensor_parallel 1 only; make the plan \
+again with loom plan" train --plan ${WORK_DIR}/v3_tp_plan.json --steps 1)
+# A stage more than 5% over its prediction is a warning, one per stage, after step 1.
+string(REPLACE "PEAK" "1e3" stages "${v3_stages}")
+file(WRITE ${WORK_DIR}/v3_low_plan.json "${v3_head}${stages}${v3_tail}")
+execute_process(COMMAND ${MPIEXEC} ${MPIEXEC_FLAGS} -n 2 ${LOOM} train --plan ${WORK_DIR}/v3_low_plan.json --size tiny
+                        --steps 1 --threads 1 RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 120)
+string(REGEX MATCHALL "loom train: warning: stage [01] holds [^\n]* per rank after step 1, [^\n]* more than [^\n]*v3_low_plan.json predicts \\(1.0 KB\\)" warned "${err}")
+list(LENGTH warned count)
+if(NOT rc EQUAL 0 OR NOT count EQUAL 2)
+  message(FATAL_ERROR "expected a warning for each of 2 stages over their predicted 1.0 KB, got ${count} (rc ${rc}):\n${out}\n${err}")
+endif()
+message(STATUS "ok: a warning per stage over its prediction")
+set(ENV{LOOM_MEMORY_LIMIT_MB} 100)
+expect_failure("${WORK_DIR}/v3_huge_plan.json predicts 100.00 GB per rank of stage 0 but 104.9 MB is available to rank 0 \
+(LOOM_MEMORY_LIMIT_MB): make the plan for this memory (loom plan --cluster ...:mem=), or give the ranks more"
+               train --plan ${WORK_DIR}/v3_huge_plan.json --steps 1)
+unset(ENV{LOOM_MEMORY_LIMIT_MB})
 # CLI11's parse errors: loom's one line too (CLI11's own print of them is not called), and for an
 # unknown flag the nearest one, as a config file's keys get.
 expect_failure("--steps excludes --epochs" train --stages 2 --steps 1 --epochs 1)
@@ -237,7 +275,7 @@ expect_single_failure("${WORK_DIR}/fifo_profile.json: a profile file must be a r
 expect_single_failure("${WORK_DIR}/ckpt: a profile file must be a regular file, but this is a directory"
                       plan --profile ${WORK_DIR}/ckpt --cluster 1x2 --global-batch 8)
 # A given partition under a schedule kind (issue 28): evaluated, or refused in one line.
-expect_single_success("simulated step" plan --profile ${WORK_DIR}/two_layers.json --cluster 1x2 --global-batch 8
+expect_single_success("predicted step" plan --profile ${WORK_DIR}/two_layers.json --cluster 1x2 --global-batch 8
                       --microbatches 4 --partition 0-0,1-1 --schedule zb-h1)
 expect_single_failure("partition: the ranges end at layer 0, but the profile has 2 layers"
                       plan --profile ${WORK_DIR}/two_layers.json --cluster 1x2 --global-batch 8 --partition 0-0)
@@ -257,7 +295,7 @@ expect_single_failure("--partition evaluates a given partition: --out and --plan
 # cluster with no room for the weights finds nothing.
 expect_single_success("joint: exact search" plan --profile ${WORK_DIR}/two_layers.json --cluster 1x2
                       --global-batch 8 --planner joint)
-expect_single_success("per schedule kind" plan --profile ${WORK_DIR}/two_layers.json --cluster 1x2
+expect_single_success("each schedule kind's best plan" plan --profile ${WORK_DIR}/two_layers.json --cluster 1x2
                       --global-batch 8 --planner joint --explain)
 expect_single_failure("--explain belongs to --planner joint"
                       plan --profile ${WORK_DIR}/two_layers.json --cluster 1x2 --global-batch 8 --explain)

@@ -11,7 +11,10 @@
 #include <random>
 
 #include <loom/base/error.h>
+#include <loom/planner/baselines.h>
+#include <loom/planner/dapple_planner.h>
 #include <loom/planner/joint_planner.h>
+#include <loom/planner/pipedream_planner.h>
 
 #include "instances.h"
 
@@ -252,7 +255,15 @@ TEST_CASE("joint: ZeRO-1 divides the optimizer state over a stage's replicas") {
   const Cluster cluster = make_cluster(1, 2, 10e9, 1e9, 5.5e6);
   JointOptions options;
   options.search_zero = false;
+  options.seed = false;  // the search's own plans use every device
   CHECK_FALSE(plan_joint(profile, cluster, 4, options).found);
+  // The DAPPLE planner's seed fits: one replica on one device, no buckets (4 MB).
+  options.seed = true;
+  const JointResult seeded = plan_joint(profile, cluster, 4, options);
+  REQUIRE(seeded.found);
+  CHECK(seeded.seeded_from == "dapple");
+  CHECK(seeded.evaluation.stages[0].devices.size() == 1);
+  options.seed = false;
   options.cost.zero = true;  // loom plan --zero 1
   const JointResult zero = plan_joint(profile, cluster, 4, options);
   REQUIRE(zero.found);
@@ -264,4 +275,43 @@ TEST_CASE("joint: ZeRO-1 divides the optimizer state over a stage's replicas") {
   CHECK(searched.partition.zero);
   CHECK(searched.evaluation.simulation.step_ms == zero.evaluation.simulation.step_ms);
   CHECK_FALSE(plan_joint(profile, make_cluster(1, 2, 10e9, 1e9, 1e12), 4).partition.zero);  // not needed: off
+}
+
+// Joint ⊇ the other planners (issue 45): on small random profiles and clusters, under both allreduce
+// assumptions, the joint plan scores no more under the one model than any plan the DAPPLE, PipeDream,
+// DP and GPipe planners return that fits.
+TEST_CASE("joint: never slower under the one model than any other planner's plan") {
+  std::mt19937 rng(45);
+  int compared = 0, beaten = 0;
+  for (int trial = 0; trial < 40; ++trial) {
+    const Profile profile = random_profile(rng, 2 + static_cast<int>(rng() % 5));
+    const int nodes = 1 + static_cast<int>(rng() % 2), per_node = 1 + static_cast<int>(rng() % 2);
+    std::uniform_real_distribution<double> inter(0.3e9, 5e9), memory_scale(0.5, 4.0);
+    const Cluster cluster = make_cluster(nodes, per_node, 20e9, inter(rng),
+                                         profile.total_parameter_bytes() * 4 * memory_scale(rng) + 2e7);
+    const int global_batch = 4 << (rng() % 2);
+    const bool overlap = rng() % 2 == 1;
+    INFO("trial " << trial << ": " << profile.size() << " layers, " << nodes << "x" << per_node << ", batch "
+                  << global_batch << (overlap ? ", overlapped" : ""));
+    PlannerOptions options;
+    options.cost.overlap_allreduce = overlap;
+    options.simulate_candidates = 50;
+    const PlannerResult others[] = {plan_dapple(profile, cluster, global_batch, options),
+                                    plan_pipedream(profile, cluster, global_batch, options),
+                                    plan_data_parallel(profile, cluster, global_batch, overlap, options),
+                                    plan_gpipe(profile, cluster, global_batch, options)};
+    JointOptions joint;
+    joint.cost.overlap_allreduce = overlap;
+    const JointResult j = plan_joint(profile, cluster, global_batch, joint);
+    for (const PlannerResult& other : others) {
+      if (!other.found) continue;
+      INFO(other.plan.planner << " " << other.plan.strategy() << " M=" << other.plan.microbatches);
+      REQUIRE(j.found);
+      CHECK(j.evaluation.simulation.step_ms <= other.plan.predicted_step_ms * (1 + 1e-9));
+      ++compared;
+      if (j.evaluation.simulation.step_ms < other.plan.predicted_step_ms * (1 - 1e-6)) ++beaten;
+    }
+  }
+  CHECK(compared > 60);
+  CHECK(beaten > 10);  // the search finds better plans, not only the seeds again
 }

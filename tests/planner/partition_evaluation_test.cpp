@@ -1,10 +1,10 @@
 // A given partition under any synchronous kind (issue 28): the simulator with each chunk's own
 // costs, hand-worked on ZB-V with chunks of different sizes (with and without a slow link), the
-// memory of each stage, DAPPLE's evaluation equal to simulate_plan's, and the errors.
+// memory of each stage, a plan scored as its partition (plan_score.h), and the errors.
 #include <catch2/catch.hpp>
 
 #include <loom/planner/partition_evaluation.h>
-#include <loom/planner/plan_simulation.h>
+#include <loom/planner/plan_score.h>
 
 #include "instances.h"
 
@@ -68,7 +68,7 @@ TEST_CASE("partition: a slow link carries each chunk's own output") {
   CHECK(e.stages[1].activation_bytes == Approx(20 + 1 + 30 + 1 + 2));
 }
 
-TEST_CASE("partition: DAPPLE over contiguous stages is the plan's simulation") {
+TEST_CASE("partition: a plan is scored as its partition (plan_score.h)") {
   const Profile profile = make_profile({{1, 2, 1e3, 1e3, 1e5}, {2, 3, 1e3, 1e3, 2e5}, {1, 1, 1e3, 0, 1e5}});
   const Cluster cluster = make_cluster(1, 4, 1e9, 1e9, 1e12);
   Partition p;
@@ -77,20 +77,57 @@ TEST_CASE("partition: DAPPLE over contiguous stages is the plan's simulation") {
   p.global_batch = 8;
   p.layers = {{0, 1}, {2, 2}};
   p.replicas = {1, 2};
+  p.devices = {{3}, {0, 2}};
   const PartitionEvaluation e = evaluate_partition(profile, cluster, p);
   Plan plan;
   plan.global_batch = 8;
   plan.microbatches = 4;
   plan.schedule = ScheduleKind::dapple;
-  plan.stages = {StagePlan{0, 1, {0}}, StagePlan{2, 2, {1, 2}}};
-  const auto simulated = simulate_plan(profile, cluster, plan);
-  CHECK(e.simulation.step_ms == Approx(simulated.step_ms));
-  // evaluate_partition also holds, while a backward runs, the output gradient it received, which the DAPPLE
-  // planner's model leaves out: stage 0's first B, with both micro-batches in flight, holds layer 1's output
-  // gradient (2 rows: 2e3 bytes); the last stage receives none.
-  CHECK(e.stages[0].activation_bytes == Approx(simulated.stages[0].peak_activation_bytes + 2e3));
-  CHECK(e.stages[1].activation_bytes == Approx(simulated.stages[1].peak_activation_bytes));
-  CHECK(e.stages[1].devices == std::vector<int>{1, 2});
+  plan.stages = {StagePlan{0, 1, {3}}, StagePlan{2, 2, {0, 2}}};
+  const PartitionEvaluation scored = score_plan(profile, cluster, plan);
+  CHECK(scored.simulation.step_ms == e.simulation.step_ms);
+  for (std::size_t s = 0; s < 2; ++s) {
+    CHECK(scored.stages[s].peak_bytes == e.stages[s].peak_bytes);
+    CHECK(scored.stages[s].devices == e.stages[s].devices);
+  }
+  record_score(plan, scored);
+  CHECK(plan.predicted_step_ms == e.simulation.step_ms);
+  CHECK(plan.stages[1].predicted_peak_bytes == e.stages[1].peak_bytes);
+  // The plan's own allreduce assumption, whatever the options say; ZeRO-1 from either.
+  CostOptions overlap;
+  overlap.overlap_allreduce = true;
+  CHECK(score_plan(profile, cluster, plan, overlap).simulation.step_ms == e.simulation.step_ms);
+  plan.overlap_allreduce = true;
+  CHECK(score_plan(profile, cluster, plan).simulation.step_ms == evaluate_partition(profile, cluster, p, overlap).simulation.step_ms);
+  plan.zero = 1;
+  CostOptions zero;
+  zero.zero = true;
+  zero.overlap_allreduce = true;
+  CHECK(score_plan(profile, cluster, plan).stages[1].static_bytes ==
+        evaluate_partition(profile, cluster, p, zero).stages[1].static_bytes);
+}
+
+TEST_CASE("partition: a multi-chunk plan and its partition convert both ways") {
+  Plan plan;
+  plan.model = "m";
+  plan.planner = "joint";
+  plan.global_batch = 8;
+  plan.microbatches = 4;
+  plan.schedule = ScheduleKind::zb_v;
+  plan.chunks = 2;
+  plan.zero = 1;
+  plan.stages = {StagePlan{0, 0, {1}, {{3, 3}}, {3}}, StagePlan{1, 1, {0}, {{2, 2}}, {}}};
+  const Partition p = plan_partition(plan);
+  CHECK(p.layers == std::vector<std::pair<int, int>>{{0, 0}, {1, 1}, {2, 2}, {3, 3}});
+  CHECK(p.devices == std::vector<std::vector<int>>{{1}, {0}});
+  CHECK(p.recompute == std::vector<std::vector<int>>{{3}, {}});
+  CHECK(p.zero);
+  const PartitionEvaluation e = evaluate_partition(four_layers(0), make_cluster(2, 1, 1e9, 1e9, 1e12), p);
+  Plan back = partition_plan(p, e, "m", "joint");
+  CHECK(back.stages == std::vector<StagePlan>{StagePlan{0, 0, {1}, {{3, 3}}, {3}, e.stages[0].peak_bytes},
+                                              StagePlan{1, 1, {0}, {{2, 2}}, {}, e.stages[1].peak_bytes}});
+  CHECK(back.zero == 1);
+  CHECK(back.predicted_step_ms == e.simulation.step_ms);
 }
 
 TEST_CASE("partition: a stage over its device's memory is named") {

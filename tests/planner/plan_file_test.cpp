@@ -44,7 +44,7 @@ TEST_CASE("plan file v2: uneven chunks, recomputation, predicted peaks and zero 
   CHECK(virtual_stage_layers(plan, plan_schedule(plan)) == std::vector<LayerRange>{{0, 2}, {3, 4}, {5, 6}, {7, 7}});
 
   const nlohmann::json written = plan_to_json(plan, parse_cluster("1x3"));
-  CHECK(written["version"] == 2);
+  CHECK(written["version"] == 3);
   CHECK(written["stages"][0]["layers"] == nlohmann::json::parse("[[0, 2], [7, 7]]"));
   const Plan back = parse_plan(written.dump(), "written.json");
   CHECK(back.stages == plan.stages);
@@ -85,7 +85,7 @@ TEST_CASE("plan file v1 still reads: one range per stage, dapple or gpipe") {
 
 TEST_CASE("plan file v2: every bad field is one error naming the file and the field") {
   const std::vector<std::pair<std::pair<std::string, std::string>, std::string>> cases = {
-      {{"\"version\": 2", "\"version\": 3"}, "plan.json: version: unsupported version 3"},
+      {{"\"version\": 2", "\"version\": 4"}, "plan.json: version: unsupported version 4 (1 to 3)"},
       {{"\"chunks\": 2", "\"chunks\": 0"}, "plan.json: chunks must be an integer in [1, 64]"},
       {{"\"chunks\": 2", "\"chunks\": 3"}, "plan.json: stages[0].layers must list 3 range(s)"},
       {{"\"zero\": 1", "\"zero\": 2"}, "plan.json: zero must be an integer in [0, 1]"},
@@ -113,4 +113,30 @@ TEST_CASE("plan file v2: every bad field is one error naming the file and the fi
     INFO(edit.second);
     CHECK_THROWS_WITH(parse_plan(replaced(kZbv, edit.first, edit.second), "plan.json"), Catch::StartsWith(expected));
   }
+}
+
+TEST_CASE("plan file v3: what the predictions assumed and tensor_parallel read and write back") {
+  Plan plan = parse_plan(kZbv, "plan.json");
+  CHECK(plan.tensor_parallel == 1);
+  CHECK(plan.assumptions == PlanAssumptions{});  // a version-2 file says none
+  plan.assumptions = {"adam", 2, "bf16", "1x3:mem=16GB", 16e9, "gpt.json", "0123456789abcdef", "loom test"};
+  plan.tensor_parallel = 2;
+  const nlohmann::json written = plan_to_json(plan, parse_cluster("1x3"));
+  CHECK(written["assumptions"]["optimizer"] == "adam");
+  CHECK_FALSE(written.contains("simulated_step_ms"));
+  const Plan back = parse_plan(written.dump(), "written.json");
+  CHECK(back.assumptions == plan.assumptions);
+  CHECK(back.tensor_parallel == 2);
+  // Version 2's simulated_step_ms still reads; version 3 has no such field, nor an unknown assumption.
+  CHECK_NOTHROW(parse_plan(replaced(kZbv, R"("predicted_step_ms": 10)", R"("simulated_step_ms": 9)"), "old.json"));
+  const std::string v3 = written.dump();
+  CHECK_THROWS_WITH(parse_plan(replaced(v3, R"("predicted_step_ms")", R"("simulated_step_ms": 1, "predicted_step_ms")"),
+                               "p.json"),
+                    Catch::Contains("simulated_step_ms"));
+  CHECK_THROWS_WITH(parse_plan(replaced(v3, R"("optimizer":"adam")", R"("optimizer":"adam","zero":1)"), "p.json"),
+                    Catch::Contains("p.json") && Catch::Contains("zero"));
+  CHECK_THROWS_WITH(parse_plan(replaced(v3, R"("tensor_parallel":2)", R"("tensor_parallel":0)"), "p.json"),
+                    Catch::Contains("tensor_parallel"));
+  CHECK_THROWS_WITH(parse_plan(replaced(v3, R"("version":3)", R"("version":4)"), "p.json"),
+                    Catch::Contains("unsupported version 4 (1 to 3)"));
 }

@@ -93,7 +93,7 @@ int main(int argc, char** argv) {
     const auto profile = loom::planner::read_graph_profile(std::string(argv[2]) + "/dapple/vgg-19-pbs-32.txt");
     const auto result = loom::planner::plan_dapple(profile, loom::planner::cluster_preset("A"), 1024);
     std::printf("consumer: VGG-19 on cluster A: %s, %.1f ms per step\n", result.plan.strategy().c_str(),
-                result.cost.step_ms);
+                result.plan.predicted_step_ms);
     expect(result.found && result.plan.devices_used() >= 1, "DAPPLE plans the published VGG-19 profile");
   } catch (const std::exception& e) {
     std::fprintf(stderr, "consumer: error: %s\n", e.what());

@@ -107,9 +107,6 @@ struct PlanCost {
 // still timed; `feasible` and `infeasible_reason` say why they cannot run.
 PlanCost evaluate(const Profile& profile, const Cluster& cluster, const Plan& plan, const CostOptions& options = {});
 
-// One device processing the whole global batch: the reference for speedups.
-double single_device_step_ms(const Profile& profile, int global_batch);
-
 // The building blocks, shared with the planners so that they score exactly like evaluate().
 // Allreduce of `bytes` among `devices`; a linear function of bytes.
 double allreduce_ms(const Cluster& cluster, const std::vector<int>& devices, double bytes);

@@ -44,7 +44,7 @@ struct JointOptions {
   // combinations the first pass did not finish are searched whole. (Without a limit: one pass.)
   // 2^14 nodes are about 2 ms of search here (~9 M nodes a second), some 2 s on 16 devices.
   long first_pass_nodes = 1 << 14;
-  // Today's planners' plans (the DAPPLE planner's, the GPipe baseline's, data parallelism's, under
+  // The other planners' plans (the DAPPLE and PipeDream planners', the GPipe baseline's, data parallelism's, under
   // the same allreduce assumption, cost.overlap_allreduce) are simulated first with their own
   // placement: the best that fits is the first incumbent, so the joint plan is never slower than
   // theirs and their step time bounds the search from the start.

@@ -39,6 +39,9 @@ struct Partition {
   // its own; planner/recomputation.h); empty: none anywhere.
   std::vector<std::vector<int>> recompute = {};
   bool zero = false;  // ZeRO-1 (CostOptions::zero; either turns it on)
+  // Gradients allreduced layer by layer during the last backward (CostOptions::overlap_allreduce;
+  // either turns it on).
+  bool overlap_allreduce = false;
 };
 
 struct StageEvaluation {

@@ -41,6 +41,21 @@ struct StagePlan {
   friend bool operator==(const StagePlan&, const StagePlan&) = default;
 };
 
+// What a plan's predictions assumed (plan file version 3; empty or < 0 where an older file does not
+// say). `loom train --plan` takes the optimizer and precision as its defaults and refuses a flag
+// that says otherwise.
+struct PlanAssumptions {
+  std::string optimizer;               // a loom train --optimizer ("adam")
+  double optimizer_state_factor = -1;  // its state bytes per parameter byte (Adam 2)
+  std::string precision;               // a loom train --precision ("fp32")
+  std::string cluster;                 // loom plan --cluster as given
+  double device_memory_bytes = -1;     // the cap every stage's predicted peak is within
+  std::string profile;                 // the profile file planned from
+  std::string profile_fingerprint;     // FNV-1a of its text, 16 hex digits
+  std::string loom_version;            // the loom that planned it
+  friend bool operator==(const PlanAssumptions&, const PlanAssumptions&) = default;
+};
+
 struct Plan {
   std::string model;
   std::string planner;    // "dapple", "pipedream", "dp", "dp-overlap", "gpipe"
@@ -54,10 +69,13 @@ struct Plan {
   // overlapped); otherwise each stage allreduces after its last backward, as DAPPLE models it.
   bool overlap_allreduce = false;
   std::vector<StagePlan> stages;
+  // Tensor-parallel ranks per stage replica; 1 until the runtime runs tensor parallelism (a plan
+  // file reserves the field from version 3).
+  int tensor_parallel = 1;
+  PlanAssumptions assumptions;
 
-  // Filled by the cost model (and the schedule simulator, when it scores the plan).
+  // Filled by the one model (plan_score.h: record_score), with each stage's predicted_peak_bytes.
   double predicted_step_ms = 0;
-  double simulated_step_ms = -1;  // < 0: not simulated
   double peak_memory_bytes = 0;
 
   int stage_count() const { return static_cast<int>(stages.size()); }

@@ -1,5 +1,6 @@
-// What every planner takes and returns. Each planner searches its own space of plans and scores
-// the candidates with the one cost model (cost_model.h), so their step times compare directly.
+// What every planner takes and returns. Each planner searches its own space of plans (the DAPPLE
+// and PipeDream searches by the closed form of cost_model.h, their papers' objective); every plan
+// it returns is scored by the one model (plan_score.h), so all planners' numbers compare directly.
 #pragma once
 
 #include <functional>
@@ -9,6 +10,7 @@
 
 #include <loom/planner/cluster.h>
 #include <loom/planner/cost_model.h>
+#include <loom/planner/partition_evaluation.h>
 #include <loom/planner/placement.h>
 #include <loom/planner/plan.h>
 #include <loom/planner/profile.h>
@@ -19,12 +21,11 @@ struct PlannerOptions {
   CostOptions cost;
   std::vector<int> microbatch_counts;     // candidates for M; empty: every divisor of the global batch
   std::vector<PlacementPolicy> policies;  // DAPPLE's placement policies to try; empty: all three
-  // Plans allreduce each layer's gradients while the last backward runs (Plan::overlap_allreduce,
-  // as loom's executor does with gradient buckets) instead of after it (DAPPLE's model).
-  bool overlap_allreduce = false;
-  // DAPPLE planner: when > 0, its best candidates by the cost model (up to this many distinct
-  // plans from every stage of its search) are replayed in the schedule simulator, and the one
-  // that simulates fastest is returned. 0: the cost model's optimum.
+  // (cost.overlap_allreduce: the plans allreduce each layer's gradients while the last backward
+  // runs, Plan::overlap_allreduce, instead of after it, DAPPLE's model.)
+  // DAPPLE planner: when > 0, its best candidates by its objective (up to this many distinct plans
+  // from every stage of its search) are scored by the one model, and the fastest that fits is
+  // returned. 0: its objective's optimum.
   int simulate_candidates = 0;
   // Bounded planning (docs/planner.md). The DAPPLE search stops when this many seconds have passed
   // (0: no limit) and returns the best plan found by then, marked "time-limited"; it also stops,
@@ -41,10 +42,16 @@ constexpr int kDappleExactLayers = 256;
 constexpr double kMaxSearchBytes = 1e9;
 
 struct PlannerResult {
-  bool found = false;  // false: no candidate fits in device memory (plan/cost hold the least bad one, if any)
+  // false: no candidate fits in device memory under the one model (plan/score hold the least bad
+  // one, if any).
+  bool found = false;
   std::string note;
-  Plan plan;
-  PlanCost cost;
+  Plan plan;  // predicted_step_ms, peak_memory_bytes and each stage's predicted_peak_bytes: the one model's
+  PartitionEvaluation score;  // the one model's evaluation of `plan` (plan_score.h)
+  // The best value of the planner's own objective (cost_model.h's closed form, the papers' model) over
+  // the plans it considered that fit by it: the DAPPLE search's optimum, the baselines' best M. The
+  // returned plan, the fastest under the one model, may score more by it. < 0: none.
+  double objective_ms = -1;
   double planning_ms = 0;
   long search_states = 0;  // size of the search, for the planning-time benchmark
   // "exact": the search finished; "time-limited" / "size-limited": it was stopped, and the plan is
@@ -57,7 +64,7 @@ struct PlannerResult {
 using PlannerFunction = PlannerResult (*)(const Profile&, const Cluster&, int, const PlannerOptions&);
 
 // Runs `plan` on `profile` coarsened to `groups` layers and returns its plan as a plan of the
-// original chain, scored on it, with coarsened_from/to and the note saying so.
+// original chain, scored on it by the one model, with coarsened_from/to and the note saying so.
 PlannerResult plan_coarsened(const Profile& profile, int groups, const Cluster& cluster, int global_batch,
                              const PlannerOptions& options, PlannerFunction plan);
 
@@ -66,10 +73,15 @@ PlannerResult plan_coarsened(const Profile& profile, int groups, const Cluster& 
 // schedule::kMaxScheduleCells over the devices, as a plan has at most one stage per device).
 std::vector<int> microbatch_candidates(int global_batch, const PlannerOptions& options, int devices = 1);
 
-// Of several scored plans of one strategy (different M), the fastest feasible one; with no candidate
-// at all, a result whose note is `none` (why there are none).
+// Of several plans of one strategy (different M), the fastest that fits under the one model; with
+// no candidate at all, a result whose note is `none` (why there are none).
 PlannerResult best_of(const Profile& profile, const Cluster& cluster, const std::vector<Plan>& candidates,
                       const CostOptions& options, std::string_view none = "no candidate");
+
+// `result` with `plan` as its plan, scored by the one model (found: it fits), and `plan`'s objective
+// under the closed form.
+void score_result(PlannerResult& result, const Profile& profile, const Cluster& cluster, Plan plan,
+                  const CostOptions& options);
 
 // A candidate's header: the profile's model, the planner's name, the batch, M, the schedule kind and
 // whether gradient allreduces overlap the backward; the caller adds the stages.

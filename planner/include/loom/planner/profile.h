@@ -89,6 +89,7 @@ struct Profile {
   std::string model;   // e.g. "bert-48"
   std::string source;  // the file it was read from, for messages
   std::string device;  // what it was measured on, when known ("V100", "cpu: 2 threads")
+  std::string fingerprint;  // load_profile: FNV-1a of the file's text, 16 hex digits (a plan records it)
   double microbatch = 1;  // the micro-batch size the layer costs were measured at
   std::vector<LayerProfile> layers;
   std::vector<LayerTie> ties;  // from `loom profile` of loom's models; graph.txt profiles have none

@@ -29,6 +29,12 @@ struct RunLayout {
   std::vector<std::vector<int>> ranks;                         // ranks[stage][replica]
   std::vector<std::pair<std::int64_t, std::int64_t>> blocks;  // per virtual stage: [first, last)
   std::vector<std::vector<std::int64_t>> recompute;            // per stage: blocks a plan recomputes
+  // From a plan file: each stage's predicted peak bytes per rank (empty: no plan, or it predicts
+  // none) and the device memory it was planned for (< 0: not recorded), which the run's measured
+  // peaks are set against after its first step.
+  std::vector<double> predicted_peak_bytes;
+  double planned_device_memory = -1;
+  std::string plan_file;  // where they came from, or empty
 
   int stages() const { return schedule.stages; }
   int chunks() const { return schedule.chunks; }
