@@ -80,6 +80,7 @@ nlohmann::json row_json(const Row& row, double single_device_ms) {
                         {"objective_ms", row.objective_ms >= 0 ? nlohmann::json(row.objective_ms) : nlohmann::json()},
                         {"planning_ms", row.planning_ms}};
   out["search"] = row.search;
+  out["lower_bound_ms"] = row.lower_bound_ms >= 0 ? nlohmann::json(row.lower_bound_ms) : nlohmann::json();
   out["coarsened"] = row.coarsened_from > 0
                          ? nlohmann::json{{"from_layers", row.coarsened_from}, {"to_groups", row.coarsened_to}}
                          : nlohmann::json();
@@ -132,6 +133,9 @@ void print_table(const std::vector<Row>& rows, const planner::Profile& profile, 
     if (r.search != "exact")
       std::printf("\n%s: %s: the search was stopped; this is the best plan it had found", r.plan.planner.c_str(),
                   r.search.c_str());
+    if (r.search != "exact" && r.lower_bound_ms > 0 && r.found)
+      std::printf(", within %.1f%% of the best of its space (none is faster than %s ms)",
+                  100 * (r.plan.predicted_step_ms / r.lower_bound_ms - 1), ms_text(r.lower_bound_ms).c_str());
   }
   std::printf("\n");
 }
@@ -174,6 +178,7 @@ void write_plan_file(planner::Plan plan, const PlanOptions& o, const planner::Pr
 planner::Plan joint_plan(const planner::JointResult& r, const std::string& model, int zero) {
   planner::Plan plan = planner::partition_plan(r.partition, r.evaluation, model, "joint");
   plan.zero = std::max(plan.zero, zero);
+  plan.lower_bound_ms = r.lower_bound_ms;
   return plan;
 }
 
@@ -206,6 +211,7 @@ Row joint_row(const std::vector<Row>& rows, const PlanOptions& o, const planner:
   Row row;
   const planner::JointResult r = timed_joint(profile, cluster, o.global_batch, joint, row.planning_ms);
   row.search = r.search;
+  row.lower_bound_ms = r.lower_bound_ms;
   row.found = r.found;
   row.plan.planner = "joint";
   if (!r.found) {
@@ -226,14 +232,20 @@ void run_joint(const PlanOptions& o, const planner::Profile& profile, const plan
   const planner::JointResult r = timed_joint(profile, cluster, o.global_batch, joint, ms);
   if (o.json) {
     nlohmann::json out = r.found ? partition_json(r.partition, r.evaluation) : nlohmann::json::object();
-    out.update({{"planner", "joint"}, {"found", r.found}, {"search", r.search}, {"evaluated", r.evaluated},
+    out.update({{"planner", "joint"}, {"found", r.found}, {"search", r.search},
+                {"lower_bound_ms", std::isfinite(r.lower_bound_ms) ? nlohmann::json(r.lower_bound_ms) : nlohmann::json()},
+                {"evaluated", r.evaluated},
                 {"nodes", r.nodes}, {"planning_ms", ms}});
     if (!r.seeded_from.empty()) out["seeded_from"] = r.seeded_from;
     if (o.explain) out["explain"] = explain_kinds(profile, cluster, o.global_batch, joint, r.evaluation.simulation.step_ms);
     std::cout << out.dump(2) << "\n";
   } else {
-    std::printf("joint: %s search, %ld candidates simulated, %ld partial ones visited, in %.1f ms\n\n",
+    std::printf("joint: %s search, %ld candidates simulated, %ld partial ones visited, in %.1f ms\n",
                 r.search.c_str(), r.evaluated, r.nodes, ms);
+    if (r.search != "exact" && r.found)
+      std::printf("stopped within %.1f%% of the best plan of its space: none is faster than %s ms\n",
+                  100 * (r.evaluation.simulation.step_ms / r.lower_bound_ms - 1), ms_text(r.lower_bound_ms).c_str());
+    std::printf("\n");
     if (r.found) print_partition(r.partition, r.evaluation);
     else std::printf("no plan fits in device memory (%s)\n", r.why_none.c_str());
     if (!r.seeded_from.empty())

@@ -333,6 +333,27 @@ Searched search_combination(const Profile& profile, const Cluster& cluster, int 
 
 }  // namespace
 
+double combination_bound_ms(const Profile& profile, const Cluster& cluster, int global_batch, int microbatches) {
+  const int rows = global_batch / microbatches;
+  // The devices' compute: a stage of R replicas is busy at least M · ceil(b / R) rows at its layers'
+  // cheapest cost per row, so Σ_s R_s · busy_s ≥ global batch · Σ_l (cheapest per row), over at most
+  // D devices. The cheapest per row of a layer lies at 1 row, b rows or a measured size between
+  // (costs are linear between measurements and proportional outside them).
+  double per_row = 0;
+  for (int l = 0; l < profile.size(); ++l) {
+    std::vector<double> sizes = {1.0, static_cast<double>(rows), profile.microbatch};
+    for (const Measurement& m : profile.layers[static_cast<std::size_t>(l)].extra) sizes.push_back(m.microbatch);
+    double cheapest = std::numeric_limits<double>::infinity();
+    for (const double r : sizes) {
+      if (r < 1 || r > rows) continue;
+      const LayerCost c = profile.cost_at(l, r);  // a backward split into BI and BW may cost less whole
+      cheapest = std::min(cheapest, (c.forward_ms + std::min(c.backward_ms, c.input_ms() + c.weight_ms())) / r);
+    }
+    per_row += cheapest;
+  }
+  return static_cast<double>(global_batch) * per_row / cluster.devices();
+}
+
 JointResult plan_joint(const Profile& profile, const Cluster& cluster, int global_batch, const JointOptions& options) {
   const int devices = cluster.devices();
   PlannerOptions counts;
@@ -362,6 +383,16 @@ JointResult plan_joint(const Profile& profile, const Cluster& cluster, int globa
       if (searched == Searched::out_of_time) {
         best.search = "time-limited";
         if (best.found) best.why_none.clear();
+        // This combination, the rest of this pass and what an earlier pass left are not finished.
+        best.lower_bound_ms = best_ms;
+        bool after = false;
+        for (const std::vector<Combination>* list : {&pending, &unfinished})
+          for (const Combination& u : *list) {
+            after = after || &u == &c;
+            if (list == &unfinished || after)
+              best.lower_bound_ms = std::min(
+                  best.lower_bound_ms, combination_bound_ms(profile, cluster, global_batch, u.microbatches));
+          }
         return best;
       }
       if (searched == Searched::budget_hit) unfinished.push_back(c);
@@ -370,6 +401,7 @@ JointResult plan_joint(const Profile& profile, const Cluster& cluster, int globa
     if (budget == 0) break;
   }
   if (best.found) best.why_none.clear();
+  best.lower_bound_ms = best_ms;
   return best;
 }
 

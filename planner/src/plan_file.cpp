@@ -64,6 +64,7 @@ nlohmann::json plan_to_json(const Plan& plan, const Cluster& cluster) {
                         {"predicted_step_ms", plan.predicted_step_ms},
                         {"peak_memory_bytes", plan.peak_memory_bytes},
                         {"assumptions", assumptions_json(plan.assumptions)}};
+  if (plan.lower_bound_ms >= 0) out["lower_bound_ms"] = plan.lower_bound_ms;
   return out;
 }
 
@@ -185,7 +186,7 @@ int read_header(const nlohmann::json& doc, const std::string& source, Plan& plan
     reject_unknown_fields(doc, {"format", "version", "model", "planner", "global_batch", "microbatches",
                                 "microbatch_size", "schedule", "chunks", "zero", "placement", "overlap_allreduce",
                                 "cluster", "tensor_parallel", "stages", "predicted_step_ms", "peak_memory_bytes",
-                                "assumptions"},
+                                "lower_bound_ms", "assumptions"},
                           source, "");
   plan.model = string_field_or(doc, "model", "", source, "");
   plan.planner = string_field_or(doc, "planner", "", source, "");
@@ -213,6 +214,7 @@ int read_header(const nlohmann::json& doc, const std::string& source, Plan& plan
                                ? int_field(doc, "tensor_parallel", source, "", 1, kMaxClusterDevices)
                                : 1;
     plan.assumptions = read_assumptions(doc, source);
+    plan.lower_bound_ms = number_field_or(doc, "lower_bound_ms", -1, source, "");
   }
   plan.predicted_step_ms = number_field_or(doc, "predicted_step_ms", 0, source, "");
   number_field_or(doc, "simulated_step_ms", -1, source, "");  // older files: the same as predicted_step_ms now

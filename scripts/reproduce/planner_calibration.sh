@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Issue 29's calibration: the joint planner's predictions against real runs on this machine.
+# Issues 29 and 45's calibration: the one model's predictions of every planner's plans against real
+# runs on this machine.
 #
 # For gpt, bert48, gnmt16 and vgg19 at --size cpu: `loom profile` measures the model here (one
 # thread, micro-batch 8 and --also-at every other power of two up to the batch; on both cores at
@@ -12,8 +13,9 @@
 # another schedule, layout or M, or recompute; 0.8 x when nothing fits under 0.6 x), and
 # "recompute": 0.7 x the tight plan's largest peak with the tight plan's M fixed (--microbatches),
 # where more micro-batches cannot help (0.8 x when nothing fits; skipped when nothing fits then
-# either). Compared per plan: the
-# simulated step time against the median of the measured steps after the first 3, and per stage
+# either). At the tight cap the DAPPLE, PipeDream, DP and GPipe planners' plans run too (the quick
+# run: for gpt only), each skipped when it has none that fits. Compared per plan: the
+# predicted step time (the one model) against the median of the measured steps after the first 3, and per stage
 # the plan's predicted_peak_bytes against the run's peak_bytes_by_stage total. Plans with more ranks
 # than cores would be calibrated for memory only; on 1x2 there are none.
 #
@@ -29,9 +31,9 @@ models=("gpt 64" "vgg19 64")
 [ "$quick" = 1 ] || models+=("bert48 32" "gnmt16 64")
 steps=$([ "$quick" = 1 ] && echo 6 || echo 12)
 
-plan() {  # plan NAME CAP OUT [FLAGS]: the joint plan for a 1x2 cluster with CAP bytes per device
+plan() {  # [PLANNER=...] plan NAME CAP OUT [FLAGS]: PLANNER's plan (joint) for a 1x2 cluster with CAP bytes per device
   "$loom" plan --profile "$work/$1.profile" --cluster "1x2:intra=$link,inter=$link,mem=$2" \
-    --global-batch "$batch" --optimizer adam --planner joint --time-limit 60 --out "$3" "${@:4}" >"$3.log" 2>&1
+    --global-batch "$batch" --optimizer adam --planner "${PLANNER:-joint}" --time-limit 60 --out "$3" "${@:4}" >"$3.log" 2>&1
 }
 microbatches() { "$python" -c 'import json,sys; print(json.load(open(sys.argv[1]))["microbatches"])' "$1"; }
 largest_peak() { "$python" -c 'import json,sys; print(int(max(s["predicted_peak_bytes"] for s in json.load(open(sys.argv[1]))["stages"])))' "$1"; }
@@ -69,10 +71,18 @@ for entry in "${models[@]}"; do
   else
     echo "$name recompute: no plan fits 0.8 x the tight plan's peak at M=$m (skipped)"
   fi
+  # Every other planner's plan at the tight cap, scored by the same one model (issue 45); the quick
+  # run does this for gpt only.
+  if [ "$quick" != 1 ] || [ "$name" = gpt ]; then
+    for other in dapple pipedream dp gpipe; do
+      if PLANNER=$other plan "$name" "$tight" "$work/$name-$other.json"; then caps+=("$other $tight")
+      else echo "$name $other: no plan fits $tight bytes (skipped)"; fi
+    done
+  fi
   for entry in "${caps[@]}"; do
     read -r cap cap_bytes <<<"$entry"
     p=$work/$name-$cap.json
-    echo "$name $cap: $(head -3 "$p.log" | tail -1)"
+    echo "$name $cap: $(grep -m1 -E '^schedule |^(dapple|pipedream|dp|dp-overlap|gpipe) ' "$p.log")"
     "${mpi[@]}" -n "$(ranks "$p")" "$loom" train --model "$name" --size cpu --plan "$p" --data synthetic \
       --optimizer adam --steps "$steps" --threads 1 --peak-gflops 1 --quiet --metrics "$work/$name-$cap.jsonl"
     echo "$name $cap $cap_bytes $p $work/$name-$cap.jsonl" >>"$work/runs.txt"
@@ -107,7 +117,7 @@ for line in open(runs):
     measured_ms = 1000 * statistics.median(r["step_seconds"] for r in records[3:])
     peaks = [s["total"] for s in records[-1]["peak_bytes_by_stage"]]
     for s, stage in enumerate(plan["stages"]):
-        rows.append({"model": model, "cap": cap, "cap_bytes": cap_bytes, "schedule": plan["schedule"],
+        rows.append({"model": model, "cap": cap, "cap_bytes": cap_bytes, "planner": plan["planner"], "schedule": plan["schedule"],
                      "microbatches": plan["microbatches"], "stages": len(plan["stages"]),
                      "layers": " ".join("%d-%d" % tuple(r) for r in stage["layers"]),
                      "replicas": stage["replicas"], "recompute": " ".join(map(str, stage["recompute"])),
@@ -162,7 +172,7 @@ extra_handles, extra_labels = axes[1].get_legend_handles_labels()
 handles.append(extra_handles[-1])
 labels.append(extra_labels[-1] + " (memory)")
 fig.legend(handles, labels, loc="lower center", ncol=6, fontsize=8)
-fig.suptitle("loom plan --planner joint on a 1x2 cluster of this machine: predicted against measured")
+fig.suptitle("loom plan (joint at three caps; dapple, pipedream, dp, gpipe at the tight one) on a 1x2 cluster of this machine:\npredicted (the one model) against measured", fontsize=10)
 fig.tight_layout(rect=(0, 0.1, 1, 0.95))
 fig.savefig(png, dpi=120)
 EOF

@@ -55,8 +55,8 @@ def planner_table(rows, png):
                                                    if overlap == "1" else "after the last backward (DAPPLE's model), every planner"),
                          fontsize=10)
     axes[0, 0].legend(fontsize=8, loc="upper left", ncol=3)
-    fig.suptitle("DAPPLE vs PipeDream planner vs DP, clusters A/B/C (cost model)\n"
-                 "number over the DAPPLE bar: DAPPLE / PipeDream step-time ratio (paper: up to 3.23x; up to 2.32x over DP)",
+    fig.suptitle("DAPPLE vs PipeDream planner vs DP, clusters A/B/C: bars the one model's speedups (\"does not fit\": over a V100's memory there)\n"
+                 "number over the DAPPLE bar: DAPPLE / PipeDream step-time ratio under the papers' closed form (paper: up to 3.23x; up to 2.32x over DP)",
                  fontsize=11)
     save(fig, png)
 

@@ -315,3 +315,35 @@ TEST_CASE("joint: never slower under the one model than any other planner's plan
   CHECK(compared > 60);
   CHECK(beaten > 10);  // the search finds better plans, not only the seeds again
 }
+
+// A stopped search's proved bound (JointResult::lower_bound_ms): never above the optimum the whole
+// search finds, never above its own plan; each combination's bound never above its plans.
+TEST_CASE("joint: a stopped search's lower bound holds") {
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 6; ++trial) {
+    const Profile profile = random_profile(rng, 6);
+    const Cluster cluster = make_cluster(1, 4, 20e9, 2e9, 1e12);
+    JointOptions exact;
+    exact.seed = false;
+    const JointResult whole = plan_joint(profile, cluster, 8, exact);
+    REQUIRE(whole.found);
+    CHECK(whole.lower_bound_ms == whole.evaluation.simulation.step_ms);
+    JointOptions stopped = exact;
+    stopped.time_limit_s = 1e-6;
+    stopped.first_pass_nodes = 1;
+    const JointResult part = plan_joint(profile, cluster, 8, stopped);
+    INFO("trial " << trial << ": " << part.search);
+    CHECK(part.lower_bound_ms <= whole.evaluation.simulation.step_ms * (1 + 1e-9));
+    if (part.found) CHECK(part.lower_bound_ms <= part.evaluation.simulation.step_ms);
+    for (const int stages : {1, 2, 4})
+      for (const int m : {1, 2, 4, 8}) {
+        JointOptions one = exact;
+        one.kinds = {ScheduleKind::dapple};
+        one.microbatch_counts = {m};
+        const double bound = combination_bound_ms(profile, cluster, 8, m);
+        const JointResult r = plan_joint(profile, cluster, 8, one);
+        // The best over every S at this M bounds from above the least of the S's bounds.
+        if (r.found && stages == r.evaluation.schedule.stages) CHECK(bound <= r.evaluation.simulation.step_ms * (1 + 1e-9));
+      }
+  }
+}

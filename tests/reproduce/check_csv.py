@@ -247,6 +247,9 @@ def schedule_memory(rows):
 
 def planner_calibration(rows):
     check({r["cap"] for r in rows} >= {"loose", "tight"}, "a loose and a tight cap present")
+    # Issue 45: the other planners' plans are calibrated too (those that fit the tight cap).
+    check(len({r["planner"] for r in rows} - {"joint"}) >= 2, f"plans of two other planners than joint present "
+          f"({sorted({r['planner'] for r in rows})})")
     for r in rows:
         case = f"{r['model']} {r['cap']} ({r['schedule']}, M={r['microbatches']}) stage {r['stage']}"
         check(number(r, "predicted_peak_bytes") > 0 and number(r, "measured_peak_bytes") > 0, f"{case}: peaks present")
@@ -260,7 +263,7 @@ def planner_calibration(rows):
 
 
 COLUMNS = {
-    "planner_calibration": "model cap cap_bytes schedule microbatches stages layers replicas recompute predicted_step_ms "
+    "planner_calibration": "model cap cap_bytes planner schedule microbatches stages layers replicas recompute predicted_step_ms "
                            "measured_step_ms step_error stage predicted_peak_bytes measured_peak_bytes peak_error "
                            "profile_drift",
     "schedule_memory": "schedule chunks stages microbatches microbatch_rows stage repeats split_backward block_output_bytes "

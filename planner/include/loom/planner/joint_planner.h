@@ -69,10 +69,22 @@ struct JointResult {
   long nodes = 0;                // partial candidates the search visited (replica and cut choices)
   std::string seeded_from;       // the planner whose plan is the result, when no candidate beat it
   std::string search = "exact";  // or "time-limited"
+  // No plan of the search's space (nor a seed) is faster than this: the result's own step when the
+  // search finished; when it was stopped, the least of that and, over each (kind, S, M) it did not
+  // finish, a bound no plan of it can beat (combination_bound_ms at its M). +inf when nothing was found and
+  // the search finished.
+  double lower_bound_ms = 0;
   // When nothing fits: of the candidates simulated, the one closest to fitting (which stage, by
   // how many bytes), or that every cut put weights, gradients and optimizer state over the cap.
   std::string why_none;
 };
+
+// A lower bound of the one model's step for every plan with `microbatches` micro-batches on the
+// cluster's devices, whatever its kind, stages, cuts, replicas, recomputation and ZeRO-1: a step lasts
+// at least its busiest stage's compute, and a stage of R replicas computes ceil(b / R) rows of each
+// micro-batch, so the devices together compute the global batch at no less than each layer's
+// cheapest cost per row (over 1 row, b rows and the measured sizes between).
+double combination_bound_ms(const Profile& profile, const Cluster& cluster, int global_batch, int microbatches);
 
 // The synchronous kinds the joint search tries, with their chunk counts.
 std::vector<schedule::ScheduleKind> joint_kinds();

@@ -77,6 +77,8 @@ struct Plan {
   // Filled by the one model (plan_score.h: record_score), with each stage's predicted_peak_bytes.
   double predicted_step_ms = 0;
   double peak_memory_bytes = 0;
+  // The joint search's proof: no plan of its space is faster (JointResult::lower_bound_ms); < 0: none.
+  double lower_bound_ms = -1;
 
   int stage_count() const { return static_cast<int>(stages.size()); }
   int devices_used() const;

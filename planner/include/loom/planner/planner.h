@@ -57,6 +57,7 @@ struct PlannerResult {
   // "exact": the search finished; "time-limited" / "size-limited": it was stopped, and the plan is
   // the best one found before that.
   std::string search = "exact";
+  double lower_bound_ms = -1;  // the joint search's proved bound (JointResult::lower_bound_ms); < 0: none
   int coarsened_from = 0;  // > 0: planned on this chain coarsened to `coarsened_to` groups
   int coarsened_to = 0;
 };
