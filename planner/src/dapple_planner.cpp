@@ -518,14 +518,12 @@ void settle(DappleRun& run) {
   if (result.search == "exact" && (std::abs(cost.step_ms - scored) > 1e-6 * std::max(1.0, scored) || !cost.feasible))
     LOOM_THROW("internal error: the DAPPLE search scored ", run.best_plan.strategy(), " at ", scored,
                " ms but the cost model says ", cost.step_ms, " ms");
-  score_result(result, run.profile, run.cluster, run.best_plan, run.options.cost);
+  keep_scored(result, run.best_plan, score_plan(run.profile, run.cluster, run.best_plan, run.options.cost));
   if (!run.shortlist.plans().empty()) {
     run.progress(loom::detail::concat("scoring ", run.shortlist.plans().size(), " candidates"));
     for (const auto& [ms, plan] : run.shortlist.plans()) {
-      const PartitionEvaluation score = score_plan(run.profile, run.cluster, plan, run.options.cost);
-      if ((score.fits && !result.found) ||
-          (score.fits == result.found && score.simulation.step_ms < result.score.simulation.step_ms))
-        score_result(result, run.profile, run.cluster, plan, run.options.cost);
+      PartitionEvaluation score = score_plan(run.profile, run.cluster, plan, run.options.cost);
+      if (better_score(score, result)) keep_scored(result, plan, std::move(score));
     }
     result.note = loom::detail::concat("the fastest under the one model of its ", run.shortlist.plans().size(),
                                        " best candidates; its objective's optimum is ", scored, " ms");

@@ -42,33 +42,30 @@ std::vector<int> microbatch_candidates(int global_batch, const PlannerOptions& o
   return out;
 }
 
-void score_result(PlannerResult& result, const Profile& profile, const Cluster& cluster, Plan plan,
-                  const CostOptions& options) {
-  result.score = score_plan(profile, cluster, plan, options);
-  result.objective_ms = evaluate(profile, cluster, plan, options).step_ms;
-  result.found = result.score.fits;
-  record_score(plan, result.score);
+void keep_scored(PlannerResult& result, Plan plan, PartitionEvaluation score) {
+  result.found = score.fits;
+  record_score(plan, score);
   result.plan = std::move(plan);
+  result.score = std::move(score);
+}
+
+bool better_score(const PartitionEvaluation& score, const PlannerResult& result) {
+  return result.plan.stages.empty() || (score.fits && !result.found) ||
+         (score.fits == result.found && score.simulation.step_ms < result.score.simulation.step_ms);
 }
 
 PlannerResult best_of(const Profile& profile, const Cluster& cluster, const std::vector<Plan>& candidates,
                       const CostOptions& options, std::string_view none) {
   PlannerResult best;
-  const Plan* chosen = nullptr;
-  bool fits = false;
-  double step_ms = 0, objective_ms = -1;
+  double objective_ms = -1;
   for (const Plan& candidate : candidates) {
     const PlanCost objective = evaluate(profile, cluster, candidate, options);
     if (objective.feasible && (objective_ms < 0 || objective.step_ms < objective_ms)) objective_ms = objective.step_ms;
-    const PartitionEvaluation score = score_plan(profile, cluster, candidate, options);
-    if (chosen && !(score.fits && !fits) && !(score.fits == fits && score.simulation.step_ms < step_ms)) continue;
-    chosen = &candidate;
-    fits = score.fits;
-    step_ms = score.simulation.step_ms;
+    PartitionEvaluation score = score_plan(profile, cluster, candidate, options);
+    if (better_score(score, best)) keep_scored(best, candidate, std::move(score));
   }
-  if (chosen) score_result(best, profile, cluster, *chosen, options);
   best.objective_ms = objective_ms;
-  if (!best.found) best.note = chosen ? "does not fit: " + best.score.why_not : std::string(none);
+  if (!best.found) best.note = best.plan.stages.empty() ? std::string(none) : "does not fit: " + best.score.why_not;
   return best;
 }
 
@@ -94,7 +91,10 @@ PlannerResult plan_coarsened(const Profile& profile, int groups, const Cluster& 
                                                 profile.size(), " layers (coarsened)");
   result.note = result.note.empty() ? what : what + "; " + result.note;
   if (result.plan.stages.empty()) return result;
-  score_result(result, profile, cluster, refine(result.plan, coarse), options.cost);
+  Plan refined = refine(result.plan, coarse);
+  result.objective_ms = evaluate(profile, cluster, refined, options.cost).step_ms;
+  PartitionEvaluation score = score_plan(profile, cluster, refined, options.cost);
+  keep_scored(result, std::move(refined), std::move(score));
   return result;
 }
 

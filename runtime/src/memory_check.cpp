@@ -68,10 +68,6 @@ double shared_tie_bytes(const ModelSpec& spec, const ModelSummary& summary, cons
   return bytes;
 }
 
-}  // namespace
-
-namespace {
-
 // The rank of `stage` with the least memory.
 int tightest_rank(const RunLayout& layout, int stage, const std::vector<RankMemory>& memory) {
   const std::vector<int>& ranks = layout.ranks.at(static_cast<std::size_t>(stage));

@@ -79,10 +79,12 @@ std::vector<int> microbatch_candidates(int global_batch, const PlannerOptions& o
 PlannerResult best_of(const Profile& profile, const Cluster& cluster, const std::vector<Plan>& candidates,
                       const CostOptions& options, std::string_view none = "no candidate");
 
-// `result` with `plan` as its plan, scored by the one model (found: it fits), and `plan`'s objective
-// under the closed form.
-void score_result(PlannerResult& result, const Profile& profile, const Cluster& cluster, Plan plan,
-                  const CostOptions& options);
+// `result` with `plan` as its plan and `score` (score_plan's) as its score: found when it fits, and
+// the score's predictions recorded in the plan. The caller sets objective_ms.
+void keep_scored(PlannerResult& result, Plan plan, PartitionEvaluation score);
+// Whether `score` is better than `result`'s: `result` has no plan yet, or `score` fits where it does
+// not, or both fit alike and `score` is faster.
+bool better_score(const PartitionEvaluation& score, const PlannerResult& result);
 
 // A candidate's header: the profile's model, the planner's name, the batch, M, the schedule kind and
 // whether gradient allreduces overlap the backward; the caller adds the stages.
