@@ -3,8 +3,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <limits>
 #include <map>
+#include <memory>
 
 #include <loom/base/error.h>
 #include <loom/planner/baselines.h>
@@ -14,6 +16,8 @@
 #include <loom/planner/planner.h>
 #include <loom/planner/recomputation.h>
 #include <loom/schedule/generators.h>
+
+#include "suffix_bound.h"
 
 namespace loom::planner {
 
@@ -73,9 +77,30 @@ struct CutSearch {
   // static-bytes bound subtracts it, since a later chunk may bring a tie's other layer.
   double tie_slack = 0;
   CostOptions bound_cost{};  // options.cost, with ZeRO-1 when the search may turn it on (the least bytes)
+  // Single-chunk kinds: the bound on the stages not cut yet (suffix_bound.h; null: not made, or
+  // a multi-chunk kind), and whether every stage ends with its first micro-batch's backward (the
+  // bound's head-and-tail form holds).
+  const detail::SuffixBound* suffix = nullptr;
+  bool every_stage_ends_with_backward = false;
+  // One micro-batch's forwards and backwards through the virtual stages cut so far (in order), and
+  // whether the kind splits backwards into BI and BW (then a chunk's BW may come after the gradient
+  // has gone on down, and only the forwards bound a chunk from before).
+  double forwards_ms = 0, backwards_ms = 0;
+  bool split_backward = false;
+  // Σ over the stages placed so far of replicas · (head + busy): the device time they are taken.
+  double devices_used_ms = 0;
+  // Where every stage ends with its first chunk's backward: Σ replicas · (head + tail + compute).
+  double devices_used_tail_ms = 0;
+  // device_rest[l]: the least device time layers l.. can take, M · Σ min over R of R · (F + B) at
+  // ceil(b / R) rows (whichever stage computes a layer, its R replicas are busy that long with it).
+  std::vector<double> device_rest{};
+  // rest_can_fit's sums: parameter bytes of layers 0..l−1, and work_prefix per rows count.
+  std::vector<double> weight_prefix{};
+  std::map<int, std::vector<double>> work_prefix_by_rows{};
 
   void evaluate() {
     ++best.evaluated;
+    work += kSimulationNodes;
     PartitionEvaluation e;
     try {
       e = evaluate_partition(profile, cluster, partition, options.cost, &sched);
@@ -163,21 +188,40 @@ struct CutSearch {
       ends_with_first_backward[static_cast<std::size_t>(s)] =
           last != program.rend() && last->op == schedule::Op::Backward && sched.virtual_stage(s, last->chunk) == s;
     }
+    split_backward = split;
+    every_stage_ends_with_backward =
+        std::all_of(ends_with_first_backward.begin(), ends_with_first_backward.end(), [](char e) { return e != 0; });
+  }
+
+  // No plan of this (kind, S, M) is faster: the suffix bound of all its stages, or 0 without one.
+  double combination_bound() const {
+    if (suffix == nullptr) return 0;
+    const double head = suffix->head(sched.stages, 0, cluster.devices());
+    return every_stage_ends_with_backward ? std::max(head, suffix->head_and_tail(sched.stages, 0, cluster.devices()))
+                                          : head;
   }
 
   long node_budget = 0;   // > 0: stop after this many nodes (budget_hit), the deadline not reached
   bool budget_hit = false;
 
+  // The first pass's budget counts a simulation as kSimulationNodes nodes (one takes about as long
+  // as that many partial candidates), so that it shares out time, not nodes.
+  static constexpr long kSimulationNodes = 256;
+  long work = 0;
+
   bool out_of_time() {
     if (options.time_limit_s > 0 && (nodes & 255) == 0 && Clock::now() > deadline) stopped = true;
-    if (node_budget > 0 && nodes >= node_budget) stopped = budget_hit = true;
+    if (node_budget > 0 && work >= node_budget) stopped = budget_hit = true;
     ++nodes;
+    ++work;
     return stopped;
   }
 
   void cut(int virtual_stage, int first) {
     if (out_of_time()) return;
     if (virtual_stage == sched.virtual_stages()) return evaluate();
+    if (options.prune && virtual_stage == sched.stages && !rest_can_fit(virtual_stage, first, forwards_ms, backwards_ms))
+      return;
     const auto stage = static_cast<std::size_t>(sched.stage_of(virtual_stage));
     if (partition.replicas[stage] > 0) return cut_ranges(virtual_stage, first);
     // This stage's first chunk: its replicas, from the devices left (one for each stage to come).
@@ -192,10 +236,114 @@ struct CutSearch {
       rows[stage] = ceil_div(rows_per_microbatch, r);
       allreduce[stage] = allreduce_cost(cluster, stage_devices);
       devices_left -= r;
+      devices_used_ms += r * head_ms[stage];
+      devices_used_tail_ms += r * (head_ms[stage] + tail_ms[stage]);
       cut_ranges(virtual_stage, first);
       devices_left += r;
+      devices_used_ms -= r * head_ms[stage];
+      devices_used_tail_ms -= r * (head_ms[stage] + tail_ms[stage]);
     }
     partition.replicas[stage] = 0;
+  }
+
+  // Prune above this: the best step, and rounding.
+  double cutoff() const { return best_ms * (1 + 1e-9); }
+
+  // Every stage's replicas chosen (a multi-chunk kind's second half): whether the virtual stages
+  // from `virtual_stage` on can take the layers from `first` with each chunk within cut_ranges'
+  // bounds under the best step (its stage's head and busy time; head, tail and compute where it ends
+  // with its first chunk's backward; the chunk's own, after `forwards` and before `backwards`) and
+  // its bytes under the cap. Those grow with a range, so it is enough that each, in order, takes as
+  // many layers as it can.
+  // `forwards`, `backwards`: at least one micro-batch's through the virtual stages before.
+  bool rest_can_fit(int virtual_stage, int first, double forwards, double backwards) {
+    const double limit = cutoff();
+    const int total = sched.virtual_stages();
+    if (weight_prefix.empty()) {
+      weight_prefix.assign(static_cast<std::size_t>(profile.size()) + 1, 0.0);
+      for (int l = 0; l < profile.size(); ++l)
+        weight_prefix[static_cast<std::size_t>(l) + 1] =
+            weight_prefix[static_cast<std::size_t>(l)] + profile.layers[static_cast<std::size_t>(l)].parameter_bytes;
+    }
+    for (int k = virtual_stage; k < total; ++k) {
+      const auto stage = static_cast<std::size_t>(sched.stage_of(k));
+      const std::vector<double>& work = work_prefix(rows[stage]);
+      const auto begin = static_cast<std::size_t>(first);
+      int end = first - 1;
+      for (int last = first; last <= profile.size() - (total - k); ++last) {
+        const auto after = static_cast<std::size_t>(last) + 1;
+        const double weights = weight_prefix[after] - weight_prefix[begin];
+        const double compute = partition.microbatches * (work[after] - work[begin]);
+        const double busy = compute + (options.cost.overlap_allreduce ? 0.0 : allreduce[stage].at(weights));
+        const double bytes = static_bytes[stage] + state_bytes(weights, partition.replicas[stage], bound_cost);
+        const bool tail_over =
+            ends_with_first_backward[stage] && head_ms[stage] + tail_ms[stage] + compute_ms[stage] + compute > limit;
+        const bool chunk_over = forwards + compute + (split_backward ? 0.0 : backwards) > limit;
+        if (head_ms[stage] + busy_ms[stage] + busy > limit || tail_over || chunk_over ||
+            bytes - tie_slack > cluster.device_memory)
+          break;
+        end = last;
+      }
+      if (end < first) return false;
+      first = end + 1;
+    }
+    return first == profile.size();
+  }
+
+  // Per rows count: Σ (F + B) of one micro-batch over layers 0..l−1, at index l.
+  const std::vector<double>& work_prefix(int at_rows) {
+    std::vector<double>& prefix = work_prefix_by_rows[at_rows];
+    if (!prefix.empty()) return prefix;
+    prefix.assign(static_cast<std::size_t>(profile.size()) + 1, 0.0);
+    for (int l = 0; l < profile.size(); ++l) {
+      const LayerCost c = profile.cost_at(l, at_rows);
+      prefix[static_cast<std::size_t>(l) + 1] = prefix[static_cast<std::size_t>(l)] + c.forward_ms + c.backward_ms;
+    }
+    return prefix;
+  }
+
+  // Whether the devices, each busy at most the best step after its stage's head, have time for the
+  // layers after `last`, this range of `stage` taking `busy` more: the placed stages' R · (step −
+  // head − busy) and the devices left's step − the next stage's head (later stages start later).
+  // Where every stage ends with its first chunk's backward, the same with each stage's head, tail
+  // and compute.
+  bool devices_have_time(std::size_t stage, int last, double busy, double compute, const RangeCost& work) {
+    if (!std::isfinite(best_ms)) return true;  // nothing found yet bounds the step
+    if (device_rest.empty()) make_device_rest();
+    const double limit = cutoff();
+    const double need = device_rest[static_cast<std::size_t>(last) + 1];
+    const double placed = limit * (cluster.devices() - devices_left);
+    const int replicas = partition.replicas[stage];
+    const double next_head = head_ms[stage] + work.forward_ms;
+    if (need > placed - devices_used_ms - replicas * busy + devices_left * (limit - next_head)) return false;
+    if (!every_stage_ends_with_backward) return true;
+    const double next_tail = tail_ms[stage] + work.backward_ms;
+    return need <= placed - devices_used_tail_ms - replicas * compute + devices_left * (limit - next_head - next_tail);
+  }
+
+  void make_device_rest() {
+    device_rest.assign(static_cast<std::size_t>(profile.size()) + 1, 0.0);
+    const int most = std::min(cluster.devices(), rows_per_microbatch);
+    for (int l = profile.size() - 1; l >= 0; --l) {
+      double least = std::numeric_limits<double>::infinity();
+      for (int r = 1; r <= most; ++r) {
+        const LayerCost c = profile.cost_at(l, ceil_div(rows_per_microbatch, r));
+        least = std::min(least, r * (c.forward_ms + c.backward_ms));
+      }
+      device_rest[static_cast<std::size_t>(l)] = device_rest[static_cast<std::size_t>(l) + 1] + partition.microbatches * least;
+    }
+  }
+
+  // The stages after `stage` (single-chunk kinds), its range ending at `last`: at least the suffix
+  // bound after the forwards (and, where every stage ends with a backward, the backwards) before them.
+  double later_stages_bound(std::size_t stage, int last, const RangeCost& work) const {
+    const int later = sched.stages - static_cast<int>(stage) - 1;
+    if (suffix == nullptr || later == 0) return 0;
+    double bound = head_ms[stage] + work.forward_ms + suffix->head(later, last + 1, devices_left);
+    if (every_stage_ends_with_backward)
+      bound = std::max(bound, head_ms[stage] + tail_ms[stage] + work.forward_ms + work.backward_ms +
+                                  suffix->head_and_tail(later, last + 1, devices_left));
+    return bound;
   }
 
   // The layer ranges of this virtual stage, its stage's replicas chosen. Each longer range extends
@@ -211,6 +359,9 @@ struct CutSearch {
     const bool whole_rest = last_begin > first;  // the last virtual stage takes every layer left
     auto [work, weights] = whole_rest ? all_but_last(rows[stage])[static_cast<std::size_t>(first)]
                                       : std::pair{range_cost(profile, first, first - 1, rows[stage]), 0.0};
+    // A multi-chunk kind's second half: each later chunk is another stage's last, and whether they
+    // can take the layers after this one only gets easier as this one grows (rest_can_fit).
+    bool rest_fits = !options.prune || virtual_stage < sched.stages || virtual_stage + 1 == total;
     for (int last = last_begin; last <= last_end && !stopped; ++last) {
       extend_range_cost(work, profile, last, rows[stage]);
       weights += profile.layers[static_cast<std::size_t>(last)].parameter_bytes;
@@ -224,19 +375,36 @@ struct CutSearch {
       // The layers after `last` still to come, at least as slow as at the fewest rows.
       const double average = (busy_total() + busy + to_come[static_cast<std::size_t>(last) + 1]) / sched.stages;
       const double tail = ends_with_first_backward[stage] ? tail_ms[stage] + compute_ms[stage] + compute : 0.0;
-      const double bound = std::max(head_ms[stage] + std::max(stage_busy + busy, tail), average);
-      if (options.prune && (bound > best_ms * (1 + 1e-9) || stage_bytes + bytes - tie_slack > cluster.device_memory))
-        break;
+      // This chunk: its micro-batches' work starts after the first one's forwards before it and
+      // (whole backwards) ends before the last one's backwards below it.
+      const double chunk = forwards_ms + compute + (split_backward ? 0.0 : backwards_ms);
+      const double bound = std::max({head_ms[stage] + std::max(stage_busy + busy, tail), average, chunk});
+      if (options.prune && (bound > cutoff() || stage_bytes + bytes - tie_slack > cluster.device_memory)) break;
+      // The devices' time: every stage lasts at most the best step after its head, and the layers
+      // to come take at least device_rest of it. What is left shrinks faster than what they need.
+      if (options.prune && !devices_have_time(stage, last, busy, compute, work)) break;
+      if (options.prune && later_stages_bound(stage, last, work) > cutoff()) continue;
+      if (!rest_fits && !(rest_fits = rest_can_fit(virtual_stage + 1, last + 1, forwards_ms + work.forward_ms,
+                                                    backwards_ms + work.backward_ms)))
+        continue;
       if (virtual_stage < sched.stages) {  // the next stage's head and tail, through this first chunk
         head_ms[stage + 1] = head_ms[stage] + work.forward_ms;
         tail_ms[stage + 1] = tail_ms[stage] + work.backward_ms;
       }
       stage_busy += busy;
+      forwards_ms += work.forward_ms;
+      backwards_ms += work.backward_ms;
+      devices_used_ms += partition.replicas[stage] * busy;
+      devices_used_tail_ms += partition.replicas[stage] * compute;
       stage_bytes += bytes;
       compute_ms[stage] += compute;
       partition.layers[static_cast<std::size_t>(virtual_stage)] = {first, last};
       cut(virtual_stage + 1, last + 1);
       stage_busy -= busy;
+      forwards_ms -= work.forward_ms;
+      backwards_ms -= work.backward_ms;
+      devices_used_ms -= partition.replicas[stage] * busy;
+      devices_used_tail_ms -= partition.replicas[stage] * compute;
       stage_bytes -= bytes;
       compute_ms[stage] -= compute;
     }
@@ -290,18 +458,66 @@ int joint_chunks(schedule::ScheduleKind kind) { return schedule::is_multi_chunk(
 
 namespace {
 
-// One (kind, stage count, M) of the joint search.
+// One (kind, stage count, M) of the joint search, and a step none of its plans beats (0: not known yet).
 struct Combination {
   schedule::ScheduleKind kind;
   int stages, microbatches;
+  double bound_ms = 0;
+};
+
+// The bytes a tie can take off a stage (the search's memory bound subtracts them).
+double tie_slack(const Profile& profile, const CostOptions& cost) {
+  double slack = 0;
+  for (const LayerTie& tie : profile.ties) slack += tie.bytes * (1 + cost.optimizer_state_factor);
+  return slack;
+}
+
+// The cost options the search's bounds use: ZeRO-1 when the search may turn it on (the least bytes).
+CostOptions bound_cost(const JointOptions& options) {
+  CostOptions cost = options.cost;
+  cost.zero = options.cost.zero || options.search_zero;
+  return cost;
+}
+
+// Each micro-batch count's suffix bound (suffix_bound.h), made when first asked for; none where its
+// table would take too long (beyond ~2^28 steps: larger clusters and models).
+class SuffixBounds {
+ public:
+  SuffixBounds(const Profile& profile, const Cluster& cluster, int global_batch, const JointOptions& options)
+      : profile_(profile), cluster_(cluster), global_batch_(global_batch), cost_(bound_cost(options)),
+        slack_(tie_slack(profile, options.cost)), stages_(std::min(cluster.devices(), profile.size())) {}
+
+  const detail::SuffixBound* at(int microbatches) {
+    constexpr double kMostSteps = 1 << 28;
+    if (detail::suffix_bound_steps(profile_.size(), cluster_.devices(), stages_) > kMostSteps) return nullptr;
+    auto& table = tables_[microbatches];
+    if (!table)
+      table = std::make_unique<detail::SuffixBound>(profile_, cluster_, global_batch_ / microbatches, microbatches,
+                                                    cost_, slack_, stages_);
+    return table.get();
+  }
+
+ private:
+  const Profile& profile_;
+  const Cluster& cluster_;
+  int global_batch_;
+  CostOptions cost_;
+  double slack_;
+  int stages_;
+  std::map<int, std::unique_ptr<detail::SuffixBound>> tables_;
 };
 
 enum class Searched { whole, budget_hit, out_of_time };
 
 // Searches one combination's replicas and cuts (CutSearch), at most `node_budget` nodes (0: all).
+// `suffix`: the micro-batch count's suffix bound, if made; `bound_ms` is set to a step no plan of
+// the combination beats (0 when unknown), and a combination bounded above the cutoff is not
+// searched.
 Searched search_combination(const Profile& profile, const Cluster& cluster, int global_batch,
                             const JointOptions& options, const Combination& c, long node_budget,
-                            Clock::time_point deadline, JointResult& best, double& best_ms, double& closest_excess) {
+                            const detail::SuffixBound* suffix, Clock::time_point deadline, JointResult& best,
+                            double& best_ms, double& closest_excess, double& bound_ms) {
+  bound_ms = 0;
   const int v = joint_chunks(c.kind);
   schedule::Schedule sched;
   try {
@@ -319,11 +535,13 @@ Searched search_combination(const Profile& profile, const Cluster& cluster, int 
                    global_batch / c.microbatches, cluster.devices(), std::vector<int>(count, 0),
                    std::vector<LinearCost>(count), std::vector<double>(count, 0.0), std::vector<double>(count, 0.0),
                    {}, {}, {}, {}, {}, {}, best, closest_excess, best_ms, deadline};
-  for (const LayerTie& tie : profile.ties) search.tie_slack += tie.bytes * (1 + options.cost.optimizer_state_factor);
-  search.bound_cost = options.cost;
-  search.bound_cost.zero = options.cost.zero || options.search_zero;
+  search.tie_slack = tie_slack(profile, options.cost);
+  search.bound_cost = bound_cost(options);
   search.node_budget = node_budget;
   search.read_schedule();
+  if (v == 1) search.suffix = suffix;
+  bound_ms = search.combination_bound();
+  if (options.prune && bound_ms > search.cutoff()) return Searched::whole;
   search.cut(0, 0);
   best_ms = search.best_ms;
   best.nodes += search.nodes;
@@ -368,18 +586,28 @@ JointResult plan_joint(const Profile& profile, const Cluster& cluster, int globa
   const Clock::time_point deadline =
       Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options.time_limit_s));
   if (options.seed) seed(profile, cluster, global_batch, options, best, best_ms);
+  SuffixBounds suffix_bounds(profile, cluster, global_batch, options);
   std::vector<Combination> pending;
   for (const schedule::ScheduleKind kind : options.kinds.empty() ? joint_kinds() : options.kinds)
     for (int stages = 1; stages <= devices && stages * joint_chunks(kind) <= profile.size(); ++stages)
       for (const int m : microbatches) pending.push_back({kind, stages, m});
+  // A combination not visited yet is bounded by its micro-batch count's compute bound and, for a
+  // single-chunk kind, by its suffix bound's head form.
+  const auto bound_of = [&](const Combination& c) {
+    double bound = std::max(c.bound_ms, combination_bound_ms(profile, cluster, global_batch, c.microbatches));
+    const detail::SuffixBound* suffix = joint_chunks(c.kind) == 1 ? suffix_bounds.at(c.microbatches) : nullptr;
+    if (suffix != nullptr) bound = std::max(bound, suffix->head(c.stages, 0, devices));
+    return bound;
+  };
   // Under a time limit, two passes (JointOptions::first_pass_nodes); the second searches again,
   // whole, the combinations the first did not finish.
   const long first_pass_nodes = options.time_limit_s > 0 ? std::max(options.first_pass_nodes, 0L) : 0;
   for (const long budget : {first_pass_nodes, 0L}) {
     std::vector<Combination> unfinished;
-    for (const Combination& c : pending) {
-      const Searched searched = search_combination(profile, cluster, global_batch, options, c, budget, deadline, best,
-                                                   best_ms, closest_excess);
+    for (Combination& c : pending) {
+      const Searched searched =
+          search_combination(profile, cluster, global_batch, options, c, budget, suffix_bounds.at(c.microbatches),
+                             deadline, best, best_ms, closest_excess, c.bound_ms);
       if (searched == Searched::out_of_time) {
         best.search = "time-limited";
         if (best.found) best.why_none.clear();
@@ -390,8 +618,7 @@ JointResult plan_joint(const Profile& profile, const Cluster& cluster, int globa
           for (const Combination& u : *list) {
             after = after || &u == &c;
             if (list == &unfinished || after)
-              best.lower_bound_ms = std::min(
-                  best.lower_bound_ms, combination_bound_ms(profile, cluster, global_batch, u.microbatches));
+              best.lower_bound_ms = std::min(best.lower_bound_ms, bound_of(u));
           }
         return best;
       }

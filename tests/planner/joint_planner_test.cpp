@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <random>
 
 #include <loom/base/error.h>
@@ -46,13 +47,18 @@ std::vector<std::vector<int>> compositions(int total, int parts) {
 struct Exhaustive {
   double step_ms = std::numeric_limits<double>::infinity();
   long evaluated = 0;
+  std::map<std::pair<int, int>, double> by_kind_and_m;  // the fastest that fits of each (kind, M)
 };
 
 void try_partition(const Profile& profile, const Cluster& cluster, const Partition& p, Exhaustive& best) {
   ++best.evaluated;
   try {
     const PartitionEvaluation e = evaluate_partition(profile, cluster, p);
-    if (e.fits && e.simulation.step_ms < best.step_ms) best.step_ms = e.simulation.step_ms;
+    if (!e.fits) return;
+    best.step_ms = std::min(best.step_ms, e.simulation.step_ms);
+    const auto key = std::make_pair(static_cast<int>(p.kind), p.microbatches);
+    const auto [at, added] = best.by_kind_and_m.emplace(key, e.simulation.step_ms);
+    if (!added) at->second = std::min(at->second, e.simulation.step_ms);
   } catch (const loom::Error&) {  // a size the kind refuses, or a replica without rows
   }
 }
@@ -158,6 +164,39 @@ TEST_CASE("joint: the search's optimum equals exhaustive enumeration, and its pl
       CHECK(two_passes.search == "exact");
       REQUIRE(two_passes.found);
       CHECK(two_passes.evaluation.simulation.step_ms == Approx(expected.step_ms).epsilon(1e-12));
+    }
+  }
+}
+
+// Issue 45: the bounds that prune (the single-chunk suffix bound, the devices' time, a multi-chunk
+// kind's second half) hold for each (kind, M) alone, not only where another combination's plan
+// hides a wrong prune: the search restricted to one kind and one M, with no seeds, finds that
+// combination's exhaustive optimum, on caps from loose to binding.
+TEST_CASE("joint: each kind and micro-batch count alone equals its exhaustive optimum") {
+  std::mt19937 rng(45);
+  const int shapes[][2] = {{1, 3}, {2, 2}, {1, 4}, {1, 2}};
+  for (int trial = 0; trial < 4; ++trial) {
+    const int layers = 5 + trial % 2;
+    const Profile profile = random_profile(rng, layers);
+    const double weights = profile.parameter_bytes(0, layers - 1) * 4;
+    for (const double cap : {1e12, weights / 3}) {
+      const Cluster cluster = make_cluster(shapes[trial][0], shapes[trial][1], 10e9, 1e9, cap);
+      const int global_batch = 8;
+      const Exhaustive expected = exhaustive(profile, cluster, global_batch);
+      for (const auto kind : joint_kinds())
+        for (const int m : {1, 2, 4, 8}) {
+          CAPTURE(trial, cap, loom::schedule::schedule_kind_name(kind), m);
+          JointOptions options;
+          options.recompute = false;
+          options.search_zero = false;
+          options.seed = false;
+          options.kinds = {kind};
+          options.microbatch_counts = {m};
+          const JointResult joint = plan_joint(profile, cluster, global_batch, options);
+          const auto it = expected.by_kind_and_m.find({static_cast<int>(kind), m});
+          REQUIRE(joint.found == (it != expected.by_kind_and_m.end()));
+          if (joint.found) CHECK(joint.evaluation.simulation.step_ms == Approx(it->second).epsilon(1e-12));
+        }
     }
   }
 }

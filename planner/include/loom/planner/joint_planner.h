@@ -14,8 +14,14 @@
 // AR over the chunks it holds (those cut so far), plus one micro-batch's forwards through the
 // virtual stages before its first chunk (nothing reaches it earlier) and, where its program ends
 // with a whole backward of its first chunk (gpipe, dapple, looped), that micro-batch's backwards
-// back down to stage 0; and at least the average of M · Σ (F + B) over the stages (the layers not
-// cut yet counted at the fewest rows any stage can still have). Micro-batch counts are tried from
+// back down to stage 0; at least the average of M · Σ (F + B) over the stages (the layers not cut
+// yet counted at the fewest rows any stage can still have); the devices' time (each stage's R
+// devices are busy at most the best step less its head, and the layers not cut need at least
+// M · Σ min over R of R · (F + B) at ⌈b / R⌉ rows); for the single-chunk kinds, the stages not cut
+// yet at least their suffix bound (planner/src/suffix_bound.h: a dynamic programme over stages,
+// first layer and devices left, per M), whose value for all S stages skips a whole (kind, S, M);
+// and for the multi-chunk kinds, once every stage has its replicas, the second half's chunks must
+// be able to take the layers left within the best step and the cap. Micro-batch counts are tried from
 // the most down (small bubbles first find good plans early), after the seeds (JointOptions::seed).
 // A candidate that does not fit is fitted by ZeRO-1 where a stage is replicated, then by per-stage
 // recomputation where it can (fit_by_recomputation, recomputation.h): neither changes the
@@ -42,7 +48,8 @@ struct JointOptions {
   // most this many nodes (partial candidates), so that no kind or stage count goes unsearched
   // because an earlier one's tree filled the time, and the plans found bound the rest; then the
   // combinations the first pass did not finish are searched whole. (Without a limit: one pass.)
-  // 2^14 nodes are about 2 ms of search here (~9 M nodes a second), some 2 s on 16 devices.
+  // A simulated candidate counts as 256 nodes (it takes about as long), so the budget shares out
+  // time: 2^14 nodes are a few ms of search here.
   long first_pass_nodes = 1 << 14;
   // The other planners' plans (the DAPPLE and PipeDream planners', the GPipe baseline's, data parallelism's, under
   // the same allreduce assumption, cost.overlap_allreduce) are simulated first with their own
@@ -71,8 +78,8 @@ struct JointResult {
   std::string search = "exact";  // or "time-limited"
   // No plan of the search's space (nor a seed) is faster than this: the result's own step when the
   // search finished; when it was stopped, the least of that and, over each (kind, S, M) it did not
-  // finish, a bound no plan of it can beat (combination_bound_ms at its M). +inf when nothing was found and
-  // the search finished.
+  // finish, a bound no plan of it can beat (combination_bound_ms at its M, and for a single-chunk
+  // kind its suffix bound). +inf when nothing was found and the search finished.
   double lower_bound_ms = 0;
   // When nothing fits: of the candidates simulated, the one closest to fitting (which stage, by
   // how many bytes), or that every cut put weights, gradients and optimizer state over the cap.
