@@ -38,7 +38,7 @@ constexpr const char* kNoPlanFix =
     "--optimizer sgd, whose state is smallest)";
 
 struct PlanOptions {
-  std::string profile, cluster, planner = "all", out, optimizer = "adam", microbatches, precision = "fp32";
+  std::string profile, cluster, planner = "all", out, optimizer = "adam", microbatches, precision;
   int global_batch = 0;
   int simulate_candidates = 50;
   double profile_batch = 0;
@@ -166,6 +166,8 @@ void write_plan_file(planner::Plan plan, const PlanOptions& o, const planner::Pr
   a.optimizer = o.optimizer;
   a.optimizer_state_factor = optimizer_state_tensors(parse_optimizer_kind(o.optimizer));
   a.precision = o.precision;
+  a.model_size = profile.model_size;
+  a.model_settings = profile.model_settings;
   a.cluster = o.cluster;
   a.device_memory_bytes = cluster.device_memory;
   a.profile = o.profile;
@@ -260,7 +262,17 @@ void run_joint(const PlanOptions& o, const planner::Profile& profile, const plan
   if (!o.json) std::printf("\nwrote the joint plan to %s\n", o.out.c_str());
 }
 
-void run(const PlanOptions& o) {
+// --precision, given or the profile's (else fp32): the profile's times are for its own precision.
+std::string plan_precision(const std::string& given, const planner::Profile& profile) {
+  if (given.empty()) return profile.precision.empty() ? "fp32" : profile.precision;
+  runtime::parse_precision(given);
+  LOOM_CHECK(profile.precision.empty() || profile.precision == given, "--precision ", given, " and ", profile.source,
+             "'s precision ", profile.precision, " disagree: its times are for ", profile.precision,
+             "; drop --precision, or profile at ", given, " (loom profile --precision ", given, ")");
+  return given;
+}
+
+void run(PlanOptions o) {
   // 0: from the file name; anything else must be a size a profile may have.
   if (o.profile_batch != 0 && !(o.profile_batch >= planner::kMinProfileMicrobatch &&
                                 o.profile_batch <= planner::kMaxProfileMicrobatch))
@@ -269,7 +281,7 @@ void run(const PlanOptions& o) {
   const planner::Profile profile = planner::load_profile(o.profile, o.profile_batch);
   const planner::Cluster cluster = planner::parse_cluster(o.cluster);
   if (o.global_batch < 1) LOOM_THROW("--global-batch must be at least 1");
-  runtime::parse_precision(o.precision);  // checked here; the plan file records it
+  o.precision = plan_precision(o.precision, profile);  // the plan file records it
   planner::PlannerOptions options;
   options.cost.optimizer_state_factor = optimizer_state_tensors(parse_optimizer_kind(o.optimizer));
   options.cost.zero = o.zero == 1;
@@ -358,8 +370,8 @@ void add_plan_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--precision", o.precision,
                   "fp32, bf16 or fp16: the precision the plan is for, recorded in the plan file (loom train --plan "
-                  "runs it and refuses another); the times and bytes are the profile's as measured")
-      ->capture_default_str();
+                  "runs it and refuses another); default and only choice where the profile records one: the profile's "
+                  "(its times are for it), else fp32");
   cmd->add_option("--zero", o.zero,
                   "1: plan for ZeRO-1 (each replica keeps 1/R of its stage's optimizer state; counted by the joint "
                   "search and --partition) and write zero 1 into the plan file")

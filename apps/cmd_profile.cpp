@@ -64,7 +64,7 @@ void add_profile_command(CLI::App& app) {
   static ProfileOptions o;
   static std::string out, device_model;
   static std::vector<std::int64_t> also_at;
-  static bool half_precision = false;
+  static std::string precision = "fp32";
   CLI::App* cmd = app.add_subcommand("profile", "Measure each block of a model on this machine; write profile JSON");
   add_model_options(cmd, o.model, o.size, o.overrides);
   cmd->add_option("--microbatch", o.microbatch, "samples per micro-batch the costs are measured at")
@@ -86,12 +86,20 @@ void add_profile_command(CLI::App& app) {
   cmd->add_option("--device-model", device_model,
                   "do not measure: estimate each block on this accelerator (v100, a100, h100, h200) from the "
                   "model's FLOPs and bytes (a roofline; no weights are allocated, so paper sizes work)");
-  cmd->add_flag("--half-precision", half_precision, "with --device-model: tensor-core half-precision math");
+  cmd->add_option("--precision", precision,
+                  "fp32, or with --device-model bf16 or fp16 (tensor-core math): recorded in the profile, and the "
+                  "precision loom plan plans it for")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
   cmd->callback([] {
     const ModelSpec spec = make_model(o.model, o.overrides, parse_model_size(o.size));
     LOOM_CHECK(o.microbatch >= 1 && o.microbatch <= (1 << 20), "--microbatch must be in [1, 2^20], got ", o.microbatch);
     check_also_at(also_at, o.microbatch);
-    auto measure = [&spec](std::int64_t microbatch) {
+    LOOM_CHECK(precision == "fp32" || !device_model.empty(), "--precision ", precision,
+               ": loom profile measures blocks in fp32; estimate ", precision, " with --device-model (a roofline), or ",
+               "drop --precision");
+    const bool half_precision = precision != "fp32";
+    auto measure = [&spec, half_precision](std::int64_t microbatch) {
       ProfileOptions at = o;
       at.microbatch = microbatch;
       return device_model.empty()
@@ -101,6 +109,9 @@ void add_profile_command(CLI::App& app) {
     planner::Profile profile = measure(o.microbatch);
     add_measurements(profile, also_at, measure);
     profile.ties = profile_ties(spec);
+    profile.model_size = model_size_name(spec.size);
+    profile.model_settings = settings_text(spec.settings);
+    profile.precision = precision;
     print_profile(profile, spec);
     if (!also_at.empty()) {
       std::printf("also measured at micro-batch");

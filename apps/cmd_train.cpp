@@ -71,6 +71,24 @@ void write_resolved_options(const CLI::App& cmd, const TrainOptions& o, const ru
 // --plan: its optimizer and precision are the run's defaults; a flag given with another value than
 // the plan's (--optimizer, --precision, --stages, --replicas, --microbatches, --chunks,
 // --global-batch) is an error naming both, since the plan's predictions assume its own.
+// A plan from a loom profile names the preset, its size and every setting: they are the run's
+// defaults, and --model, --size or --set that give another model are an error (`agree`).
+template <class Agree>
+void take_plan_model(CLI::App& cmd, TrainOptions& o, const planner::Plan& plan, const Agree& agree) {
+  const planner::PlanAssumptions& a = plan.assumptions;
+  if (a.model_size.empty() || a.model_settings.empty()) return;  // a graph.txt profile's plan, or an older file
+  const auto take = [&](const char* flag, std::string& value, const std::string& planned, const char* what) {
+    if (cmd.count(flag) > 0) return agree(flag, value, planned, what);
+    value = planned;
+    cmd.get_option(flag)->default_val(value);
+  };
+  take("--model", o.model, plan.model, "model");
+  take("--size", o.size, a.model_size, "model size");
+  if (cmd.count("--set") == 0) return take("--set", o.overrides, a.model_settings, "model settings");
+  const std::string given = settings_text(make_model(o.model, o.overrides, parse_model_size(o.size)).settings);
+  agree("--set", given, a.model_settings, "model settings");  // every setting, as the plan lists them
+}
+
 void take_plan_defaults(CLI::App& cmd, TrainOptions& o) {
   const planner::Plan plan = planner::read_plan(o.plan);
   // `plan_flag`: loom plan's flag that makes a plan for the given value, if it has one.
@@ -88,6 +106,7 @@ void take_plan_defaults(CLI::App& cmd, TrainOptions& o) {
   };
   take("--optimizer", o.optimizer, plan.assumptions.optimizer, "optimizer");
   take("--precision", o.precision, plan.assumptions.precision, "precision");
+  take_plan_model(cmd, o, plan, agree);
   std::string replicas = std::to_string(plan.stages.front().replicas());  // "2", or per stage "3,1"
   bool uneven = false;
   for (const planner::StagePlan& s : plan.stages) uneven = uneven || s.replicas() != plan.stages.front().replicas();

@@ -160,6 +160,16 @@ ModelSpec make_model(const std::string& name, const std::string& overrides, Mode
   return spec;
 }
 
+std::string settings_text(const std::map<std::string, double>& settings) {
+  std::string text;
+  for (const auto& [key, value] : settings) {
+    char digits[32];
+    const auto [end, ec] = std::to_chars(digits, digits + sizeof digits, value);
+    text += (text.empty() ? "" : ",") + key + "=" + std::string(digits, ec == std::errc() ? end : digits);
+  }
+  return text;
+}
+
 std::string describe_presets() {
   std::ostringstream out;
   for (const Preset& p : presets()) {

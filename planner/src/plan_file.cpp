@@ -34,6 +34,8 @@ nlohmann::json assumptions_json(const PlanAssumptions& a) {
   return {{"optimizer", a.optimizer},
           {"optimizer_state_factor", a.optimizer_state_factor},
           {"precision", a.precision},
+          {"model_size", a.model_size},
+          {"model_settings", a.model_settings},
           {"cluster", a.cluster},
           {"device_memory_bytes", a.device_memory_bytes},
           {"profile", a.profile},
@@ -150,12 +152,14 @@ PlanAssumptions read_assumptions(const nlohmann::json& doc, const std::string& s
   const nlohmann::json* entry = find_field(doc, "assumptions", source, "", false);
   if (entry == nullptr) return a;
   if (!entry->is_object()) LOOM_THROW(source, ": assumptions must be an object");
-  reject_unknown_fields(*entry, {"optimizer", "optimizer_state_factor", "precision", "cluster", "device_memory_bytes",
-                                 "profile", "profile_fingerprint", "loom_version"},
+  reject_unknown_fields(*entry, {"optimizer", "optimizer_state_factor", "precision", "model_size", "model_settings",
+                                 "cluster", "device_memory_bytes", "profile", "profile_fingerprint", "loom_version"},
                         source, "assumptions");
   a.optimizer = string_field_or(*entry, "optimizer", "", source, "assumptions");
   a.optimizer_state_factor = number_field_or(*entry, "optimizer_state_factor", -1, source, "assumptions");
   a.precision = string_field_or(*entry, "precision", "", source, "assumptions");
+  a.model_size = string_field_or(*entry, "model_size", "", source, "assumptions");
+  a.model_settings = string_field_or(*entry, "model_settings", "", source, "assumptions");
   a.cluster = string_field_or(*entry, "cluster", "", source, "assumptions");
   a.device_memory_bytes = number_field_or(*entry, "device_memory_bytes", -1, source, "assumptions");
   if (!(a.device_memory_bytes <= kMaxPlanBytes))

@@ -96,8 +96,8 @@ void read_ties(const nlohmann::json& doc, const std::string& source, Profile& pr
 Profile parse_profile_json(const std::string& text, const std::string& source) {
   const nlohmann::json doc = json::parse_json(text, source);
   json::reject_unknown_fields(doc,
-                                {"format", "version", "model", "microbatch", "device", "layers", "ties", "input_bytes",
-                                 "target_bytes", "data_ms", "step_ms_per_mb"},
+                                {"format", "version", "model", "model_size", "model_settings", "precision", "microbatch",
+                                 "device", "layers", "ties", "input_bytes", "target_bytes", "data_ms", "step_ms_per_mb"},
                                 source, "");
   const std::string format = json::string_field_or(doc, "format", "", source, "");
   if (format != kFormat) LOOM_THROW(source, ": format must be \"", kFormat, "\"");
@@ -107,6 +107,9 @@ Profile parse_profile_json(const std::string& text, const std::string& source) {
   profile.source = source;
   profile.model = json::string_field_or(doc, "model", "", source, "");
   profile.device = json::string_field_or(doc, "device", "", source, "");
+  profile.model_size = json::string_field_or(doc, "model_size", "", source, "");
+  profile.model_settings = json::string_field_or(doc, "model_settings", "", source, "");
+  profile.precision = json::string_field_or(doc, "precision", "", source, "");
   profile.microbatch = json::number_field(doc, "microbatch", source, "");
   const nlohmann::json* layers = json::find_field(doc, "layers", source, "", true);
   if (!layers->is_array() || layers->empty()) LOOM_THROW(source, ": layers must be a non-empty array");
@@ -163,6 +166,9 @@ nlohmann::json profile_to_json(const Profile& profile) {
   nlohmann::json out = {{"format", kFormat},        {"version", 2},
                         {"model", profile.model},   {"microbatch", profile.microbatch},
                         {"device", profile.device}, {"layers", layers}};
+  for (const auto& [key, value] : {std::pair{"model_size", &profile.model_size},
+                                   {"model_settings", &profile.model_settings}, {"precision", &profile.precision}})
+    if (!value->empty()) out[key] = *value;
   out["input_bytes"] = profile.input_bytes;
   out["target_bytes"] = profile.target_bytes;
   out["data_ms"] = profile.data_ms;

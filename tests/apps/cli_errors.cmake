@@ -169,6 +169,18 @@ expect_failure("--global-batch 16 and ${WORK_DIR}/v3_plan.json's global batch 8 
 says), or make a plan for it (loom plan --global-batch 16)" train --plan ${WORK_DIR}/v3_plan.json --global-batch 16 --steps 1)
 expect_failure("${WORK_DIR}/v3_tp_plan.json: tensor_parallel 2: this loom runs tensor_parallel 1 only; make the plan \
 again with loom plan" train --plan ${WORK_DIR}/v3_tp_plan.json --steps 1)
+# A plan made from a loom profile records the model's size and settings: they are the run's
+# defaults (no --size tiny here), and --size or --set that give another model are refused.
+set(v3_model_tail "\"assumptions\": {\"optimizer\": \"adam\", \"precision\": \"fp32\", \"model_size\": \"tiny\", \"model_settings\": \"classes=4,hidden=24,input=16,layers=4\", \"device_memory_bytes\": 1e9}}")
+string(REPLACE "PEAK" "6e5" model_stages "${v3_stages}")
+file(WRITE ${WORK_DIR}/v3_model_plan.json "${v3_head}${model_stages}${v3_model_tail}")
+expect_success("| adam, lr 0.001 cosine over steps 1 to 1 |" train --plan ${WORK_DIR}/v3_model_plan.json --steps 1
+  --threads 1)
+expect_failure("--size cpu and ${WORK_DIR}/v3_model_plan.json's model size tiny disagree: drop --size (the plan says), \
+or make a plan for it (loom plan)" train --plan ${WORK_DIR}/v3_model_plan.json --size cpu --steps 1)
+expect_failure("--set classes=4,hidden=32,input=16,layers=4 and ${WORK_DIR}/v3_model_plan.json's model settings \
+classes=4,hidden=24,input=16,layers=4 disagree: drop --set (the plan says), or make a plan for it (loom plan)"
+               train --plan ${WORK_DIR}/v3_model_plan.json --set hidden=32 --steps 1)
 # A stage more than 5% over its prediction is a warning, one per stage, after step 1.
 string(REPLACE "PEAK" "1e3" stages "${v3_stages}")
 file(WRITE ${WORK_DIR}/v3_low_plan.json "${v3_head}${stages}${v3_tail}")
@@ -268,6 +280,14 @@ string(SUBSTRING "${long_value}" 0 80 x80)
 string(SUBSTRING "1x2:${long_value}" 0 80 spec80)
 string(SUBSTRING "F0${long_value}" 0 80 token80)
 # Only regular files are read as plans, profiles and clusters: a FIFO would block the open for ever.
+# Precision is the profile's: a measured profile is fp32, and a plan for another precision than the
+# profile records is refused (issue 45).
+expect_single_failure("--precision bf16: loom profile measures blocks in fp32; estimate bf16 with --device-model (a \
+roofline), or drop --precision" profile --model mlp --size tiny --precision bf16)
+file(WRITE ${WORK_DIR}/fp32_profile.json "{\"format\": \"loom-profile\", \"version\": 2, \"model\": \"mlp\", \"precision\": \"fp32\", \"microbatch\": 4, \"layers\": [{\"forward_ms\": 1, \"backward_ms\": 2, \"activation_bytes\": 100, \"parameter_bytes\": 1000}]}")
+expect_single_failure("--precision bf16 and ${WORK_DIR}/fp32_profile.json's precision fp32 disagree: its times are for \
+fp32; drop --precision, or profile at bf16 (loom profile --precision bf16)"
+                      plan --profile ${WORK_DIR}/fp32_profile.json --cluster 1x2 --global-batch 8 --precision bf16)
 file(REMOVE ${WORK_DIR}/fifo_profile.json)
 execute_process(COMMAND mkfifo ${WORK_DIR}/fifo_profile.json)
 expect_single_failure("${WORK_DIR}/fifo_profile.json: a profile file must be a regular file, but this is a FIFO"

@@ -96,6 +96,18 @@ TEST_CASE("every preset builds at every size and runs a tiny forward", "[models]
   }
 }
 
+// A profile and a plan record a model as settings_text; --set reads it back as the same settings.
+TEST_CASE("settings_text reads back as the same settings through --set", "[models]") {
+  for (const std::string& name : model_names())
+    for (const ModelSize size : {ModelSize::paper, ModelSize::cpu, ModelSize::tiny}) {
+      const ModelSpec spec = make_model(name, "", size);
+      const std::string text = settings_text(spec.settings);
+      CAPTURE(name, text);
+      CHECK(make_model(name, text, ModelSize::tiny).settings == spec.settings);
+    }
+  CHECK(settings_text({{"dropout", 0.1}, {"hidden", 256}}) == "dropout=0.1,hidden=256");
+}
+
 TEST_CASE("preset errors name the model and the setting", "[models]") {
   CHECK_THROWS_WITH(make_model("vgg19", "image=100"), Catch::Contains("vgg19") && Catch::Contains("image"));
   CHECK_THROWS_WITH(make_model("bert48", "dim=1000"), Catch::Contains("heads"));

@@ -119,7 +119,8 @@ TEST_CASE("plan file v3: what the predictions assumed and tensor_parallel read a
   Plan plan = parse_plan(kZbv, "plan.json");
   CHECK(plan.tensor_parallel == 1);
   CHECK(plan.assumptions == PlanAssumptions{});  // a version-2 file says none
-  plan.assumptions = {"adam", 2, "bf16", "1x3:mem=16GB", 16e9, "gpt.json", "0123456789abcdef", "loom test"};
+  plan.assumptions = {"adam", 2, "bf16", "cpu", "dim=64,layers=2", "1x3:mem=16GB", 16e9, "gpt.json",
+                      "0123456789abcdef", "loom test"};
   plan.tensor_parallel = 2;
   const nlohmann::json written = plan_to_json(plan, parse_cluster("1x3"));
   CHECK(written["assumptions"]["optimizer"] == "adam");

@@ -12,6 +12,9 @@ TEST_CASE("profile JSON round-trips, measurements included") {
   Profile p;
   p.model = "tiny";
   p.device = "cpu";
+  p.model_size = "cpu";
+  p.model_settings = "hidden=64,layers=2";
+  p.precision = "bf16";
   p.microbatch = 8;
   p.layers.push_back({"embed", {1.0, 2.0, 300, 300}, 4000, {}});
   p.layers.push_back({"block", {3.0, 4.0, 500, 200}, 6000, {{16, {5.0, 7.0, 1000, 400}}}});
@@ -20,6 +23,9 @@ TEST_CASE("profile JSON round-trips, measurements included") {
   const Profile q = load_profile(path);
   CHECK(q.model == "tiny");
   CHECK(q.device == "cpu");
+  CHECK(q.model_size == "cpu");
+  CHECK(q.model_settings == "hidden=64,layers=2");
+  CHECK(q.precision == "bf16");
   CHECK(q.microbatch == 8);
   REQUIRE(q.size() == 2);
   CHECK(q.layers[1].name == "block");

@@ -76,6 +76,9 @@ const std::vector<std::string>& model_names();
 // `overrides` is "key=value,key=value" on top of the size's settings; unknown models and keys,
 // and bad values, throw loom::Error.
 ModelSpec make_model(const std::string& name, const std::string& overrides = "", ModelSize size = ModelSize::paper);
+// Every setting as `overrides` takes them, "key=value,key=value" in key order, each value in the
+// fewest digits that read back as the same number (a profile and a plan record the model so).
+std::string settings_text(const std::map<std::string, double>& settings);
 
 // The settings and their values at every size, one line per setting, for `--help`.
 std::string describe_presets();

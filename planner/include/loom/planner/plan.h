@@ -48,6 +48,9 @@ struct PlanAssumptions {
   std::string optimizer;               // a loom train --optimizer ("adam")
   double optimizer_state_factor = -1;  // its state bytes per parameter byte (Adam 2)
   std::string precision;               // a loom train --precision ("fp32")
+  // The model's preset size and every setting (loom train --size, --set), where the profile says
+  // (Profile::model_size, model_settings); the preset is Plan::model.
+  std::string model_size, model_settings;
   std::string cluster;                 // loom plan --cluster as given
   double device_memory_bytes = -1;     // the cap every stage's predicted peak is within
   std::string profile;                 // the profile file planned from

@@ -90,6 +90,9 @@ struct Profile {
   std::string source;  // the file it was read from, for messages
   std::string device;  // what it was measured on, when known ("V100", "cpu: 2 threads")
   std::string fingerprint;  // load_profile: FNV-1a of the file's text, 16 hex digits (a plan records it)
+  // From `loom profile` (empty in graph.txt profiles and older ones): the preset's size, every setting
+  // as --set takes them ("hidden=256,layers=4"), and the precision it was profiled at ("fp32").
+  std::string model_size, model_settings, precision;
   double microbatch = 1;  // the micro-batch size the layer costs were measured at
   std::vector<LayerProfile> layers;
   std::vector<LayerTie> ties;  // from `loom profile` of loom's models; graph.txt profiles have none
