@@ -72,11 +72,15 @@ void write_resolved_options(const CLI::App& cmd, const TrainOptions& o, const ru
 // the plan's (--optimizer, --precision, --stages, --replicas, --microbatches, --chunks,
 // --global-batch) is an error naming both, since the plan's predictions assume its own.
 // A plan from a loom profile names the preset, its size and every setting: they are the run's
-// defaults, and --model, --size or --set that give another model are an error (`agree`).
-template <class Agree>
-void take_plan_model(CLI::App& cmd, TrainOptions& o, const planner::Plan& plan, const Agree& agree) {
+// defaults, and --model, --size or --set that give another model are an error naming both.
+void take_plan_model(CLI::App& cmd, TrainOptions& o, const planner::Plan& plan) {
   const planner::PlanAssumptions& a = plan.assumptions;
   if (a.model_size.empty() || a.model_settings.empty()) return;  // a graph.txt profile's plan, or an older file
+  const auto agree = [&](const char* flag, const std::string& given, const std::string& planned, const char* what) {
+    LOOM_CHECK(given == planned, flag, " ", given, " and ", o.plan, "'s ", what, " ", planned, " disagree: drop ", flag,
+               " (the plan says), or profile that model and plan it (loom profile ", flag, " ", given,
+               ", then loom plan)");
+  };
   const auto take = [&](const char* flag, std::string& value, const std::string& planned, const char* what) {
     if (cmd.count(flag) > 0) return agree(flag, value, planned, what);
     value = planned;
@@ -106,7 +110,7 @@ void take_plan_defaults(CLI::App& cmd, TrainOptions& o) {
   };
   take("--optimizer", o.optimizer, plan.assumptions.optimizer, "optimizer");
   take("--precision", o.precision, plan.assumptions.precision, "precision");
-  take_plan_model(cmd, o, plan, agree);
+  take_plan_model(cmd, o, plan);
   std::string replicas = std::to_string(plan.stages.front().replicas());  // "2", or per stage "3,1"
   bool uneven = false;
   for (const planner::StagePlan& s : plan.stages) uneven = uneven || s.replicas() != plan.stages.front().replicas();

@@ -177,9 +177,11 @@ file(WRITE ${WORK_DIR}/v3_model_plan.json "${v3_head}${model_stages}${v3_model_t
 expect_success("| adam, lr 0.001 cosine over steps 1 to 1 |" train --plan ${WORK_DIR}/v3_model_plan.json --steps 1
   --threads 1)
 expect_failure("--size cpu and ${WORK_DIR}/v3_model_plan.json's model size tiny disagree: drop --size (the plan says), \
-or make a plan for it (loom plan)" train --plan ${WORK_DIR}/v3_model_plan.json --size cpu --steps 1)
+or profile that model and plan it (loom profile --size cpu, then loom plan)"
+               train --plan ${WORK_DIR}/v3_model_plan.json --size cpu --steps 1)
 expect_failure("--set classes=4,hidden=32,input=16,layers=4 and ${WORK_DIR}/v3_model_plan.json's model settings \
-classes=4,hidden=24,input=16,layers=4 disagree: drop --set (the plan says), or make a plan for it (loom plan)"
+classes=4,hidden=24,input=16,layers=4 disagree: drop --set (the plan says), or profile that model and plan it (loom \
+profile --set classes=4,hidden=32,input=16,layers=4, then loom plan)"
                train --plan ${WORK_DIR}/v3_model_plan.json --set hidden=32 --steps 1)
 # A stage more than 5% over its prediction is a warning, one per stage, after step 1.
 string(REPLACE "PEAK" "1e3" stages "${v3_stages}")

@@ -48,8 +48,8 @@ struct JointOptions {
   // most this many nodes (partial candidates), so that no kind or stage count goes unsearched
   // because an earlier one's tree filled the time, and the plans found bound the rest; then the
   // combinations the first pass did not finish are searched whole. (Without a limit: one pass.)
-  // A simulated candidate counts as 256 nodes (it takes about as long), so the budget shares out
-  // time: 2^14 nodes are a few ms of search here.
+  // A simulated candidate counts as 64 nodes (CutSearch::kSimulationNodes), so the budget shares
+  // out time more than nodes: 2^14 nodes are a few ms of search here.
   long first_pass_nodes = 1 << 14;
   // The other planners' plans (the DAPPLE and PipeDream planners', the GPipe baseline's, data parallelism's, under
   // the same allreduce assumption, cost.overlap_allreduce) are simulated first with their own
