@@ -174,7 +174,10 @@ handles.append(extra_handles[-1])
 labels.append(extra_labels[-1] + " (memory)")
 fig.legend(handles, labels, loc="lower center", ncol=6, fontsize=8)
 fig.suptitle("loom plan (joint at three caps; dapple, pipedream, dp, gpipe at the loose one) on a 1x2 cluster of this machine:\npredicted (the one model) against measured", fontsize=10)
-fig.tight_layout(rect=(0, 0.1, 1, 0.95))
+# The legend's rows below the plots (six entries a row), the axes above them.
+rows = -(-len(labels) // 6)
+fig.set_size_inches(11, 4.8 + 0.22 * rows)
+fig.tight_layout(rect=(0, 0.035 * rows + 0.03, 1, 0.95))
 fig.savefig(png, dpi=120)
 EOF
 repro_finish
