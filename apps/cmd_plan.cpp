@@ -362,8 +362,8 @@ void add_plan_command(CLI::App& app) {
                 "with --planner joint: for each schedule kind, its best plan or why none fits (which stage, by how "
                 "many bytes), with predicted time and per-stage memory");
   cmd->add_flag("--overlap", o.overlap,
-                "dapple/pipedream/gpipe: allreduce layer by layer during the last backward (as loom's executor "
-                "does) instead of after it (DAPPLE's model); dp shows both anyway");
+                "dapple/pipedream/gpipe: allreduce in 25 MiB gradient buckets during the last backward (as "
+                "loom's executor does) instead of after it (DAPPLE's model); dp shows both anyway");
   cmd->add_option("--profile-batch", o.profile_batch,
                   "graph.txt only: the micro-batch it was profiled at (default: -pbs-N in the file name, else 1)");
   cmd->add_option("--optimizer", o.optimizer, optimizer_kind_list() + ": the state it keeps per parameter (adam/adamw 2x, momentum 1x, sgd none)")

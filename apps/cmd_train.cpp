@@ -68,49 +68,63 @@ void write_resolved_options(const CLI::App& cmd, const TrainOptions& o, const ru
   LOOM_CHECK(out.good(), path, ": cannot write the run's options");
 }
 
-// --plan: its optimizer and precision are the run's defaults; a flag given with another value than
-// the plan's (--optimizer, --precision, --stages, --replicas, --microbatches, --chunks,
-// --global-batch) is an error naming both, since the plan's predictions assume its own.
-// A plan from a loom profile names the preset, its size and every setting: they are the run's
-// defaults, and --model, --size or --set that give another model are an error naming both.
-void take_plan_model(CLI::App& cmd, TrainOptions& o, const planner::Plan& plan) {
-  const planner::PlanAssumptions& a = plan.assumptions;
-  if (a.model_size.empty() || a.model_settings.empty()) return;  // a graph.txt profile's plan, or an older file
-  const auto agree = [&](const char* flag, const std::string& given, const std::string& planned, const char* what) {
-    LOOM_CHECK(given == planned, flag, " ", given, " and ", o.plan, "'s ", what, " ", planned, " disagree: drop ", flag,
-               " (the plan says), or profile that model and plan it (loom profile ", flag, " ", given,
-               ", then loom plan)");
-  };
-  const auto take = [&](const char* flag, std::string& value, const std::string& planned, const char* what) {
-    if (cmd.count(flag) > 0) return agree(flag, value, planned, what);
+// --plan's values are the run's defaults: a flag not given takes the plan's value (and the options file
+// repeats it); a flag given with another value is an error naming both and how to get a plan for it
+// (`remake`), since the plan's predictions assume its own.
+class PlanDefaults {
+ public:
+  PlanDefaults(CLI::App& cmd, const std::string& path) : cmd_(cmd), path_(path) {}
+  void agree(const char* flag, const std::string& given, const std::string& planned, const char* what,
+             const std::string& remake) const {
+    LOOM_CHECK(given == planned, flag, " ", given, " and ", path_, "'s ", what, " ", planned, " disagree: drop ",
+               flag, " (the plan says), or ", remake);
+  }
+  void take(const char* flag, std::string& value, const std::string& planned, const char* what,
+            const std::string& remake) const {
+    if (planned.empty()) return;  // an older plan file does not say
+    if (cmd_.count(flag) > 0) return agree(flag, value, planned, what, remake);
     value = planned;
-    cmd.get_option(flag)->default_val(value);
-  };
-  take("--model", o.model, plan.model, "model");
-  take("--size", o.size, a.model_size, "model size");
-  if (cmd.count("--set") == 0) return take("--set", o.overrides, a.model_settings, "model settings");
-  const std::string given = settings_text(make_model(o.model, o.overrides, parse_model_size(o.size)).settings);
-  agree("--set", given, a.model_settings, "model settings");  // every setting, as the plan lists them
+    cmd_.get_option(flag)->default_val(value);
+  }
+  bool given(const char* flag) const { return cmd_.count(flag) > 0; }
+
+ private:
+  CLI::App& cmd_;
+  const std::string& path_;
+};
+
+// How to get a plan for a value: loom plan with `plan_flag` (when it has one), or for another model,
+// profile it first.
+std::string replan(const char* plan_flag, const std::string& value) {
+  if (plan_flag == nullptr) return "make a plan for it (loom plan)";
+  return loom::detail::concat("make a plan for it (loom plan ", plan_flag, " ", value, ")");
+}
+std::string reprofile(const char* flag, const std::string& value) {
+  return loom::detail::concat("profile that model and plan it (loom profile ", flag, " ", value, ", then loom plan)");
 }
 
+// A plan from a loom profile names the preset, its size and every setting: they are the run's
+// defaults, and --model, --size or --set that give another model are an error naming both.
+void take_plan_model(const PlanDefaults& defaults, TrainOptions& o, const planner::Plan& plan) {
+  const planner::PlanAssumptions& a = plan.assumptions;
+  if (a.model_size.empty() || a.model_settings.empty()) return;  // a graph.txt profile's plan, or an older file
+  defaults.take("--model", o.model, plan.model, "model", reprofile("--model", o.model));
+  defaults.take("--size", o.size, a.model_size, "model size", reprofile("--size", o.size));
+  if (!defaults.given("--set")) return defaults.take("--set", o.overrides, a.model_settings, "model settings", "");
+  const std::string given = settings_text(make_model(o.model, o.overrides, parse_model_size(o.size)).settings);
+  // every setting, as the plan lists them
+  defaults.agree("--set", given, a.model_settings, "model settings", reprofile("--set", given));
+}
+
+// --plan: its optimizer, precision and model are the run's defaults; --stages, --replicas,
+// --microbatches, --chunks and --global-batch, when given, must be the plan's.
 void take_plan_defaults(CLI::App& cmd, TrainOptions& o) {
   const planner::Plan plan = planner::read_plan(o.plan);
-  // `plan_flag`: loom plan's flag that makes a plan for the given value, if it has one.
-  const auto agree = [&](const char* flag, const std::string& given, const std::string& planned, const char* what,
-                         const char* plan_flag = nullptr) {
-    LOOM_CHECK(given == planned, flag, " ", given, " and ", o.plan, "'s ", what, " ", planned,
-               " disagree: drop ", flag, " (the plan says), or make a plan for it (loom plan",
-               plan_flag ? std::string(" ") + plan_flag + " " + given : std::string(), ")");
-  };
-  const auto take = [&](const char* flag, std::string& value, const std::string& planned, const char* what) {
-    if (planned.empty()) return;  // an older plan file does not say
-    if (cmd.count(flag) > 0) return agree(flag, value, planned, what, flag);
-    value = planned;
-    cmd.get_option(flag)->default_val(value);  // the options file repeats it
-  };
-  take("--optimizer", o.optimizer, plan.assumptions.optimizer, "optimizer");
-  take("--precision", o.precision, plan.assumptions.precision, "precision");
-  take_plan_model(cmd, o, plan);
+  const PlanDefaults defaults(cmd, o.plan);
+  const planner::PlanAssumptions& a = plan.assumptions;
+  defaults.take("--optimizer", o.optimizer, a.optimizer, "optimizer", replan("--optimizer", o.optimizer));
+  defaults.take("--precision", o.precision, a.precision, "precision", replan("--precision", o.precision));
+  take_plan_model(defaults, o, plan);
   std::string replicas = std::to_string(plan.stages.front().replicas());  // "2", or per stage "3,1"
   bool uneven = false;
   for (const planner::StagePlan& s : plan.stages) uneven = uneven || s.replicas() != plan.stages.front().replicas();
@@ -128,7 +142,7 @@ void take_plan_defaults(CLI::App& cmd, TrainOptions& o) {
       {"--global-batch", "global batch", "--global-batch", std::to_string(o.global_batch),
        std::to_string(plan.global_batch)}};
   for (const Count& c : counts)
-    if (cmd.count(c.flag) > 0) agree(c.flag, c.given, c.planned, c.what, c.plan_flag);
+    if (defaults.given(c.flag)) defaults.agree(c.flag, c.given, c.planned, c.what, replan(c.plan_flag, c.given));
 }
 
 // Experiments only: loom's own transfers (stage boundaries, ring and hierarchical allreduce) wait

@@ -152,13 +152,49 @@ double state_bytes(double weight_bytes, int replicas, const CostOptions& options
   return weight_bytes * (2 + options.optimizer_state_factor / (options.zero ? replicas : 1)) + buckets;
 }
 
+namespace {
+
+// The receive slots a reduce-scatter step keeps for `part` bytes (comm/mpi_ring.cpp: min(4, ⌈part / 1 MiB⌉)
+// segments of 1 MiB, kept by the communicator for reuse).
+double receive_window(double part) {
+  constexpr double kSegment = 1 << 20;
+  return part > 0 ? std::min(4.0, std::ceil(part / kSegment)) * kSegment : 0.0;
+}
+
+}  // namespace
+
+double zero_scratch_bytes(const std::vector<double>& chunk_weight_bytes, int replicas) {
+  if (replicas < 2) return 0;
+  double total = 0;
+  for (double w : chunk_weight_bytes) total += w;
+  const auto owner = [&](int r) { return std::pair{total * r / replicas, total * (r + 1) / replicas}; };
+  double most = 0;
+  for (int r = 0; r < replicas; ++r) {
+    double kept = 0, begin = 0;
+    for (double w : chunk_weight_bytes) {
+      double part = 0;  // of the whole chunk: no less than of any of its buckets
+      for (int k = 0; k + 1 < replicas; ++k) {
+        const auto [a, b] = owner(((r - k - 2) % replicas + replicas) % replicas);
+        part = std::max(part, std::min(b, begin + w) - std::max(a, begin));
+      }
+      kept += receive_window(part);
+      begin += w;
+    }
+    most = std::max(most, kept);
+  }
+  return most;
+}
+
+double zero_gather_bytes(double stage_weight_bytes) {
+  constexpr double kWindowBytes = double{1 << 22} * 4;  // ZeroShard's window of f32 parameters
+  return std::min(stage_weight_bytes, kWindowBytes);
+}
+
 double communicator_scratch_bytes(const Cluster& cluster, const std::vector<int>& devices, double weight_bytes) {
   if (devices.size() < 2 || weight_bytes <= 0) return 0;
-  constexpr double kSegment = 1 << 20, kBucket = 25.0 * (1 << 20);
   const auto window = [&](double bucket, int group) {
     if (group < 2) return 0.0;
-    const double part = (group & (group - 1)) == 0 ? bucket / 2 : bucket / group;
-    return std::min(4.0, std::ceil(part / kSegment)) * kSegment;
+    return receive_window((group & (group - 1)) == 0 ? bucket / 2 : bucket / group);
   };
   std::vector<int> nodes;
   int local = 0;
@@ -166,8 +202,34 @@ double communicator_scratch_bytes(const Cluster& cluster, const std::vector<int>
     if (std::find(nodes.begin(), nodes.end(), cluster.node_of(d)) == nodes.end()) nodes.push_back(cluster.node_of(d));
     local += cluster.node_of(d) == cluster.node_of(devices.front()) ? 1 : 0;
   }
-  const double bucket = std::min(weight_bytes, kBucket);
+  const double bucket = std::min(weight_bytes, kGradientBucketBytes);
   return window(bucket, local) + window(bucket / local, static_cast<int>(nodes.size()));
+}
+
+void BucketedAllreduce::add_layer(double bytes, double backward_ms) {
+  if (bytes > 0 && bucket_ > 0 && bucket_ + bytes > kGradientBucketBytes) {  // the open bucket is full
+    const double ms = ar_.at(bucket_);
+    done_ = std::max(done_, ready_) + ms;
+    closed_ms_ += ms;
+    bucket_ = 0;
+  }
+  bucket_ += bytes;
+  ready_ += backward_ms;
+}
+
+double BucketedAllreduce::tail_ms(bool overlap) const {
+  if (!overlap) return closed_ms_ + ar_.at(bucket_);
+  const double end = bucket_ > 0 ? std::max(done_, ready_) + ar_.at(bucket_) : done_;
+  return std::max(0.0, end - ready_);
+}
+
+double bucketed_allreduce_ms(const Profile& profile, int first, int last, int rows, const LinearCost& ar,
+                             bool overlap) {
+  BucketedAllreduce buckets(ar);
+  for (int l = last; l >= first; --l)
+    buckets.add_layer(profile.layers[static_cast<std::size_t>(l)].parameter_bytes,
+                      profile.cost_at(l, rows).backward_ms);
+  return buckets.tail_ms(overlap);
 }
 
 RangeCost range_cost(const Profile& profile, int first, int last, int rows) {
@@ -199,18 +261,10 @@ PlanCost evaluate(const Profile& profile, const Cluster& cluster, const Plan& pl
     const double activations = work.kept_bytes;
     const double weights = profile.parameter_bytes(stage.first_layer, stage.last_layer);
     const LinearCost ar = allreduce_cost(cluster, stage.devices);
-    if (plan.overlap_allreduce) {
-      // Layer gradients become final during the last backward, last layer first.
-      double ready = 0, done = 0;
-      for (int l = stage.last_layer; l >= stage.first_layer; --l) {
-        ready += profile.cost_at(l, rows).backward_ms;
-        const double t = ar.at(profile.layers[l].parameter_bytes);
-        if (t > 0) done = std::max(done, ready) + t;
-      }
-      sc.allreduce_ms = std::max(0.0, done - sc.backward_ms);
-    } else {
-      sc.allreduce_ms = ar.at(weights);
-    }
+    // The papers' allreduce after the backward; overlapped, the runtime's buckets (bucketed_allreduce_ms).
+    sc.allreduce_ms = plan.overlap_allreduce
+                          ? bucketed_allreduce_ms(profile, stage.first_layer, stage.last_layer, rows, ar, true)
+                          : ar.at(weights);
     sc.in_flight = plan.schedule == ScheduleKind::gpipe ? m : std::min(stages - s, m);
     sc.memory_bytes = weights * (2 + options.optimizer_state_factor) + sc.in_flight * activations;
     if (s + 1 < stages) {

@@ -179,8 +179,8 @@ class Search {
   }
 
   // With overlap: for every layer range of a stage placed like (usage, replicas), what of its
-  // layer-by-layer allreduce still runs after its last backward (cost_model.cpp's loop, last layer
-  // first), indexed first * n + last.
+  // bucketed allreduce still runs after its last backward (BucketedAllreduce, as evaluate() counts
+  // it), indexed first * n + last.
   const std::vector<double>& overlap_tails(int usage, int replicas) {
     const long key = static_cast<long>(usage) * (devices_ + 1) + replicas;
     auto it = overlap_tails_.find(key);
@@ -188,12 +188,10 @@ class Search {
     const LinearCost allreduce = placed(usage, replicas).allreduce;
     std::vector<double> tails(static_cast<std::size_t>(n_) * n_, 0.0);
     for (int last = 0; last < n_; ++last) {
-      double ready = 0, done = 0;
+      BucketedAllreduce buckets(allreduce);
       for (int first = last; first >= 0; --first) {
-        ready += layer_backward_[replicas][first];
-        const double t = allreduce.at(profile_.layers[first].parameter_bytes);
-        if (t > 0) done = std::max(done, ready) + t;
-        tails[static_cast<std::size_t>(first) * n_ + last] = std::max(0.0, done - ready);
+        buckets.add_layer(profile_.layers[first].parameter_bytes, layer_backward_[replicas][first]);
+        tails[static_cast<std::size_t>(first) * n_ + last] = buckets.tail_ms(true);
       }
     }
     bytes_ += tails.size() * sizeof(double);

@@ -118,19 +118,6 @@ double shared_tie_bytes(const Profile& profile, const Partition& p, const schedu
   return bytes;
 }
 
-// With the allreduce overlapped: what of a chunk's layer-by-layer allreduce outlasts its last
-// backward (each layer's gradients final as the backward passes it, last layer first; one
-// allreduce at a time), as the DAPPLE planner's cost model counts it.
-double overlapped_allreduce_ms(const Profile& profile, int first, int last, int rows, const LinearCost& ar) {
-  double ready = 0, done = 0;
-  for (int l = last; l >= first; --l) {
-    ready += profile.cost_at(l, rows).backward_ms;
-    const double t = ar.at(profile.layers[static_cast<std::size_t>(l)].parameter_bytes);
-    if (t > 0) done = std::max(done, ready) + t;
-  }
-  return std::max(0.0, done - ready);
-}
-
 // What a chunk holds beyond its kept bytes while its forward, B, BI or BW runs, and from its BI to its BW
 // (schedule::StageCost::ChunkMemory's first five), from its layers' working sets. Block j's forward peaks at
 // the kept bytes of the chunk's blocks up to j (its input included) plus its forward workspace; its B, after
@@ -221,7 +208,7 @@ void add_tie_allreduce(const Profile& profile, const Cluster& cluster, const Par
 
 schedule::StageCost stage_costs(const Profile& profile, const Cluster& cluster, const Partition& p,
                                 const schedule::Schedule& sched, const std::vector<int>& devices, int s,
-                                const CostOptions& requested, double& static_bytes) {
+                                const CostOptions& requested, StageStaticBytes& bytes) {
   CostOptions options = requested;
   options.zero = requested.zero || p.zero;  // either turns ZeRO-1 on
   options.overlap_allreduce = requested.overlap_allreduce || p.overlap_allreduce;
@@ -230,7 +217,10 @@ schedule::StageCost stage_costs(const Profile& profile, const Cluster& cluster, 
   const double data_share = rows / profile.microbatch;  // the profile's data costs are per micro-batch
   const LinearCost ar = allreduce_cost(cluster, devices);
   schedule::StageCost cost;
-  static_bytes = 0;
+  const int replicas = static_cast<int>(devices.size());
+  const bool sharded = options.zero && replicas > 1;
+  bytes = {};
+  std::vector<double> chunk_weights;
   const std::vector<int> none;
   const std::vector<int>& recompute = p.recompute.empty() ? none : p.recompute[static_cast<std::size_t>(s)];
   for (int c = 0; c < sched.chunks; ++c) {
@@ -239,11 +229,11 @@ schedule::StageCost stage_costs(const Profile& profile, const Cluster& cluster, 
     const ChunkRecompute again = chunk_recompute(profile, first, last, rows, recompute);
     const double weights = profile.parameter_bytes(first, last);
     const bool reads_inputs = first == 0, reads_targets = last + 1 == profile.size();
-    static_bytes += state_bytes(weights, static_cast<int>(devices.size()), options) +
-                    communicator_scratch_bytes(cluster, devices, weights);
-    cost.allreduce_ms +=
-        options.overlap_allreduce ? overlapped_allreduce_ms(profile, first, last, rows, ar) : ar.at(weights);
-    cost.step_ms += weights / 1e6 * options.step_ms_per_mb / (options.zero && devices.size() > 1 ? devices.size() : 1);
+    chunk_weights.push_back(weights);
+    bytes.held += state_bytes(weights, replicas, options) +
+                  (sharded ? 0.0 : communicator_scratch_bytes(cluster, devices, weights));
+    cost.allreduce_ms += bucketed_allreduce_ms(profile, first, last, rows, ar, options.overlap_allreduce);
+    cost.step_ms += weights / 1e6 * options.step_ms_per_mb / (sharded ? replicas : 1);
     const double forward_ms = work.forward_ms + (reads_inputs ? profile.data_ms * data_share : 0.0);
     cost.forward_ms += forward_ms;
     cost.backward_ms += work.backward_ms + again.forward_ms;
@@ -259,7 +249,13 @@ schedule::StageCost stage_costs(const Profile& profile, const Cluster& cluster, 
     cost.chunk_memory.push_back(with_recomputation(chunk_work(profile, first, last, rows), again));
     gradient_receive(profile, p, sched, s, c, rows, cost.chunk_memory.back());
   }
-  static_bytes -= shared_tie_bytes(profile, p, sched, s, static_cast<int>(devices.size()), options);
+  bytes.held -= shared_tie_bytes(profile, p, sched, s, replicas, options);
+  if (sharded) {
+    bytes.held += zero_scratch_bytes(chunk_weights, replicas);
+    double stage_weights = 0;
+    for (double w : chunk_weights) stage_weights += w;
+    bytes.after_step = zero_gather_bytes(stage_weights);
+  }
   return cost;
 }
 
@@ -282,7 +278,10 @@ PartitionEvaluation evaluate_partition(const Profile& profile, const Cluster& cl
   for (int s = 0; s < stages; ++s) {
     StageEvaluation& stage = out.stages[static_cast<std::size_t>(s)];
     stage.devices = placed.devices[static_cast<std::size_t>(s)];
-    costs.stages.push_back(stage_costs(profile, cluster, p, out.schedule, stage.devices, s, options, stage.static_bytes));
+    StageStaticBytes bytes;
+    costs.stages.push_back(stage_costs(profile, cluster, p, out.schedule, stage.devices, s, options, bytes));
+    stage.static_bytes = bytes.held;
+    stage.after_step_bytes = bytes.after_step;
   }
   add_tie_allreduce(profile, cluster, p, out.schedule, placed, costs);
   for (int s = 0; stages > 1 && s < stages; ++s) {  // after stage s; the last one is the looped wrap
@@ -298,7 +297,7 @@ PartitionEvaluation evaluate_partition(const Profile& profile, const Cluster& cl
   for (int s = 0; s < stages; ++s) {
     StageEvaluation& stage = out.stages[static_cast<std::size_t>(s)];
     stage.activation_bytes = out.simulation.stages[static_cast<std::size_t>(s)].peak_activation_bytes;
-    stage.peak_bytes = stage.static_bytes + stage.activation_bytes;
+    stage.peak_bytes = StageStaticBytes{stage.static_bytes, stage.after_step_bytes}.peak(stage.activation_bytes);
     out.peak_bytes = std::max(out.peak_bytes, stage.peak_bytes);
     if (stage.peak_bytes > cluster.device_memory && out.fits) {
       out.fits = false;

@@ -52,10 +52,9 @@ std::vector<Choice> stage_choices(const Profile& profile, const Cluster& cluster
     }
     // The stage's peak as evaluate_partition counts it: it depends on this stage's set alone.
     trial.recompute[static_cast<std::size_t>(s)] = choice.blocks;
-    double static_bytes = 0;
-    const schedule::StageCost cost =
-        stage_costs(profile, cluster, trial, sched, stage.devices, s, options, static_bytes);
-    if (static_bytes + schedule::stage_peak_activation_bytes(sched, s, cost) <= cluster.device_memory)
+    StageStaticBytes bytes;
+    const schedule::StageCost cost = stage_costs(profile, cluster, trial, sched, stage.devices, s, options, bytes);
+    if (bytes.peak(schedule::stage_peak_activation_bytes(sched, s, cost)) <= cluster.device_memory)
       fits.push_back(std::move(choice));
   }
   std::vector<Choice> front;

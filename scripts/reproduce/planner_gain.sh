@@ -12,7 +12,7 @@
 # Usage: scripts/reproduce/planner_gain.sh [LOOM_BINARY] [--quick] [--out DIR]
 #   --quick: BERT-48 and VGG-19 on cluster A only
 # Every case twice, as planner_table.sh: overlap=0 (the allreduce after the last backward, DAPPLE's
-# model; today's best leaves out dp-overlap) and overlap=1 (`--overlap` for both: layer by layer
+# model; today's best leaves out dp-overlap) and overlap=1 (`--overlap` for both: bucket by bucket
 # during the last backward, as loom's executor does over MPI).
 # Environment: PROFILES (default data/profiles), TIME_LIMIT (default 10), OVERLAPS ("0 1"), KEEP.
 set -euo pipefail

@@ -6,7 +6,7 @@
 #
 # Every case is planned twice, and within one run all planners share the assumption:
 #   overlap=0  the allreduce runs after the last backward (DAPPLE's cost model); DP is `dp`
-#   overlap=1  it runs layer by layer during the last backward (`--overlap`, as loom's executor
+#   overlap=1  it runs bucket by bucket during the last backward (`--overlap`, as loom's executor
 #              does with gradient buckets); DP is `dp-overlap`
 # Speedups are over one device processing the global batch, from the cost model; the schedule
 # simulator's replay of the same plans is in the *_simulated columns.

@@ -141,12 +141,13 @@ TEST_CASE("GPipe: two flow shops, forwards then backwards") {
   CHECK(evaluate(p, c, make_plan(3, 3, {{0, 0, {0}}, {1, 1, {1}}}, ScheduleKind::gpipe)).step_ms == Approx(17));
 }
 
-TEST_CASE("data parallelism with the allreduce overlapped with the last backward") {
-  // One stage on 2 devices of a node at 1 GB/s: AR(W) = W / 1e6 ms. Backward of the last
-  // micro-batch: layer 1 (1 ms, 3e6 bytes) then layer 0 (2 ms, 1e6 bytes).
-  // Overlapped: layer 1's allreduce runs 1..4, layer 0's 4..5; the backward ends at 3 → 2 ms tail.
-  const Profile p = make_profile({{1, 2, 0, 0, 1e6}, {1, 1, 0, 0, 3e6}});
-  const Cluster c = make_cluster(1, 2, 1e9, 1e9, 1e12);
+TEST_CASE("data parallelism with the allreduce overlapped with the last backward, bucket by bucket") {
+  // One stage on 2 devices of a node at 2^23 bytes per ms: AR(W) = W / 8 MiB ms. Backward of the last
+  // micro-batch: layer 1 (1 ms, 24 MiB) then layer 0 (2 ms, 8 MiB): two buckets (24 + 8 > 25 MiB).
+  // Overlapped: layer 1's bucket runs 1..4, layer 0's 4..5; the backward ends at 3 → 2 ms tail.
+  constexpr double kMiB = 1 << 20;
+  const Profile p = make_profile({{1, 2, 0, 0, 8 * kMiB}, {1, 1, 0, 0, 24 * kMiB}});
+  const Cluster c = make_cluster(1, 2, 8 * kMiB * 1e3, 8 * kMiB * 1e3, 1e12);
   Plan plan = make_plan(2, 1, {{0, 1, {0, 1}}});
   const PlanCost plain = evaluate(p, c, plan);
   CHECK(plain.step_ms == Approx(2 + 3 + 4));
@@ -154,6 +155,13 @@ TEST_CASE("data parallelism with the allreduce overlapped with the last backward
   const PlanCost overlapped = evaluate(p, c, plan);
   CHECK(overlapped.stages[0].allreduce_ms == Approx(2));
   CHECK(overlapped.step_ms == Approx(2 + 3 + 2));
+  // Layers of 1 and 3 MiB share one bucket, which waits for the whole backward: nothing overlaps.
+  const Profile small = make_profile({{1, 2, 0, 0, 1 * kMiB}, {1, 1, 0, 0, 3 * kMiB}});
+  CHECK(evaluate(small, c, plan).stages[0].allreduce_ms == Approx(0.5));
+  const LinearCost ar = allreduce_cost(c, {0, 1});
+  CHECK(bucketed_allreduce_ms(small, 0, 1, 1, ar, true) == Approx(0.5));
+  CHECK(bucketed_allreduce_ms(p, 0, 1, 1, ar, false) == Approx(4));
+  CHECK(bucketed_allreduce_ms(p, 1, 1, 1, ar, true) == Approx(3));  // starts at 1, ends at 4
 }
 
 TEST_CASE("placement policies") {
@@ -211,4 +219,19 @@ TEST_CASE("the allreduce's receive window: halving, ring, and across nodes") {
   // Two nodes of two: the node's pair halves 8 MiB (4 segments), then the two nodes halve its 4 MiB share (2).
   const Cluster two_nodes = make_cluster(2, 2, 1e9, 1e9, 1e12);
   CHECK(communicator_scratch_bytes(two_nodes, {0, 1, 2, 3}, 8 * MiB) == 6 * MiB);
+}
+
+// ZeRO-1's windows (runtime/zero_shard.h, comm/mpi_ring.cpp), as a gpt --size cpu stage of two chunks on
+// two replicas measured them: chunks of 1.75 and 1.6 MB, owners [0, 1.675) and [1.675, 3.35) MB. Replica 0
+// receives 1.675 MB of chunk 0 (2 segments of 1 MiB) and nothing of chunk 1; replica 1 75 kB of chunk 0
+// (1 segment) and 1.6 MB of chunk 1 (2): 3 MiB at most. The all-gather's window is the stage's
+// parameters, up to 2^22 of them.
+TEST_CASE("ZeRO-1: the reduce-scatter's receive windows and the all-gather's window") {
+  constexpr double kMiB = 1 << 20;
+  CHECK(zero_scratch_bytes({1.75e6, 1.6e6}, 2) == Approx(3 * kMiB));
+  CHECK(zero_scratch_bytes({1.75e6, 1.6e6}, 1) == 0);
+  CHECK(zero_scratch_bytes({12e6}, 3) == Approx(4 * kMiB));  // parts of 4 MB: 4 segments, the most
+  CHECK(zero_scratch_bytes({3e6}, 3) == Approx(kMiB));
+  CHECK(zero_gather_bytes(3.35e6) == Approx(3.35e6));
+  CHECK(zero_gather_bytes(1e9) == Approx(16 * kMiB));
 }

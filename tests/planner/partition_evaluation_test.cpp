@@ -256,19 +256,27 @@ TEST_CASE("partition: a tie across stages adds its group's allreduce to both sta
         Approx(evaluate_partition(untied_one, cluster, one).simulation.step_ms));
 }
 
-// The allreduce overlapped with the last backward (CostOptions::overlap_allreduce): one stage of two
-// replicas over all four layers, a fast link, so each layer's allreduce ends before the next layer's
-// backward does (backward 8, 6, 4, 2 ms per row from the last layer) and only layer 0's, the last to
-// become final, is left after the backward: the step shrinks by the whole allreduce less that one.
-TEST_CASE("partition: an overlapped allreduce leaves only what outlasts the backward") {
-  const Profile profile = four_layers(5);
-  const Cluster cluster = make_cluster(1, 2, 1e9, 1e9, 1e12);
+// The allreduce overlapped with the last backward (CostOptions::overlap_allreduce), in the runtime's
+// 25 MiB gradient buckets: one stage of two replicas over all four layers. Layers of 8, 16, 24 and 32
+// MiB make the buckets {3}, {2}, {1, 0} (from the last layer back, each closing before it would pass
+// 25 MiB); on a fast link each bucket's allreduce ends before the next layer's backward does, so only
+// the last bucket's is left after the backward. Four layers of a few kB are one bucket: nothing hides.
+TEST_CASE("partition: an overlapped allreduce leaves only the last bucket's after the backward") {
+  constexpr double kMiB = 1 << 20;
+  const Profile profile = make_profile({{1, 2, 10, 5, 8 * kMiB},
+                                        {2, 4, 20, 5, 16 * kMiB},
+                                        {3, 6, 30, 10, 24 * kMiB},
+                                        {4, 8, 40, 0, 32 * kMiB}});
+  const Cluster cluster = make_cluster(1, 2, 1e12, 1e12, 1e12);
   const Partition dp{ScheduleKind::dapple, 1, 1, 2, {{0, 3}}, {2}, {}};
   CostOptions overlapped;
   overlapped.overlap_allreduce = true;
   const double after = evaluate_partition(profile, cluster, dp).simulation.step_ms;
   const double during = evaluate_partition(profile, cluster, dp, overlapped).simulation.step_ms;
   const LinearCost ar = allreduce_cost(cluster, {0, 1});
-  CHECK(ar.at(4e3) < 2);  // each allreduce shorter than the backward of the layer before it
-  CHECK(after - during == Approx(ar.at(10e3) - ar.at(1e3)));
+  CHECK(ar.at(32 * kMiB) < 2);  // each allreduce shorter than the backward of the layer before it
+  CHECK(after - during == Approx(ar.at(32 * kMiB) + ar.at(24 * kMiB)));
+  const Profile small = four_layers(5);
+  CHECK(evaluate_partition(small, cluster, dp).simulation.step_ms ==
+        Approx(evaluate_partition(small, cluster, dp, overlapped).simulation.step_ms));
 }

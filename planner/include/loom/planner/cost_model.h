@@ -56,8 +56,8 @@ struct CostOptions {
   // joint search and evaluate_partition count it (state_bytes); the DAPPLE and PipeDream planners
   // count the whole state on every replica.
   bool zero = false;
-  // The gradient allreduce runs layer by layer during the last backward (`loom plan --overlap`, as
-  // loom's executor does over MPI): evaluate_partition and the joint search count only the part of
+  // The gradient allreduce runs bucket by bucket during the last backward (`loom plan --overlap`, as
+  // loom's executor does over MPI; BucketedAllreduce): evaluate_partition and the joint search count only the part of
   // it not hidden behind that backward. The DAPPLE and PipeDream planners take it from
   // PlannerOptions::overlap_allreduce.
   bool overlap_allreduce = false;
@@ -77,6 +77,18 @@ double state_bytes(double weight_bytes, int replicas, const CostOptions& options
 // across nodes, for one replica per node on the node's share. Buckets hold at most 25 MiB (`loom train
 // --bucket-mb`'s default).
 double communicator_scratch_bytes(const Cluster& cluster, const std::vector<int>& devices, double weight_bytes);
+// Under ZeRO-1 (runtime/zero_shard.h) instead: each chunk's buckets are reduce-scattered over the stage's
+// `replicas` (comm/mpi_ring.cpp's ring: step k receives the bucket's part of owner r − k − 2), the owners
+// splitting the chunks' parameters, laid end to end in chunk order, evenly. A replica's window for a chunk
+// is as above for the largest part of the chunk it receives (a bucket's is no larger); the chunks' groups
+// keep one window each. The most any replica keeps, from the chunks' parameter bytes in chunk order.
+double zero_scratch_bytes(const std::vector<double>& chunk_weight_bytes, int replicas);
+// ZeRO-1's parameter all-gather after the optimizer step (ZeroShard::gather): a window of at most 2^22
+// parameters, held while no activations are.
+double zero_gather_bytes(double stage_weight_bytes);
+
+// comm::GradientBucketer's default bucket (`loom train --bucket-mb 25`).
+inline constexpr double kGradientBucketBytes = 25.0 * (1 << 20);
 
 // One stage of a plan as the closed-form model (evaluate) estimates it.
 struct StageEstimate {
@@ -121,6 +133,29 @@ struct LinearCost {
   double at(double bytes) const { return bytes > 0 && ms_per_byte > 0 ? bytes * ms_per_byte + latency_ms : 0.0; }
 };
 LinearCost allreduce_cost(const Cluster& cluster, const std::vector<int>& devices);
+// The allreduce of a chunk's gradients as the runtime's gradient buckets run it (comm/gradient_bucketer.h,
+// at layer granularity): grouped from the chunk's last layer back, a bucket closing before it would exceed
+// kGradientBucketBytes (a larger layer's gradients alone), one allreduce per bucket, one at a time.
+// Overlapped, a bucket starts once the last backward has passed its layers; else all start after it.
+// Grown a layer at a time, last layer first, so a search over ranges gets the same numbers.
+class BucketedAllreduce {
+ public:
+  explicit BucketedAllreduce(const LinearCost& ar) : ar_(ar) {}
+  // The layer below those added so far: `bytes` of parameters, its backward `backward_ms`.
+  void add_layer(double bytes, double backward_ms);
+  // What of the allreduce runs after the backward of the layers added.
+  double tail_ms(bool overlap) const;
+
+ private:
+  LinearCost ar_;
+  double bucket_ = 0;       // the open bucket's bytes
+  double ready_ = 0;        // the backward of the layers added
+  double done_ = 0;         // overlapped: when the closed buckets' allreduces end
+  double closed_ms_ = 0;    // the closed buckets' allreduces one after another
+};
+// BucketedAllreduce's tail for layers first..last at `rows` rows per micro-batch.
+double bucketed_allreduce_ms(const Profile& profile, int first, int last, int rows, const LinearCost& ar,
+                             bool overlap);
 
 // One replica's work on layers first..last for `rows` rows of a micro-batch: forward and backward
 // time, and the bytes it keeps per micro-batch in flight (its layers' activations plus the input

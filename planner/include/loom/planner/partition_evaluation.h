@@ -11,6 +11,8 @@
 // (the looped wrap S − 1 → 0 between the last and the first), as for plans (plan_simulation.h).
 #pragma once
 
+#include <algorithm>
+
 #include <string>
 #include <utility>
 #include <vector>
@@ -39,16 +41,27 @@ struct Partition {
   // its own; planner/recomputation.h); empty: none anywhere.
   std::vector<std::vector<int>> recompute = {};
   bool zero = false;  // ZeRO-1 (CostOptions::zero; either turns it on)
-  // Gradients allreduced layer by layer during the last backward (CostOptions::overlap_allreduce;
+  // Gradients allreduced bucket by bucket during the last backward (CostOptions::overlap_allreduce;
   // either turns it on).
   bool overlap_allreduce = false;
 };
 
+// A stage's bytes per device besides its activations: what it holds all along (parameters, gradients,
+// optimizer state, gradient buckets, the communicators' windows) and what it holds for a while after the
+// optimizer step, when it holds no activations (ZeRO-1's parameter all-gather window).
+struct StageStaticBytes {
+  double held = 0;
+  double after_step = 0;
+  // The stage's peak when its activations peak at `activation_bytes`.
+  double peak(double activation_bytes) const { return held + std::max(activation_bytes, after_step); }
+};
+
 struct StageEvaluation {
   std::vector<int> devices;
-  double static_bytes = 0;      // parameters + gradients + optimizer state of its chunks
+  double static_bytes = 0;      // held all along: parameters, gradients, optimizer state, buckets, windows
+  double after_step_bytes = 0;  // StageStaticBytes::after_step
   double activation_bytes = 0;  // the simulator's peak of kept activations
-  double peak_bytes = 0;        // the two together: what one of its devices holds at most
+  double peak_bytes = 0;        // StageStaticBytes::peak: what one of its devices holds at most
 };
 
 struct PartitionEvaluation {
@@ -69,11 +82,10 @@ PartitionEvaluation evaluate_partition(const Profile& profile, const Cluster& cl
                                        const CostOptions& options = {}, const schedule::Schedule* schedule = nullptr);
 
 // Pipeline stage s's costs under `p` (its chunks' times and bytes, as evaluate_partition simulates them)
-// on `devices`, and its static bytes (weights, gradients, optimizer state, buckets). ZeRO-1 when
-// `options` or `p` asks for it.
+// on `devices`, and its bytes besides the activations. ZeRO-1 when `options` or `p` asks for it.
 schedule::StageCost stage_costs(const Profile& profile, const Cluster& cluster, const Partition& p,
                                 const schedule::Schedule& sched, const std::vector<int>& devices, int s,
-                                const CostOptions& options, double& static_bytes);
+                                const CostOptions& options, StageStaticBytes& bytes);
 
 // "0-3,4-7,8-11" -> {{0, 3}, {4, 7}, {8, 11}}; a bad range is a loom::Error naming `source`.
 std::vector<std::pair<int, int>> parse_layer_ranges(const std::string& text, const std::string& source);

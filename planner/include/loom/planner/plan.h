@@ -68,8 +68,8 @@ struct Plan {
   ScheduleKind schedule = ScheduleKind::dapple;
   int chunks = 1;  // layer ranges per stage (v of the multi-chunk kinds)
   int zero = 0;    // 1: ZeRO-1, optimizer state sharded over each stage's replicas
-  // Gradients are allreduced layer by layer while the last backward still runs (bucketed,
-  // overlapped); otherwise each stage allreduces after its last backward, as DAPPLE models it.
+  // Gradients are allreduced bucket by bucket while the last backward still runs
+  // (BucketedAllreduce); otherwise each stage allreduces after its last backward, as DAPPLE models it.
   bool overlap_allreduce = false;
   std::vector<StagePlan> stages;
   // Tensor-parallel ranks per stage replica; 1 until the runtime runs tensor parallelism (a plan
