@@ -366,7 +366,9 @@ void add_plan_command(CLI::App& app) {
                 "loom's executor does) instead of after it (DAPPLE's model); dp shows both anyway");
   cmd->add_option("--profile-batch", o.profile_batch,
                   "graph.txt only: the micro-batch it was profiled at (default: -pbs-N in the file name, else 1)");
-  cmd->add_option("--optimizer", o.optimizer, optimizer_kind_list() + ": the state it keeps per parameter (adam/adamw 2x, momentum 1x, sgd none)")
+  cmd->add_option("--optimizer", o.optimizer, optimizer_kind_list() +
+                      ": the state it keeps per parameter (adam/adamw 2x, momentum 1x, sgd none: plain SGD, "
+                      "which loom train --plan then runs with --momentum 0)")
       ->capture_default_str();
   cmd->add_option("--precision", o.precision,
                   "fp32, bf16 or fp16: the precision the plan is for, recorded in the plan file (loom train --plan "

@@ -116,6 +116,26 @@ void take_plan_model(const PlanDefaults& defaults, TrainOptions& o, const planne
   defaults.agree("--set", given, a.model_settings, "model settings", reprofile("--set", given));
 }
 
+// The optimizer state the plan counted (loom plan --optimizer sgd: none, plain SGD): --momentum defaults
+// to 0 under a plan for plain SGD, and a momentum that keeps state the plan did not count (or none
+// where it did) is an error, since the plan's memory assumes its own.
+void take_plan_momentum(CLI::App& cmd, TrainOptions& o, const planner::Plan& plan) {
+  const double counted = plan.assumptions.optimizer_state_factor;
+  if (counted < 0) return;  // an older plan file does not say
+  const OptimizerKind kind = parse_optimizer_kind(o.optimizer);
+  if (kind == OptimizerKind::sgd && counted == 0 && cmd.count("--momentum") == 0) {
+    o.momentum = 0;
+    cmd.get_option("--momentum")->default_val(0);
+  }
+  const int kept = optimizer_state_tensors(kind, o.momentum);
+  const std::string fix = kind == OptimizerKind::sgd
+                              ? "give --momentum 0 (plain SGD, as the plan assumed), or make a plan for it (loom plan "
+                                "--optimizer momentum)"
+                              : replan("--optimizer", o.optimizer);
+  LOOM_CHECK(kept == counted, "--optimizer ", o.optimizer, " with --momentum ", o.momentum, " keeps ", kept,
+             " state tensor(s) per parameter, but ", o.plan, " counted ", counted, ": ", fix);
+}
+
 // --plan: its optimizer, precision and model are the run's defaults; --stages, --replicas,
 // --microbatches, --chunks and --global-batch, when given, must be the plan's.
 void take_plan_defaults(CLI::App& cmd, TrainOptions& o) {
@@ -125,6 +145,7 @@ void take_plan_defaults(CLI::App& cmd, TrainOptions& o) {
   defaults.take("--optimizer", o.optimizer, a.optimizer, "optimizer", replan("--optimizer", o.optimizer));
   defaults.take("--precision", o.precision, a.precision, "precision", replan("--precision", o.precision));
   take_plan_model(defaults, o, plan);
+  take_plan_momentum(cmd, o, plan);
   std::string replicas = std::to_string(plan.stages.front().replicas());  // "2", or per stage "3,1"
   bool uneven = false;
   for (const planner::StagePlan& s : plan.stages) uneven = uneven || s.replicas() != plan.stages.front().replicas();

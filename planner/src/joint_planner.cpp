@@ -17,6 +17,7 @@
 #include <loom/planner/recomputation.h>
 #include <loom/schedule/generators.h>
 
+#include "layer_sums.h"
 #include "suffix_bound.h"
 
 namespace loom::planner {
@@ -63,8 +64,8 @@ struct CutSearch {
   // Per pipeline stage: its last compute is the backward (B, not split) of its first chunk, so the
   // step lasts at least head + its compute + tail.
   std::vector<char> ends_with_first_backward;
-  // Per rows count: rest[l] = M · Σ (F + B) of layers l.. at those rows (the bound's layers to come).
-  std::map<int, std::vector<double>> rest_by_rows;
+  // Per rows count: the layers' prefix sums at those rows.
+  std::map<int, detail::LayerSums> sums_by_rows;
   // Per rows count, per first layer: range_cost and parameter_bytes of first..L−2 (below).
   std::map<int, std::vector<std::pair<RangeCost, double>>> all_but_last_by_rows;
   JointResult& best;
@@ -94,9 +95,6 @@ struct CutSearch {
   // device_rest[l]: the least device time layers l.. can take, M · Σ min over R of R · (F + B) at
   // ceil(b / R) rows (whichever stage computes a layer, its R replicas are busy that long with it).
   std::vector<double> device_rest{};
-  // rest_can_fit's sums: parameter bytes of layers 0..l−1, and work_prefix per rows count.
-  std::vector<double> weight_prefix{};
-  std::map<int, std::vector<double>> work_prefix_by_rows{};
 
   void evaluate() {
     ++best.evaluated;
@@ -125,16 +123,8 @@ struct CutSearch {
     keep(best, best_ms, std::move(fitted), std::move(e), "");
   }
 
-  const std::vector<double>& rest(int at_rows) {
-    std::vector<double>& table = rest_by_rows[at_rows];
-    if (!table.empty()) return table;
-    table.assign(static_cast<std::size_t>(profile.size()) + 1, 0.0);
-    for (int l = profile.size() - 1; l >= 0; --l) {
-      const RangeCost work = range_cost(profile, l, l, at_rows);
-      table[static_cast<std::size_t>(l)] =
-          table[static_cast<std::size_t>(l) + 1] + partition.microbatches * (work.forward_ms + work.backward_ms);
-    }
-    return table;
+  const detail::LayerSums& sums(int at_rows) {
+    return sums_by_rows.try_emplace(at_rows, profile, at_rows).first->second;
   }
 
   // For each first layer, the last virtual stage's range from it, all but the profile's last layer
@@ -261,21 +251,13 @@ struct CutSearch {
   bool rest_can_fit(int virtual_stage, int first, double forwards, double backwards) {
     const double limit = cutoff();
     const int total = sched.virtual_stages();
-    if (weight_prefix.empty()) {
-      weight_prefix.assign(static_cast<std::size_t>(profile.size()) + 1, 0.0);
-      for (int l = 0; l < profile.size(); ++l)
-        weight_prefix[static_cast<std::size_t>(l) + 1] =
-            weight_prefix[static_cast<std::size_t>(l)] + profile.layers[static_cast<std::size_t>(l)].parameter_bytes;
-    }
     for (int k = virtual_stage; k < total; ++k) {
       const auto stage = static_cast<std::size_t>(sched.stage_of(k));
-      const std::vector<double>& work = work_prefix(rows[stage]);
-      const auto begin = static_cast<std::size_t>(first);
+      const detail::LayerSums& layers = sums(rows[stage]);
       int end = first - 1;
       for (int last = first; last <= profile.size() - (total - k); ++last) {
-        const auto after = static_cast<std::size_t>(last) + 1;
-        const double weights = weight_prefix[after] - weight_prefix[begin];
-        const double compute = partition.microbatches * (work[after] - work[begin]);
+        const double weights = layers.weights(first, last + 1);
+        const double compute = partition.microbatches * layers.work(first, last + 1);
         const double busy = compute + (options.cost.overlap_allreduce ? 0.0 : allreduce[stage].at(weights));
         const double bytes = static_bytes[stage] + state_bytes(weights, partition.replicas[stage], bound_cost);
         const bool tail_over =
@@ -290,18 +272,6 @@ struct CutSearch {
       first = end + 1;
     }
     return first == profile.size();
-  }
-
-  // Per rows count: Σ (F + B) of one micro-batch over layers 0..l−1, at index l.
-  const std::vector<double>& work_prefix(int at_rows) {
-    std::vector<double>& prefix = work_prefix_by_rows[at_rows];
-    if (!prefix.empty()) return prefix;
-    prefix.assign(static_cast<std::size_t>(profile.size()) + 1, 0.0);
-    for (int l = 0; l < profile.size(); ++l) {
-      const LayerCost c = profile.cost_at(l, at_rows);
-      prefix[static_cast<std::size_t>(l) + 1] = prefix[static_cast<std::size_t>(l)] + c.forward_ms + c.backward_ms;
-    }
-    return prefix;
   }
 
   // Whether the devices, each busy at most the best step after its stage's head, have time for the
@@ -355,7 +325,7 @@ struct CutSearch {
   void cut_ranges(int virtual_stage, int first) {
     const int total = sched.virtual_stages();
     const auto stage = static_cast<std::size_t>(sched.stage_of(virtual_stage));
-    const std::vector<double>& to_come = rest(fewest_rows());
+    const detail::LayerSums& to_come = sums(fewest_rows());
     const int last_end = profile.size() - (total - virtual_stage);
     const int last_begin = virtual_stage + 1 == total ? last_end : first;
     const bool whole_rest = last_begin > first;  // the last virtual stage takes every layer left
@@ -375,7 +345,8 @@ struct CutSearch {
       double& stage_bytes = static_bytes[stage];
       // Both grow with `last`: once over the bound, every longer range is too.
       // The layers after `last` still to come, at least as slow as at the fewest rows.
-      const double average = (busy_total() + busy + to_come[static_cast<std::size_t>(last) + 1]) / sched.stages;
+      const double rest = partition.microbatches * to_come.work(last + 1, profile.size());
+      const double average = (busy_total() + busy + rest) / sched.stages;
       const double tail = ends_with_first_backward[stage] ? tail_ms[stage] + compute_ms[stage] + compute : 0.0;
       // This chunk: its micro-batches' work starts after the first one's forwards before it and
       // (whole backwards) ends before the last one's backwards below it.

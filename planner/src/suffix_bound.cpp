@@ -1,6 +1,8 @@
 // The single-chunk suffix bound (see suffix_bound.h).
 #include "suffix_bound.h"
 
+#include "layer_sums.h"
+
 #include <algorithm>
 #include <limits>
 
@@ -10,35 +12,17 @@ namespace {
 
 constexpr double kNone = std::numeric_limits<double>::infinity();
 
-// Per replica count r: prefix sums over layers of one micro-batch's forward and backward at
-// ceil(b / r) rows, and of parameter bytes; the allreduce of each run of devices.
+// Per replica count r: the layers' sums at ceil(b / r) rows (index r; 0 unused); the allreduce of each
+// run of devices.
 struct StageCosts {
-  int layers, devices, rows;
-  std::vector<std::vector<double>> forward, backward;  // [r][l]: layers 0..l−1
-  std::vector<double> weights;
-  std::vector<std::vector<LinearCost>> allreduce;      // [first device][r]
+  std::vector<LayerSums> sums;
+  std::vector<std::vector<LinearCost>> allreduce;  // [first device][r]
 
-  StageCosts(const Profile& profile, const Cluster& cluster, int rows_per_microbatch)
-      : layers(profile.size()), devices(cluster.devices()), rows(rows_per_microbatch),
-        forward(static_cast<std::size_t>(std::min(devices, rows)) + 1),
-        backward(forward.size()), weights(static_cast<std::size_t>(layers) + 1, 0.0),
-        allreduce(static_cast<std::size_t>(devices)) {
-    for (int r = 1; r < static_cast<int>(forward.size()); ++r) {
-      auto& f = forward[static_cast<std::size_t>(r)];
-      auto& b = backward[static_cast<std::size_t>(r)];
-      f.assign(static_cast<std::size_t>(layers) + 1, 0.0);
-      b.assign(f.size(), 0.0);
-      const RangeCost none{};
-      for (int l = 0; l < layers; ++l) {
-        RangeCost one = none;
-        extend_range_cost(one, profile, l, ceil_div(rows, r));
-        f[static_cast<std::size_t>(l) + 1] = f[static_cast<std::size_t>(l)] + one.forward_ms;
-        b[static_cast<std::size_t>(l) + 1] = b[static_cast<std::size_t>(l)] + one.backward_ms;
-      }
-    }
-    for (int l = 0; l < layers; ++l)
-      weights[static_cast<std::size_t>(l) + 1] =
-          weights[static_cast<std::size_t>(l)] + profile.layers[static_cast<std::size_t>(l)].parameter_bytes;
+  StageCosts(const Profile& profile, const Cluster& cluster, int rows_per_microbatch) {
+    const int devices = cluster.devices();
+    for (int r = 0; r <= std::min(devices, rows_per_microbatch); ++r)
+      sums.emplace_back(profile, ceil_div(rows_per_microbatch, std::max(r, 1)));
+    allreduce.resize(static_cast<std::size_t>(devices));
     for (int first = 0; first < devices; ++first) {
       std::vector<int> group;
       allreduce[static_cast<std::size_t>(first)].resize(static_cast<std::size_t>(devices - first) + 1);
@@ -72,14 +56,12 @@ SuffixBound::SuffixBound(const Profile& profile, const Cluster& cluster, int row
         // The first stage takes layers l..m on r devices; the last takes every layer and device left.
         const int last_m = k == 1 ? layers_ - 1 : layers_ - k;
         for (int r = k == 1 ? d : 1; r <= std::min(d - (k - 1), most_replicas); ++r) {
-          const auto& f = costs.forward[static_cast<std::size_t>(r)];
-          const auto& b = costs.backward[static_cast<std::size_t>(r)];
+          const LayerSums& sums = costs.sums[static_cast<std::size_t>(r)];
           const LinearCost& ar = costs.allreduce[static_cast<std::size_t>(first_device)][static_cast<std::size_t>(r)];
           for (int m = k == 1 ? layers_ - 1 : l; m <= last_m; ++m) {
-            const auto end = static_cast<std::size_t>(m) + 1, begin = static_cast<std::size_t>(l);
-            const double weights = costs.weights[end] - costs.weights[begin];
+            const double weights = sums.weights(l, m + 1);
             if (state_bytes(weights, r, bound_cost) - tie_slack > cluster.device_memory) break;  // longer: more bytes
-            const double forward = f[end] - f[begin], backward = b[end] - b[begin];
+            const double forward = sums.forward(l, m + 1), backward = sums.backward(l, m + 1);
             const double compute = microbatches * (forward + backward);
             const double busy = compute + (bound_cost.overlap_allreduce ? 0.0 : ar.at(weights));
             if (compute >= best_tail && busy >= best_head) break;  // longer: slower

@@ -169,6 +169,16 @@ expect_failure("--global-batch 16 and ${WORK_DIR}/v3_plan.json's global batch 8 
 says), or make a plan for it (loom plan --global-batch 16)" train --plan ${WORK_DIR}/v3_plan.json --global-batch 16 --steps 1)
 expect_failure("${WORK_DIR}/v3_tp_plan.json: tensor_parallel 2: this loom runs tensor_parallel 1 only; make the plan \
 again with loom plan" train --plan ${WORK_DIR}/v3_tp_plan.json --steps 1)
+# A plan for plain SGD counted no optimizer state: --momentum defaults to 0 under it (at loom
+# train's 0.9 the run below would be refused), and a momentum that would keep a state is refused.
+string(REPLACE "\"optimizer\": \"adam\"" "\"optimizer\": \"sgd\", \"optimizer_state_factor\": 0" sgd_tail "${v3_tail}")
+string(REPLACE "PEAK" "6e5" sgd_stages "${v3_stages}")
+file(WRITE ${WORK_DIR}/v3_sgd_plan.json "${v3_head}${sgd_stages}${sgd_tail}")
+expect_success("| sgd, lr 0.05 cosine over steps 1 to 1 |" train --plan ${WORK_DIR}/v3_sgd_plan.json --size tiny
+               --steps 1 --threads 1)
+expect_failure("--optimizer sgd with --momentum 0.9 keeps 1 state tensor(s) per parameter, but \
+${WORK_DIR}/v3_sgd_plan.json counted 0: give --momentum 0 (plain SGD, as the plan assumed), or make a plan for it \
+(loom plan --optimizer momentum)" train --plan ${WORK_DIR}/v3_sgd_plan.json --momentum 0.9 --steps 1)
 # A plan made from a loom profile records the model's size and settings: they are the run's
 # defaults (no --size tiny here), and --size or --set that give another model are refused.
 set(v3_model_tail "\"assumptions\": {\"optimizer\": \"adam\", \"precision\": \"fp32\", \"model_size\": \"tiny\", \"model_settings\": \"classes=4,hidden=24,input=16,layers=4\", \"device_memory_bytes\": 1e9}}")

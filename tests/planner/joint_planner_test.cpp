@@ -129,6 +129,15 @@ Exhaustive exhaustive(const Profile& profile, const Cluster& cluster, int global
   return best;
 }
 
+// The search without recomputation and ZeRO-1, as exhaustive() enumerates it (the recomputation test
+// case enumerates those too).
+JointOptions without_recomputation() {
+  JointOptions options;
+  options.recompute = false;
+  options.search_zero = false;
+  return options;
+}
+
 }  // namespace
 
 TEST_CASE("joint: the search's optimum equals exhaustive enumeration, and its plan fits") {
@@ -144,9 +153,7 @@ TEST_CASE("joint: the search's optimum equals exhaustive enumeration, and its pl
       const int global_batch = trial % 2 == 0 ? 8 : 6;
       CAPTURE(trial, layers, shape[0], shape[1], cap, global_batch);
       const Exhaustive expected = exhaustive(profile, cluster, global_batch);
-      JointOptions options;
-      options.recompute = false;  // the next test case enumerates recomputation and ZeRO-1 too
-      options.search_zero = false;
+      JointOptions options = without_recomputation();
       const JointResult joint = plan_joint(profile, cluster, global_batch, options);
       REQUIRE(joint.found == std::isfinite(expected.step_ms));
       if (!joint.found) continue;
@@ -186,9 +193,7 @@ TEST_CASE("joint: each kind and micro-batch count alone equals its exhaustive op
       for (const auto kind : joint_kinds())
         for (const int m : {1, 2, 4, 8}) {
           CAPTURE(trial, cap, loom::schedule::schedule_kind_name(kind), m);
-          JointOptions options;
-          options.recompute = false;
-          options.search_zero = false;
+          JointOptions options = without_recomputation();
           options.seed = false;
           options.kinds = {kind};
           options.microbatch_counts = {m};
