@@ -115,13 +115,16 @@ void build_chunks(detail::TrainerState& s, std::vector<NamedParameter>& trainabl
                          .stage = s.stage,
                          .stages = s.layout.stages(),
                          .chunks = s.layout.chunks(),
+                         .blocks = {},  // below, with the chunks
                          .global_batch = s.layout.global_batch,
                          .seed = s.config.seed,
                          .optimizer = std::string(optimizer_kind_name(optimizer.kind)),
                          .lr_schedule = optimizer.lr_schedule,
                          .total_steps = s.layout.steps,
                          .lr = optimizer.lr,
-                         .precision = s.config.precision.precision};
+                         .precision = s.config.precision.precision,
+                         .stage_blocks = {},
+                         .replicas = {}};
   for (int c = 0; c < s.layout.chunks(); ++c) {
     const auto blocks = s.layout.chunk_blocks(s.stage, c);
     s.owned.push_back(s.spec.build(blocks.first, blocks.second));
